@@ -1,0 +1,90 @@
+"""FLOPs, training time, storage/traffic and money (money in integer cents)."""
+
+from __future__ import annotations
+
+import math
+
+from app.sizing.params import Architecture
+
+HOURS_PER_MONTH = 730
+HOURS_PER_WEEK = 168
+TB = 1000**4
+
+
+def training_flops(active_params: int, tokens: float, *, method: str = "full") -> float:
+    """6·N·T (forward 2·N·T + backward 4·N·T); adapters skip weight gradients: 4·N·T."""
+    per = 4.0 if method in ("lora", "qlora") else 6.0
+    return per * active_params * tokens
+
+
+def attention_flops(arch: Architecture, seq_len: int, tokens: float) -> float:
+    """12·L·(heads·head_dim)·s per token (torchtitan / llm-foundry convention, no causal
+    discount): the attention score and value matmuls that 6·N·T leaves out."""
+    if arch.mla is not None:
+        width = arch.num_attention_heads * (
+            arch.mla.qk_nope_head_dim + arch.mla.qk_rope_head_dim + arch.mla.v_head_dim
+        ) / 2
+    else:
+        width = arch.num_attention_heads * arch.head_dim
+    return 12.0 * arch.num_layers * width * seq_len * tokens
+
+
+def training_seconds(flops: float, gpus: int, peak_tflops: float, mfu: float) -> float:
+    return flops / (gpus * peak_tflops * 1e12 * mfu)
+
+
+def rental_months(hours: float, *, min_months: int = 1) -> int:
+    """Whole months per node (a month is 730 hours)."""
+    return max(min_months, math.ceil(hours / HOURS_PER_MONTH - 1e-9))
+
+
+def effective_cents_per_gpu_hour(node_month_cents: int, gpus: int, hours_used: float) -> float:
+    """What a month of the node costs per GPU-hour actually used."""
+    return node_month_cents / (gpus * hours_used)
+
+
+def break_even_utilisation(node_month_cents: int, gpus: int, hourly_cents: int) -> float:
+    """Share of the month above which the monthly node beats paying per GPU-hour elsewhere."""
+    return node_month_cents / (gpus * HOURS_PER_MONTH * hourly_cents)
+
+
+def cents_to_usd(cents: int | float) -> float:
+    return round(round(cents) / 100, 2)
+
+
+def checkpoint_bytes(params: int, bytes_per_param: float) -> int:
+    return int(params * bytes_per_param)
+
+
+def dataset_bytes(tokens: float, vocab_size: int, token_bytes: int | None = None) -> int:
+    width = token_bytes if token_bytes else (2 if vocab_size <= 65536 else 4)
+    return int(tokens * width)
+
+
+def storage(
+    *,
+    checkpoint: int,
+    dataset: int,
+    nodes: int,
+    nvme_bytes_per_node: int | None,
+    egress_tb_month_per_node: float | None,
+) -> dict[str, object]:
+    """NVMe fit (dataset copied to every node, checkpoints written sharded across nodes)
+    and weekly checkpoint egress against the monthly allowance."""
+    out: dict[str, object] = {
+        "checkpoint_bytes": checkpoint,
+        "dataset_bytes": dataset,
+        "nvme_bytes_per_node": nvme_bytes_per_node,
+    }
+    if nvme_bytes_per_node is not None:
+        per_node_ckpt = checkpoint / max(1, nodes)
+        free = nvme_bytes_per_node - dataset
+        out["dataset_fits_nvme"] = free >= 0
+        out["checkpoints_fit_on_nvme"] = max(0, int(free // per_node_ckpt)) if free > 0 else 0
+    weekly = checkpoint * HOURS_PER_MONTH / HOURS_PER_WEEK
+    out["weekly_checkpoint_egress_bytes_per_month"] = int(weekly)
+    if egress_tb_month_per_node is not None:
+        allowance = int(egress_tb_month_per_node * TB * max(1, nodes))
+        out["egress_allowance_bytes_per_month"] = allowance
+        out["weekly_checkpoint_egress_fits"] = weekly <= allowance
+    return out

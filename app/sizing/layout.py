@@ -1,0 +1,209 @@
+"""Layout candidates, their efficiency heuristics and the per-SKU search."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from app.sizing.memory import SAFETY_MARGIN, Job, Layout, Memory, memory
+
+# Throughput relative to the catalog MFU (which assumes a well-tuned single-node layout).
+# Heuristics (ours), stated in every answer's assumptions and in docs/sizing.md.
+RECOMPUTE_EFF = {"none": 1.0, "selective": 0.97, "full": 0.75}  # full: one extra forward
+TP_EFF = {1: 1.0, 2: 0.97, 4: 0.94, 8: 0.90}
+PP_EFF = 0.92  # 1F1B bubble with ≥ 4·pp micro-batches per step
+FSDP_ACROSS_NODES_EFF = 0.90  # ZeRO-3 gathers over the inter-node network
+EP_EFF = 0.95  # token all-to-all inside the NVLink domain
+CP_EFF = 0.95
+OFFLOAD_OPT_EFF = 0.70
+OFFLOAD_PARAM_EFF = 0.50
+
+
+@dataclass(frozen=True)
+class Shape:
+    sharding: str
+    shard_group: int
+    tp: int
+    pp: int
+    ep: int
+    cp: int
+    label: str
+
+
+@dataclass(frozen=True)
+class Candidate:
+    layout: Layout
+    memory: Memory
+    efficiency: float
+    label: str
+    rank: int
+
+
+def efficiency(lay: Layout, gpus_per_node: int) -> float:
+    e = RECOMPUTE_EFF[lay.recompute]
+    e *= TP_EFF.get(lay.tp, 0.8)
+    if lay.pp > 1:
+        e *= PP_EFF
+    if lay.sharding == "zero3" and lay.shard_group * lay.tp * lay.cp > gpus_per_node:
+        e *= FSDP_ACROSS_NODES_EFF
+    if lay.ep > 1:
+        e *= EP_EFF
+    if lay.cp > 1:
+        e *= CP_EFF
+    if lay.offload_optimizer:
+        e *= OFFLOAD_OPT_EFF
+    if lay.offload_params:
+        e *= OFFLOAD_PARAM_EFF
+    return e
+
+
+def _pows(limit: int) -> list[int]:
+    out, x = [], 2
+    while x <= limit:
+        out.append(x)
+        x *= 2
+    return out
+
+
+def shapes(job: Job, nodes: int, g: int) -> list[Shape]:
+    """Parallel shapes in the page's rule order for this model size."""
+    a = job.arch
+    w = nodes * g
+    big = job.counts.total >= 60e9
+    out: list[Shape] = []
+    hsdp = "FSDP/ZeRO-3 inside each node" + (", data parallel across nodes" if nodes > 1 else "")
+    small_rules = [
+        Shape("zero3", g, 1, 1, 1, 1, hsdp),
+        Shape("ddp", 1, 1, 1, 1, 1, "plain data parallel (each GPU holds everything)"),
+        Shape("zero1", w, 1, 1, 1, 1, "ZeRO-1 (optimizer state sharded over all GPUs)"),
+        Shape("zero2", w, 1, 1, 1, 1, "ZeRO-2 (optimizer state and gradients sharded)"),
+    ]
+    if nodes > 1:
+        small_rules.append(Shape("zero3", w, 1, 1, 1, 1, "FSDP/ZeRO-3 across all nodes"))
+    tp_rules: list[Shape] = []
+    tp = min(8, g)
+    if w % tp == 0:
+        dp = w // tp
+        tp_rules.append(Shape("zero1", dp, tp, 1, 1, 1,
+                              f"tensor parallel {tp} inside the node, ZeRO-1 data parallel"))
+        if dp > 1:
+            tp_rules.append(Shape("zero3", dp, tp, 1, 1, 1,
+                                  f"tensor parallel {tp} inside the node, FSDP across nodes"))
+        for pp in _pows(min(a.num_layers, dp)):
+            if dp % pp:
+                continue
+            lbl = f"tensor parallel {tp} inside the node, pipeline parallel {pp}"
+            lbl += " across nodes" if tp * pp > g else ""
+            tp_rules.append(Shape("zero1", dp // pp, tp, pp, 1, 1, lbl))
+        for t in (2, 4):
+            if t < tp and w % t == 0:
+                tp_rules.append(Shape("zero3", w // t, t, 1, 1, 1,
+                                      f"tensor parallel {t}, FSDP over the rest"))
+    out = tp_rules + small_rules if big else small_rules + tp_rules
+    if a.moe is not None:
+        ep = max(e for e in range(1, min(g, a.moe.num_experts) + 1)
+                 if a.moe.num_experts % e == 0 and g % e == 0)
+        moe: list[Shape] = []
+        if ep > 1:
+            moe.append(Shape("zero3", w, 1, 1, ep, 1,
+                             f"expert parallel {ep} inside the NVLink domain, FSDP over all"))
+            moe.append(Shape("zero1", w, 1, 1, ep, 1,
+                             f"expert parallel {ep} inside the NVLink domain, ZeRO-1"))
+            for pp in _pows(min(a.num_layers, w // ep)):
+                if w % pp or (w // pp) % ep:
+                    continue
+                moe.append(Shape("zero1", w // pp, 1, pp, ep, 1,
+                                 f"expert parallel {ep} inside the node, pipeline parallel {pp}"))
+            if w % 8 == 0 and g >= 8:
+                for pp in [1, *_pows(min(a.num_layers, w // 8))]:
+                    dp = w // (8 * pp)
+                    if w % (8 * pp) or dp % 1 or (ep > dp):
+                        continue
+                    moe.append(Shape("zero1", dp, 8, pp, min(ep, dp), 1,
+                                     f"TP 8 + expert parallel {min(ep, dp)}, PP {pp}"))
+        out = moe + out
+    if job.seq_len >= 32768:
+        for cp in (2, 4, 8):
+            if w % cp == 0 and cp <= g:
+                out.append(Shape("zero3", w // cp, 1, 1, 1, cp,
+                                 f"context parallel {cp} (long sequence), FSDP over the rest"))
+    return out
+
+
+def make_layout(
+    s: Shape, *, world: int, mbs: int, recompute: str, offload_opt: bool, offload_params: bool
+) -> Layout:
+    return Layout(
+        sharding=s.sharding,
+        shard_group=s.shard_group,
+        tp=s.tp,
+        pp=s.pp,
+        ep=s.ep,
+        cp=s.cp,
+        micro_batch_size=mbs,
+        recompute=recompute,
+        offload_optimizer=offload_opt,
+        offload_params=offload_params,
+        world=world,
+    )
+
+
+def fits(mem: Memory, usable: int, host_ram: int | None, g: int) -> bool:
+    if mem.total > usable * (1 - SAFETY_MARGIN):
+        return False
+    if mem.cpu_offload_per_gpu:
+        if host_ram is None:
+            return False
+        return mem.cpu_offload_per_gpu * g <= host_ram * 0.9
+    return True
+
+
+def best_layouts(
+    job: Job,
+    *,
+    nodes: int,
+    g: int,
+    usable: int,
+    host_ram: int | None,
+    mbs_options: list[int],
+    recompute_options: list[str],
+    offload_options: list[bool],
+    want: int = 2,
+) -> list[Candidate]:
+    """The best ``want`` fitting layouts (distinct shapes) for this node count, best first."""
+    world = nodes * g
+    combos: list[tuple[float, int, Shape, int, str, bool]] = []
+    for rank, s in enumerate(shapes(job, nodes, g)):
+        for mbs in mbs_options:
+            for rc in recompute_options:
+                for off in offload_options:
+                    lay = make_layout(s, world=world, mbs=mbs, recompute=rc, offload_opt=off,
+                                      offload_params=False)
+                    combos.append((efficiency(lay, g), rank, s, mbs, rc, off))
+    # most efficient first; on ties, the page's rule order, then larger micro-batch
+    combos.sort(key=lambda c: (-c[0], c[1], -c[3]))
+    found: list[Candidate] = []
+    seen: set[Shape] = set()
+    for eff, rank, s, mbs, rc, off in combos:
+        if s in seen:
+            continue
+        lay = make_layout(s, world=world, mbs=mbs, recompute=rc, offload_opt=off,
+                          offload_params=False)
+        mem = memory(job, lay)
+        if fits(mem, usable, host_ram, g):
+            found.append(Candidate(lay, mem, eff, s.label, rank))
+            seen.add(s)
+            if len(found) >= want:
+                break
+    return found
+
+
+def node_candidates(one_node_hours: float, max_nodes: int = 1024) -> list[int]:
+    """Node counts worth pricing: small counts, and each count where the whole-month
+    rounding changes (n = ceil(H / (730·m)))."""
+    base = {1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024}
+    for m in range(1, 37):
+        n = math.ceil(one_node_hours / (730 * m))
+        if 1 <= n <= max_nodes:
+            base.add(n)
+    return sorted(n for n in base if n <= max_nodes)
