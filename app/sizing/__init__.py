@@ -1,0 +1,23 @@
+"""Sizing engine: will a training job fit, on which node, how long, at what cost.
+
+Pure (standard library + ``app.catalog.specs``). Public API::
+
+    from app.sizing import size, SizingError, PRESETS, list_presets
+    size({"model": {"preset": "llama-3.1-8b"}, "tokens": 1e12})
+"""
+
+from __future__ import annotations
+
+from app.sizing.engine import largest_full_training_model, list_presets, parse, size
+from app.sizing.errors import SizingError
+from app.sizing.presets import PRESETS, Preset
+
+__all__ = [
+    "PRESETS",
+    "Preset",
+    "SizingError",
+    "largest_full_training_model",
+    "list_presets",
+    "parse",
+    "size",
+]
