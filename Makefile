@@ -1,0 +1,74 @@
+# Two commands for a newcomer: `make run` and `make test`. Everything else is optional.
+SHELL := /bin/bash
+PY ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+export PYTHONUNBUFFERED := 1
+
+.PHONY: run test lint fmt install migrate seed i18n serve worker bench check-ledger migration regen-migration clean browsers
+
+$(STAMP): pyproject.toml
+	@command -v $(PY) >/dev/null 2>&1 || { echo "Python 3.11 is needed ($(PY) not found)"; exit 1; }
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+i18n: $(STAMP)
+	$(BIN)/python -m app i18n compile
+
+migrate: $(STAMP)
+	@mkdir -p var
+	$(BIN)/python -m app db upgrade
+
+seed: migrate
+	$(BIN)/python -m app seed
+
+## make run: install, compile translations, migrate, seed demo data once, serve on :8000 (+ worker, + mail catcher)
+run: install i18n seed
+	@echo "Serving on http://127.0.0.1:8000  (Ctrl-C stops the app, the worker and the mail catcher)"
+	@trap 'kill 0' EXIT INT TERM; \
+	$(BIN)/python -m aiosmtpd -n -l 127.0.0.1:8025 -c aiosmtpd.handlers.Debugging stdout >var/mail.log 2>&1 & \
+	$(BIN)/python -m app worker --interval 5 >var/worker.log 2>&1 & \
+	$(BIN)/uvicorn --factory app.main:asgi --host 127.0.0.1 --port 8000 --proxy-headers
+
+serve: install i18n migrate
+	$(BIN)/uvicorn --factory app.main:asgi --host 127.0.0.1 --port 8000 --workers $${WORKERS:-1}
+
+worker: install
+	$(BIN)/python -m app worker
+
+## make lint: ruff (lint + format check) and mypy
+lint: install
+	$(BIN)/ruff check app tests bench scripts migrations
+	$(BIN)/ruff format --check app tests bench scripts
+	$(BIN)/mypy
+
+fmt: install
+	$(BIN)/ruff check --fix app tests bench scripts
+	$(BIN)/ruff format app tests bench scripts
+
+## make test: install, lint, compile translations, run the whole suite
+test: install i18n lint
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+browsers:
+	@command -v chromium >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq chromium)
+
+bench: install i18n
+	$(BIN)/python -m bench.run_all
+
+check-ledger: install
+	$(BIN)/python -m app ledger check
+
+regen-migration: install
+	$(BIN)/python scripts/regen_initial_migration.py
+
+migration: install
+	$(BIN)/alembic revision --autogenerate -m "$(m)"
+
+clean:
+	rm -rf $(VENV) var .pytest_cache .mypy_cache .ruff_cache app/locale

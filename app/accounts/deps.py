@@ -1,0 +1,93 @@
+"""Who is asking: ``OptionalUser``, ``CurrentUser``, ``StaffUser``, ``OpsUser``, ``SalesUser``.
+
+Browsers authenticate with the signed session cookie (server-side session row, so logout
+and revocation work across processes); API clients with ``Authorization: Bearer``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, Request
+from sqlmodel import Session
+
+from app.accounts.models import Role, User
+from app.accounts.security import SESSION_COOKIE, session_from_cookie, user_for_api_token
+from app.errors import N_, Forbidden, NotAuthenticated
+from app.web.deps import SessionDep
+
+
+def _resolve(request: Request, db: Session) -> User | None:
+    now = request.app.state.clock.now()
+    auth = request.headers.get("authorization", "")
+    if auth.lower().startswith("bearer "):
+        user = user_for_api_token(db, auth[7:].strip(), now)
+        if user is None:
+            raise NotAuthenticated(N_("The API token is invalid or revoked."))
+        request.state.auth_method = "token"
+        return user
+    row = session_from_cookie(
+        db, request.cookies.get(SESSION_COOKIE), now, request.app.state.settings.secret_key
+    )
+    if row is None:
+        return None
+    user = db.get(User, row.user_id)
+    if user is None or not user.is_active:
+        return None
+    request.state.session_row_id = row.id
+    request.state.auth_method = "cookie"
+    return user
+
+
+def get_optional_user(request: Request, db: SessionDep) -> User | None:
+    if getattr(request.state, "user_loaded", False):
+        return request.state.user  # type: ignore[no-any-return]
+    user = _resolve(request, db)
+    request.state.user = user
+    request.state.user_loaded = True
+    return user
+
+
+def load_user(request: Request) -> User | None:
+    """For templates rendered where no dependency resolved the user (error pages)."""
+    if getattr(request.state, "user_loaded", False):
+        return request.state.user  # type: ignore[no-any-return]
+    try:
+        with Session(request.app.state.engine, expire_on_commit=False) as db:
+            user = _resolve(request, db)
+            db.commit()
+    except Exception:
+        user = None
+    request.state.user = user
+    request.state.user_loaded = True
+    return user
+
+
+def get_current_user(user: Annotated[User | None, Depends(get_optional_user)]) -> User:
+    if user is None:
+        raise NotAuthenticated()
+    return user
+
+
+def get_staff_user(user: Annotated[User, Depends(get_current_user)]) -> User:
+    if not user.is_staff:
+        raise Forbidden(N_("This area is for staff."))
+    return user
+
+
+def get_ops_user(user: Annotated[User, Depends(get_staff_user)]) -> User:
+    if user.role != Role.ops.value:
+        raise Forbidden(N_("Only operations staff can do this."))
+    return user
+
+
+def get_sales_user(user: Annotated[User, Depends(get_staff_user)]) -> User:
+    # Ops can do everything sales can (approvals need ops anyway).
+    return user
+
+
+OptionalUser = Annotated[User | None, Depends(get_optional_user)]
+CurrentUser = Annotated[User, Depends(get_current_user)]
+StaffUser = Annotated[User, Depends(get_staff_user)]
+OpsUser = Annotated[User, Depends(get_ops_user)]
+SalesUser = Annotated[User, Depends(get_sales_user)]

@@ -1,0 +1,75 @@
+"""Users, server-side sessions and API tokens."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+
+from sqlalchemy import Column, DateTime, String
+from sqlmodel import Field, SQLModel
+
+
+def utc_col(nullable: bool = False, index: bool = False) -> Column:  # type: ignore[type-arg]
+    return Column(DateTime(timezone=True), nullable=nullable, index=index)
+
+
+class Role(StrEnum):
+    customer = "customer"
+    sales = "sales"
+    ops = "ops"
+
+
+STAFF_ROLES = (Role.sales, Role.ops)
+
+
+class User(SQLModel, table=True):
+    __tablename__ = "users"
+    id: int | None = Field(default=None, primary_key=True)
+    email: str = Field(sa_column=Column(String(254), unique=True, nullable=False, index=True))
+    password_hash: str = Field(max_length=255)
+    role: str = Field(default=Role.customer.value, max_length=16, index=True)
+    name: str = Field(default="", max_length=120)
+    company: str = Field(default="", max_length=120)
+    locale: str = Field(default="en", max_length=8)
+    is_active: bool = True
+    created_at: datetime = Field(sa_column=utc_col())
+
+    @property
+    def is_staff(self) -> bool:
+        return self.role in (Role.sales.value, Role.ops.value)
+
+    @property
+    def is_ops(self) -> bool:
+        return self.role == Role.ops.value
+
+    @property
+    def is_sales(self) -> bool:
+        return self.role == Role.sales.value
+
+
+class UserSession(SQLModel, table=True):
+    """A login. The cookie carries a signed random id; only its SHA-256 is stored."""
+
+    __tablename__ = "user_sessions"
+    id: int | None = Field(default=None, primary_key=True)
+    token_hash: str = Field(sa_column=Column(String(64), unique=True, nullable=False))
+    user_id: int = Field(foreign_key="users.id", index=True)
+    created_at: datetime = Field(sa_column=utc_col())
+    expires_at: datetime = Field(sa_column=utc_col())
+    revoked_at: datetime | None = Field(default=None, sa_column=utc_col(nullable=True))
+    ip: str = Field(default="", max_length=64)
+    user_agent: str = Field(default="", max_length=256)
+
+
+class ApiToken(SQLModel, table=True):
+    """A bearer token for the JSON API. Shown once; only its SHA-256 is stored."""
+
+    __tablename__ = "api_tokens"
+    id: int | None = Field(default=None, primary_key=True)
+    user_id: int = Field(foreign_key="users.id", index=True)
+    name: str = Field(max_length=80)
+    prefix: str = Field(max_length=12)
+    token_hash: str = Field(sa_column=Column(String(64), unique=True, nullable=False))
+    created_at: datetime = Field(sa_column=utc_col())
+    last_used_at: datetime | None = Field(default=None, sa_column=utc_col(nullable=True))
+    revoked_at: datetime | None = Field(default=None, sa_column=utc_col(nullable=True))

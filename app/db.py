@@ -1,0 +1,78 @@
+"""Engine and session: the request owns the transaction.
+
+SQLite (the embedded default) gets WAL, foreign keys and a busy timeout on every
+connection; PostgreSQL gets a pool with pre-ping so a restarted server is survived.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import MetaData, event
+from sqlalchemy.engine import Engine, make_url
+from sqlmodel import Session, SQLModel, create_engine
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+SQLModel.metadata.naming_convention = NAMING_CONVENTION
+metadata: MetaData = SQLModel.metadata
+
+
+def make_engine(url: str, *, busy_timeout_ms: int = 15000, pool_size: int = 10) -> Engine:
+    u = make_url(url)
+    if u.get_backend_name() == "sqlite":
+        if u.database and u.database != ":memory:":
+            Path(u.database).parent.mkdir(parents=True, exist_ok=True)
+        engine = create_engine(
+            url,
+            connect_args={"check_same_thread": False, "timeout": busy_timeout_ms / 1000},
+        )
+
+        @event.listens_for(engine, "connect")
+        def _sqlite_pragmas(dbapi_conn: Any, _rec: Any) -> None:
+            # Let SQLAlchemy issue BEGIN itself so we can make it BEGIN IMMEDIATE.
+            dbapi_conn.isolation_level = None
+            cur = dbapi_conn.cursor()
+            cur.execute("PRAGMA journal_mode=WAL")
+            cur.execute("PRAGMA foreign_keys=ON")
+            cur.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
+            cur.execute("PRAGMA synchronous=NORMAL")
+            cur.close()
+
+        @event.listens_for(engine, "begin")
+        def _sqlite_begin(conn: Any) -> None:
+            # Writers serialise at BEGIN instead of failing later on lock upgrade:
+            # read-then-write races (balances, last node) cannot interleave.
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+        return engine
+    return create_engine(url, pool_pre_ping=True, pool_size=pool_size, max_overflow=pool_size)
+
+
+def is_postgres(session_or_engine: Session | Engine) -> bool:
+    bind = (
+        session_or_engine.get_bind()
+        if isinstance(session_or_engine, Session)
+        else session_or_engine
+    )
+    return bind.dialect.name == "postgresql"
+
+
+@contextmanager
+def transaction(engine: Engine) -> Iterator[Session]:
+    """A unit of work outside a request (CLI, worker): commit on success, roll back on error."""
+    with Session(engine, expire_on_commit=False) as session:
+        try:
+            yield session
+            session.commit()
+        except BaseException:
+            session.rollback()
+            raise

@@ -1,0 +1,174 @@
+"""Domain errors with status codes, rendered in one place.
+
+Raise these from services and pure modules (this module imports only the standard
+library at import time). ``install_handlers`` renders them as a full page, an htmx
+fragment, or JSON under ``/api/``. Messages are English msgids translated at render time
+(mark them with ``N_`` so Babel extracts them); ``params`` fill ``{placeholders}``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    from fastapi import FastAPI
+
+
+def N_(msgid: str) -> str:
+    """Mark a string for extraction; it is translated later, where the locale is known."""
+    return msgid
+
+
+class DomainError(Exception):
+    status_code = 400
+    code = "bad_request"
+    default_message = N_("The request could not be completed.")
+
+    def __init__(self, message: str | None = None, *, field: str | None = None, **params: Any):
+        self.message = message or self.default_message
+        self.field = field
+        self.params = params
+        super().__init__(self.render_message(lambda s: s))
+
+    def render_message(self, gettext: Any) -> str:
+        text = gettext(self.message)
+        try:
+            return str(text.format(**self.params)) if self.params else str(text)
+        except (KeyError, IndexError, ValueError):
+            return str(text)
+
+
+class InvalidInput(DomainError):
+    status_code = 422
+    code = "invalid_input"
+    default_message = N_("Some fields need attention.")
+
+    def __init__(
+        self,
+        message: str | None = None,
+        *,
+        field: str | None = None,
+        errors: dict[str, str] | None = None,
+        **params: Any,
+    ):
+        super().__init__(message, field=field, **params)
+        self.errors = errors or ({field: self.message} if field else {})
+
+
+class NotAuthenticated(DomainError):
+    status_code = 401
+    code = "not_authenticated"
+    default_message = N_("Please log in to continue.")
+
+
+class Forbidden(DomainError):
+    status_code = 403
+    code = "forbidden"
+    default_message = N_("You do not have access to this page.")
+
+
+class NotFound(DomainError):
+    status_code = 404
+    code = "not_found"
+    default_message = N_("We could not find that page.")
+
+
+class Conflict(DomainError):
+    status_code = 409
+    code = "conflict"
+    default_message = N_("That action conflicts with the current state. Reload and try again.")
+
+
+class InsufficientBalance(DomainError):
+    status_code = 402
+    code = "insufficient_balance"
+    default_message = N_("Your balance is too low for this payment.")
+
+
+class TooManyRequests(DomainError):
+    status_code = 429
+    code = "too_many_requests"
+    default_message = N_("Too many attempts. Wait a few minutes and try again.")
+
+
+def install_handlers(app: FastAPI) -> None:
+    """Render every DomainError (and 404/500) in one place."""
+    from fastapi import Request
+    from fastapi.exceptions import RequestValidationError
+    from fastapi.responses import JSONResponse, Response
+    from starlette.exceptions import HTTPException as StarletteHTTPException
+
+    from app.web.i18n import gettext
+    from app.web.templating import render_error
+
+    def wants_json(request: Request) -> bool:
+        return (
+            request.url.path.startswith("/api/")
+            or "application/json" in request.headers.get("accept", "").split(",")[0]
+        )
+
+    async def domain_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, DomainError)
+        message = exc.render_message(gettext)
+        if wants_json(request):
+            body: dict[str, Any] = {"error": {"code": exc.code, "message": message}}
+            if exc.field:
+                body["error"]["field"] = exc.field
+            if isinstance(exc, InvalidInput) and exc.errors:
+                body["error"]["fields"] = {k: gettext(v) for k, v in exc.errors.items()}
+            headers = {"WWW-Authenticate": "Bearer"} if exc.status_code == 401 else None
+            return JSONResponse(body, status_code=exc.status_code, headers=headers)
+        if isinstance(exc, NotAuthenticated) and request.method == "GET":
+            from urllib.parse import quote
+
+            target = quote(
+                request.url.path + (f"?{request.url.query}" if request.url.query else "")
+            )
+            url = f"/login?next={target}"
+            if request.headers.get("hx-request"):
+                return Response(status_code=204, headers={"HX-Redirect": url})
+            return Response(status_code=303, headers={"Location": url})
+        return render_error(request, exc.status_code, message, code=exc.code)
+
+    async def http_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, StarletteHTTPException)
+        if wants_json(request):
+            detail = exc.detail
+            return JSONResponse(
+                {"error": detail} if isinstance(detail, dict) else {"error": {"message": detail}},
+                status_code=exc.status_code,
+                headers=getattr(exc, "headers", None),
+            )
+        if exc.status_code == 404:
+            return render_error(request, 404, gettext(NotFound.default_message), code="not_found")
+        if exc.status_code == 405:
+            return render_error(request, 405, gettext("That action is not allowed here."))
+        return render_error(request, exc.status_code, str(exc.detail))
+
+    async def validation_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, RequestValidationError)
+        errors = []
+        for e in exc.errors():
+            loc = [str(p) for p in e.get("loc", ()) if p not in ("body", "query", "path", "form")]
+            errors.append({"field": ".".join(loc) or "body", "message": e.get("msg", "invalid")})
+        if wants_json(request):
+            return JSONResponse(
+                {"error": {"code": "invalid_input", "message": "Invalid input.", "errors": errors}},
+                status_code=422,
+            )
+        text = "; ".join(f"{e['field']}: {e['message']}" for e in errors)
+        return render_error(request, 422, text, code="invalid_input")
+
+    async def server_error(request: Request, exc: Exception) -> Response:
+        import logging
+
+        logging.getLogger("app").exception("unhandled error", exc_info=exc)
+        message = gettext("Something went wrong on our side. Nothing was charged; try again.")
+        if wants_json(request):
+            return JSONResponse({"error": {"code": "server_error", "message": message}}, 500)
+        return render_error(request, 500, message, code="server_error")
+
+    app.add_exception_handler(DomainError, domain_error)
+    app.add_exception_handler(StarletteHTTPException, http_error)
+    app.add_exception_handler(RequestValidationError, validation_error)
+    app.add_exception_handler(Exception, server_error)

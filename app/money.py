@@ -1,0 +1,66 @@
+"""Money is integer minor units (US cents). One formatter per locale."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
+
+from babel.numbers import format_currency
+
+
+@dataclass(frozen=True, order=True)
+class Money:
+    cents: int
+    currency: str = "USD"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.cents, int) or isinstance(self.cents, bool):
+            raise TypeError("Money.cents must be an int (minor units)")
+
+    def __add__(self, other: Money) -> Money:
+        self._same(other)
+        return Money(self.cents + other.cents, self.currency)
+
+    def __sub__(self, other: Money) -> Money:
+        self._same(other)
+        return Money(self.cents - other.cents, self.currency)
+
+    def __neg__(self) -> Money:
+        return Money(-self.cents, self.currency)
+
+    def _same(self, other: Money) -> None:
+        if other.currency != self.currency:
+            raise ValueError("currency mismatch")
+
+    def format(self, locale: str = "en") -> str:
+        return format_cents(self.cents, locale, self.currency)
+
+
+_BABEL_LOCALE = {"en": "en_US", "zh": "zh_Hans_CN", "zh_CN": "zh_Hans_CN"}
+
+
+def format_cents(cents: int, locale: str = "en", currency: str = "USD") -> str:
+    """US$34,900.00 in English, US$34,900.00 in Chinese (Babel's CLDR patterns)."""
+    amount = Decimal(cents) / 100
+    return format_currency(amount, currency, locale=_BABEL_LOCALE.get(locale, locale))
+
+
+def parse_amount(text: str) -> int:
+    """'12.34' / '1,234.5' / '$20' → cents. Raises ValueError with a readable message."""
+    cleaned = text.strip().replace(",", "").replace("$", "").replace("US", "")
+    if not cleaned:
+        raise ValueError("enter an amount")
+    try:
+        value = Decimal(cleaned)
+    except InvalidOperation:
+        raise ValueError("not a number") from None
+    if not value.is_finite():
+        raise ValueError("not a number")
+    if value.as_tuple().exponent < -2:  # type: ignore[operator]
+        raise ValueError("at most two decimal places")
+    return int((value * 100).quantize(Decimal(1), rounding=ROUND_HALF_UP))
+
+
+def cents_to_usd(cents: int) -> float:
+    """For JSON responses that carry dollars; never used for arithmetic."""
+    return round(cents / 100, 2)

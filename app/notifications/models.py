@@ -1,0 +1,38 @@
+"""The mail outbox and in-console notifications."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import Column, DateTime, Text
+from sqlmodel import Field, SQLModel
+
+
+class OutboxEmail(SQLModel, table=True):
+    """An email written in the same transaction as the change it reports; sent later."""
+
+    __tablename__ = "outbox_emails"
+    id: int | None = Field(default=None, primary_key=True)
+    to_addr: str = Field(max_length=254, index=True)
+    subject: str = Field(max_length=200)
+    body: str = Field(sa_column=Column(Text, nullable=False))
+    kind: str = Field(default="", max_length=40)
+    created_at: datetime = Field(sa_column=Column(DateTime(timezone=True), nullable=False))
+    sent_at: datetime | None = Field(
+        default=None, sa_column=Column(DateTime(timezone=True), index=True)
+    )
+    attempts: int = 0
+    last_error: str = Field(default="", max_length=500)
+
+
+class Notification(SQLModel, table=True):
+    """A message shown in the customer's console."""
+
+    __tablename__ = "notifications"
+    id: int | None = Field(default=None, primary_key=True)
+    user_id: int = Field(foreign_key="users.id", index=True)
+    kind: str = Field(max_length=40)
+    message: str = Field(max_length=1000)
+    link: str = Field(default="", max_length=300)
+    created_at: datetime = Field(sa_column=Column(DateTime(timezone=True), nullable=False))
+    read_at: datetime | None = Field(default=None, sa_column=Column(DateTime(timezone=True)))

@@ -1,0 +1,108 @@
+"""One pure-ASGI middleware: request id, locale, security headers, cookies, logs, metrics."""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from typing import Any
+
+from fastapi import Request
+from prometheus_client import Counter, Histogram
+from starlette.datastructures import MutableHeaders
+from starlette.responses import Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from app.clock import monotonic
+from app.web import flash, i18n
+
+log = logging.getLogger("app.request")
+
+REQUESTS = Counter("http_requests_total", "HTTP requests", ["method", "route", "status"])
+LATENCY = Histogram("http_request_duration_seconds", "HTTP request latency", ["method", "route"])
+
+CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "font-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; "
+    "base-uri 'self'; object-src 'none'"
+)
+
+
+class AppMiddleware:
+    def __init__(self, app: ASGIApp, *, https: bool = False, default_locale: str = "en") -> None:
+        self.app = app
+        self.https = https
+        self.default_locale = default_locale
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        request = Request(scope)
+        rid = request.headers.get("x-request-id") or secrets.token_hex(8)
+        if len(rid) > 64 or not rid.replace("-", "").isalnum():
+            rid = secrets.token_hex(8)
+        request.state.request_id = rid
+        locale = i18n.negotiate(
+            request.cookies.get(i18n.COOKIE),
+            request.headers.get("accept-language"),
+            self.default_locale,
+        )
+        i18n.set_locale(locale)
+        request.state.locale = locale
+        started = monotonic()
+        status: dict[str, Any] = {"code": 500}
+
+        async def send_wrapper(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                status["code"] = message["status"]
+                headers = MutableHeaders(scope=message)
+                headers["X-Request-ID"] = rid
+                headers.setdefault("Content-Security-Policy", CSP)
+                headers["X-Content-Type-Options"] = "nosniff"
+                headers["X-Frame-Options"] = "DENY"
+                headers["Referrer-Policy"] = "strict-origin-when-cross-origin"
+                headers["Permissions-Policy"] = "camera=(), microphone=(), geolocation=()"
+                if self.https:
+                    headers["Strict-Transport-Security"] = "max-age=63072000; includeSubDomains"
+                if "content-language" not in headers:
+                    headers["Content-Language"] = "zh-CN" if locale == "zh_CN" else "en"
+                vary = headers.get("vary")
+                if request.url.path.startswith("/static/"):
+                    headers.setdefault("Cache-Control", "public, max-age=31536000, immutable")
+                elif vary is None:
+                    headers["Vary"] = "Cookie, Accept-Language, HX-Request"
+                # Cookies scheduled during the request (flash, csrf).
+                extra = Response()
+                flash.apply(request, extra)
+                if getattr(request.state, "csrf_new", False):
+                    from app.web.csrf import COOKIE, cookie_value
+
+                    extra.set_cookie(
+                        COOKIE,
+                        cookie_value(request),
+                        httponly=True,
+                        samesite="lax",
+                        secure=request.app.state.settings.secure_cookies,
+                    )
+                for k, v in extra.raw_headers:
+                    if k == b"set-cookie":
+                        headers.append("set-cookie", v.decode("latin-1"))
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_wrapper)
+        finally:
+            elapsed = monotonic() - started
+            route = scope.get("route")
+            route_name = getattr(route, "path", "unmatched")
+            if not request.url.path.startswith("/static/"):
+                REQUESTS.labels(scope["method"], route_name, str(status["code"])).inc()
+                LATENCY.labels(scope["method"], route_name).observe(elapsed)
+            log.info(
+                "%s %s %s %.1fms rid=%s",
+                scope["method"],
+                request.url.path,
+                status["code"],
+                elapsed * 1000,
+                rid,
+            )

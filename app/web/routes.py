@@ -1,0 +1,82 @@
+"""Home, language switch, health, readiness and metrics."""
+
+from __future__ import annotations
+
+from typing import Annotated
+from urllib.parse import urlsplit
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import (
+    HTMLResponse,
+    JSONResponse,
+    PlainTextResponse,
+    RedirectResponse,
+    Response,
+)
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from sqlalchemy import text
+
+from app.catalog.specs import all_specs
+from app.web import i18n
+from app.web.templating import render
+
+router = APIRouter()
+
+
+def safe_next(target: str | None, default: str = "/") -> str:
+    """Only same-site relative paths: never an open redirect."""
+    if not target:
+        return default
+    parts = urlsplit(target)
+    if parts.scheme or parts.netloc or not target.startswith("/") or target.startswith("//"):
+        return default
+    if "\\" in target:
+        return default
+    return target
+
+
+@router.get("/", response_class=HTMLResponse, include_in_schema=False)
+def home(request: Request) -> Response:
+    specs = [s for s in all_specs()]
+    return render(request, "home.html", {"specs": specs})
+
+
+@router.get("/lang/{code}", include_in_schema=False)
+def set_language(
+    request: Request, code: str, next: Annotated[str | None, Query()] = None
+) -> Response:
+    target = safe_next(
+        next or request.headers.get("referer") and urlsplit(request.headers["referer"]).path
+    )
+    response = RedirectResponse(target, status_code=303)
+    if code in i18n.LOCALES:
+        response.set_cookie(
+            i18n.COOKIE, code, max_age=365 * 24 * 3600, samesite="lax", httponly=False
+        )
+    return response
+
+
+@router.get("/healthz", include_in_schema=False)
+def healthz() -> dict[str, str]:
+    return {"status": "ok"}
+
+
+@router.get("/readyz", include_in_schema=False)
+def readyz(request: Request) -> Response:
+    from app.migrate import current_revision, head_revision
+
+    try:
+        with request.app.state.engine.connect() as conn:
+            conn.execute(text("SELECT 1"))
+            current = current_revision(conn)
+    except Exception as e:  # noqa: BLE001 - any failure means "not ready"
+        return JSONResponse({"status": "unavailable", "database": str(e.__class__.__name__)}, 503)
+    head = head_revision()
+    if current != head:
+        return JSONResponse({"status": "migrations pending", "current": current, "head": head}, 503)
+    return JSONResponse({"status": "ready", "revision": current})
+
+
+@router.get("/metrics", include_in_schema=False)
+def metrics() -> Response:
+    return PlainTextResponse(generate_latest().decode(), media_type=CONTENT_TYPE_LATEST)
