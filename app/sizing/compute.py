@@ -21,9 +21,11 @@ def attention_flops(arch: Architecture, seq_len: int, tokens: float) -> float:
     """12·L·(heads·head_dim)·s per token (torchtitan / llm-foundry convention, no causal
     discount): the attention score and value matmuls that 6·N·T leaves out."""
     if arch.mla is not None:
-        width = arch.num_attention_heads * (
-            arch.mla.qk_nope_head_dim + arch.mla.qk_rope_head_dim + arch.mla.v_head_dim
-        ) / 2
+        width = (
+            arch.num_attention_heads
+            * (arch.mla.qk_nope_head_dim + arch.mla.qk_rope_head_dim + arch.mla.v_head_dim)
+            / 2
+        )
     else:
         width = arch.num_attention_heads * arch.head_dim
     return 12.0 * arch.num_layers * width * seq_len * tokens

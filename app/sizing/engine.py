@@ -25,20 +25,52 @@ from app.sizing.params import MLA, Architecture, MoE, ParamCounts, count, derive
 from app.sizing.presets import PRESETS
 
 REQUEST_KEYS = {
-    "model", "method", "tokens", "seq_len", "micro_batch_size", "precision", "optimizer",
-    "grad_dtype", "master_weights", "recompute", "flash_attention", "parallelism",
-    "offload_optimizer", "offload_params", "nodes", "sku", "mfu", "lora_rank",
-    "attention_flops", "token_bytes",
+    "model",
+    "method",
+    "tokens",
+    "seq_len",
+    "micro_batch_size",
+    "precision",
+    "optimizer",
+    "grad_dtype",
+    "master_weights",
+    "recompute",
+    "flash_attention",
+    "parallelism",
+    "offload_optimizer",
+    "offload_params",
+    "nodes",
+    "sku",
+    "mfu",
+    "lora_rank",
+    "attention_flops",
+    "token_bytes",
 }
 ARCH_KEYS = {
-    "vocab_size", "hidden_size", "intermediate_size", "num_layers", "num_attention_heads",
-    "num_kv_heads", "head_dim", "tie_embeddings", "qkv_bias", "qk_norm", "gated_mlp",
-    "norms_per_layer", "moe", "mla", "max_seq_len",
+    "vocab_size",
+    "hidden_size",
+    "intermediate_size",
+    "num_layers",
+    "num_attention_heads",
+    "num_kv_heads",
+    "head_dim",
+    "tie_embeddings",
+    "qkv_bias",
+    "qk_norm",
+    "gated_mlp",
+    "norms_per_layer",
+    "moe",
+    "mla",
+    "max_seq_len",
 }
-MOE_KEYS = {"num_experts", "experts_per_token", "expert_intermediate_size", "shared_experts",
-            "dense_layers"}
-MLA_KEYS = {"q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim",
-            "v_head_dim"}
+MOE_KEYS = {
+    "num_experts",
+    "experts_per_token",
+    "expert_intermediate_size",
+    "shared_experts",
+    "dense_layers",
+}
+MLA_KEYS = {"q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"}
 PAR_KEYS = {"sharding", "shard_group", "tp", "pp", "ep", "cp"}
 CHOICES = {
     "method": ("full", "lora", "qlora"),
@@ -79,15 +111,26 @@ class _V:
     def err(self, field: str, msg: str) -> None:
         self.errors.append((field, msg))
 
-    def int_(self, d: dict[str, Any], key: str, path: str, *, lo: int, hi: int,
-             default: int | None = None, required: bool = False) -> int | None:
+    def int_(
+        self,
+        d: dict[str, Any],
+        key: str,
+        path: str,
+        *,
+        lo: int,
+        hi: int,
+        default: int | None = None,
+        required: bool = False,
+    ) -> int | None:
         if key not in d or d[key] is None:
             if required:
                 self.err(path, "is required")
             return default
         v = d[key]
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or (
-            isinstance(v, float) and (not math.isfinite(v) or v != int(v))
+        if (
+            isinstance(v, bool)
+            or not isinstance(v, (int, float))
+            or (isinstance(v, float) and (not math.isfinite(v) or v != int(v)))
         ):
             self.err(path, "must be a whole number")
             return default
@@ -97,8 +140,17 @@ class _V:
             return default
         return iv
 
-    def num(self, d: dict[str, Any], key: str, path: str, *, lo: float, hi: float,
-            lo_open: bool = True, required: bool = False) -> float | None:
+    def num(
+        self,
+        d: dict[str, Any],
+        key: str,
+        path: str,
+        *,
+        lo: float,
+        hi: float,
+        lo_open: bool = True,
+        required: bool = False,
+    ) -> float | None:
         if key not in d or d[key] is None:
             if required:
                 self.err(path, "is required")
@@ -146,16 +198,17 @@ def _parse_arch(v: _V, d: Any) -> tuple[Architecture | None, int]:
     big = 1 << 22
     vocab = v.int_(d, "vocab_size", p + ".vocab_size", lo=2, hi=big, required=True)
     h = v.int_(d, "hidden_size", p + ".hidden_size", lo=8, hi=1 << 17, required=True)
-    ffn = v.int_(d, "intermediate_size", p + ".intermediate_size", lo=1, hi=1 << 19,
-                 required=True)
+    ffn = v.int_(d, "intermediate_size", p + ".intermediate_size", lo=1, hi=1 << 19, required=True)
     layers = v.int_(d, "num_layers", p + ".num_layers", lo=1, hi=1024, required=True)
-    heads = v.int_(d, "num_attention_heads", p + ".num_attention_heads", lo=1, hi=4096,
-                   required=True)
+    heads = v.int_(
+        d, "num_attention_heads", p + ".num_attention_heads", lo=1, hi=4096, required=True
+    )
     kv = v.int_(d, "num_kv_heads", p + ".num_kv_heads", lo=1, hi=4096, default=heads)
     head_dim = v.int_(d, "head_dim", p + ".head_dim", lo=1, hi=4096)
     norms = v.int_(d, "norms_per_layer", p + ".norms_per_layer", lo=0, hi=8, default=2)
-    max_seq = v.int_(d, "max_seq_len", p + ".max_seq_len", lo=1, hi=MAX_CUSTOM_SEQ,
-                     default=MAX_CUSTOM_SEQ)
+    max_seq = v.int_(
+        d, "max_seq_len", p + ".max_seq_len", lo=1, hi=MAX_CUSTOM_SEQ, default=MAX_CUSTOM_SEQ
+    )
     if heads and kv and heads % kv:
         v.err(p + ".num_kv_heads", "must divide num_attention_heads")
     moe = None
@@ -167,10 +220,17 @@ def _parse_arch(v: _V, d: Any) -> tuple[Architecture | None, int]:
         else:
             v.unknown(m, MOE_KEYS, mp + ".")
             ne = v.int_(m, "num_experts", mp + ".num_experts", lo=1, hi=4096, required=True)
-            k = v.int_(m, "experts_per_token", mp + ".experts_per_token", lo=1, hi=4096,
-                       required=True)
-            ef = v.int_(m, "expert_intermediate_size", mp + ".expert_intermediate_size",
-                        lo=1, hi=1 << 19, required=True)
+            k = v.int_(
+                m, "experts_per_token", mp + ".experts_per_token", lo=1, hi=4096, required=True
+            )
+            ef = v.int_(
+                m,
+                "expert_intermediate_size",
+                mp + ".expert_intermediate_size",
+                lo=1,
+                hi=1 << 19,
+                required=True,
+            )
             sh = v.int_(m, "shared_experts", mp + ".shared_experts", lo=0, hi=64, default=0)
             dl = v.int_(m, "dense_layers", mp + ".dense_layers", lo=0, hi=1024, default=0)
             if ne and k and k > ne:
@@ -187,10 +247,24 @@ def _parse_arch(v: _V, d: Any) -> tuple[Architecture | None, int]:
             v.err(mp, "must be an object")
         else:
             v.unknown(m, MLA_KEYS, mp + ".")
-            vals = [v.int_(m, k, f"{mp}.{k}", lo=0 if k == "q_lora_rank" else 1, hi=1 << 16,
-                           required=k != "q_lora_rank", default=0)
-                    for k in ("q_lora_rank", "kv_lora_rank", "qk_nope_head_dim",
-                              "qk_rope_head_dim", "v_head_dim")]
+            vals = [
+                v.int_(
+                    m,
+                    k,
+                    f"{mp}.{k}",
+                    lo=0 if k == "q_lora_rank" else 1,
+                    hi=1 << 16,
+                    required=k != "q_lora_rank",
+                    default=0,
+                )
+                for k in (
+                    "q_lora_rank",
+                    "kv_lora_rank",
+                    "qk_nope_head_dim",
+                    "qk_rope_head_dim",
+                    "v_head_dim",
+                )
+            ]
             if all(x is not None for x in vals):
                 q, kvr, nope, rope, vd = (int(x or 0) for x in vals)
                 mla = MLA(q, kvr, nope, rope, vd)
@@ -243,7 +317,7 @@ def parse(req: Any) -> Request:
     source = ""
     derived = False
     if not isinstance(model, dict):
-        v.err("model", "is required: {\"preset\": id} | {\"params\": n} | {\"architecture\": {...}}")
+        v.err("model", 'is required: {"preset": id} | {"params": n} | {"architecture": {...}}')
     else:
         keys = [k for k in ("preset", "params", "architecture") if k in model]
         v.unknown(model, {"preset", "params", "architecture"}, "model.")
@@ -295,7 +369,7 @@ def parse(req: Any) -> Request:
     par: dict[str, Any] | None = None
     if par_raw is not None and par_raw != "auto":
         if not isinstance(par_raw, dict):
-            v.err("parallelism", "must be \"auto\" or an object")
+            v.err("parallelism", 'must be "auto" or an object')
         else:
             v.unknown(par_raw, PAR_KEYS, "parallelism.")
             sh = par_raw.get("sharding", "zero3")
@@ -322,12 +396,22 @@ def parse(req: Any) -> Request:
         raise SizingError.many(v.errors)
     assert arch is not None and counts is not None and tokens is not None
     job = Job(
-        arch=arch, counts=counts, method=method, seq_len=seq, precision=precision,
-        optimizer=optimizer, grad_dtype=grad_dtype, master_weights=master,
-        flash_attention=flash, lora_rank=lora_rank,
+        arch=arch,
+        counts=counts,
+        method=method,
+        seq_len=seq,
+        precision=precision,
+        optimizer=optimizer,
+        grad_dtype=grad_dtype,
+        master_weights=master,
+        flash_attention=flash,
+        lora_rank=lora_rank,
     )
-    fixed = {k: req[k] for k in ("micro_batch_size", "recompute", "offload_optimizer")
-             if req.get(k) is not None}
+    fixed = {
+        k: req[k]
+        for k in ("micro_batch_size", "recompute", "offload_optimizer")
+        if req.get(k) is not None
+    }
     fixed["offload_params"] = off_par
     fixed.setdefault("micro_batch_size", mbs)
     return Request(job, source, derived, tokens, mfu, sku, nodes, par, fixed, att, token_bytes)
@@ -371,7 +455,12 @@ def _explicit_layout(r: Request, spec: NodeSpec) -> tuple[Layout | None, int, st
     if dp % ep:
         return None, n, f"ep {ep} does not divide the data-parallel size {dp}"
     lay = Layout(
-        sharding=p["sharding"], shard_group=sg, tp=tp, pp=pp, ep=ep, cp=cp,
+        sharding=p["sharding"],
+        shard_group=sg,
+        tp=tp,
+        pp=pp,
+        ep=ep,
+        cp=cp,
         micro_batch_size=int(r.fixed["micro_batch_size"]),
         recompute=str(r.fixed.get("recompute", "none")),
         offload_optimizer=bool(r.fixed.get("offload_optimizer", False)),
@@ -412,38 +501,100 @@ def _option(
     else:
         mbs0 = int(r.fixed["micro_batch_size"])
         mbs_opts = [mbs0]
-        rc_opts = [r.fixed["recompute"]] if "recompute" in r.fixed else ["none", "selective",
-                                                                         "full"]
-        off_opts = ([bool(r.fixed["offload_optimizer"])] if "offload_optimizer" in r.fixed
-                    else [False, True])
-        ns = [r.nodes] if r.nodes is not None else layout.node_candidates(one_node_hours)
-        best_cost: int | None = None
-        best_key: tuple[int, float] | None = None
-        for n in ns:
-            if best_cost is not None and n * price * min_months > best_cost:
-                break
-            found = layout.best_layouts(
-                r.job, nodes=n, g=g, usable=usable, host_ram=host, mbs_options=mbs_opts,
-                recompute_options=rc_opts, offload_options=off_opts,
+        rc_opts = (
+            [r.fixed["recompute"]] if "recompute" in r.fixed else ["none", "selective", "full"]
+        )
+        off_opts = (
+            [bool(r.fixed["offload_optimizer"])]
+            if "offload_optimizer" in r.fixed
+            else [False, True]
+        )
+        if r.nodes is not None:
+            ns = [r.nodes]
+        else:
+            # lower bound: even fully sharded, weights + gradients (4 B/param) stay on GPU
+            n_min = (
+                math.ceil(4.0 * r.job.counts.total / (g * usable)) if r.job.method == "full" else 1
             )
-            if not found:
-                continue
-            hours, _m, cost = months_cost(n, found[0].efficiency)
-            key = (cost, hours)
-            if best_key is None or key < best_key:
-                if chosen is not None and (runner is None or chosen.layout != runner.layout):
-                    runner = chosen
-                best_key, best_cost, n_best = key, cost, n
-                chosen = found[0]
-                if len(found) > 1:
-                    runner = found[1]
+            ns = [n for n in layout.node_candidates() if n >= n_min] or [MAX_NODES]
+
+        def best(n: int, want: int = 1) -> list[layout.Candidate]:
+            return layout.best_layouts(
+                r.job,
+                nodes=n,
+                g=g,
+                usable=usable,
+                host_ram=host,
+                mbs_options=mbs_opts,
+                recompute_options=rc_opts,
+                offload_options=off_opts,
+                want=want,
+            )
+
+        first = best(ns[0])
+        if not first and len(ns) > 1:
+            # memory per GPU only falls as nodes are added: binary-search the first count
+            # that fits, then price from there
+            lo, hi = 1, len(ns) - 1
+            last = best(ns[hi])
+            if last:
+                while lo < hi:
+                    mid = (lo + hi) // 2
+                    if best(ns[mid]):
+                        hi = mid
+                    else:
+                        lo = mid + 1
+                # refine between the last count that did not fit and the first that did
+                a_, b_ = ns[lo - 1] + 1, ns[lo]
+                while a_ < b_:
+                    mid = (a_ + b_) // 2
+                    if best(mid):
+                        b_ = mid
+                    else:
+                        a_ = mid + 1
+                ns = [a_, *ns[lo:]]
+                first = best(ns[0])
+        if first:
+            n0 = ns[0]
+            chosen, n_best = first[0], n0
+            hours0, m0, best_cost = months_cost(n0, chosen.efficiency)
+            best_key = (best_cost, hours0)
+            # more nodes only pay off where whole-month rounding drops a month
+            tried = {n0}
+            if r.nodes is None:
+                for m in range(min(m0 - 1, 36), 0, -1):
+                    n = math.ceil(
+                        one_node_hours / (compute.HOURS_PER_MONTH * m * chosen.efficiency)
+                    )
+                    if n in tried or n <= n0 or n > MAX_NODES:
+                        continue
+                    tried.add(n)
+                    if n * price * min_months > best_cost:
+                        break
+                    found = best(n)
+                    if not found:
+                        continue
+                    hours, _m, cost = months_cost(n, found[0].efficiency)
+                    if (cost, hours) < best_key:
+                        best_key, best_cost, n_best, chosen = (cost, hours), cost, n, found[0]
+            both = best(n_best, want=2)
+            if len(both) > 1:
+                runner = both[1]
         if chosen is None:
             # nothing fits: report the most-sharded layout at the largest count we priced
             n = ns[-1]
             sh = layout.shapes(r.job, n, g)
-            lays = [layout.make_layout(s, world=n * g, mbs=mbs0, recompute=rc_opts[-1],
-                                       offload_opt=off_opts[-1], offload_params=False)
-                    for s in sh]
+            lays = [
+                layout.make_layout(
+                    s,
+                    world=n * g,
+                    mbs=mbs0,
+                    recompute=rc_opts[-1],
+                    offload_opt=off_opts[-1],
+                    offload_params=False,
+                )
+                for s in sh
+            ]
             mems = [(memory(r.job, lay), lay) for lay in lays]
             mem, lay = min(mems, key=lambda x: x[0].total)
             chosen = layout.Candidate(lay, mem, layout.efficiency(lay, g), "closest", 0)
@@ -492,29 +643,42 @@ def _option(
         "hourly_alternative_usd": compute.cents_to_usd(alt_cents),
         "hourly_elsewhere_usd_per_gpu_hour": compute.cents_to_usd(hourly),
         "break_even_utilisation": round(compute.break_even_utilisation(price, g, hourly), 4),
-        "utilisation_of_rented_time": round(min(1.0, hours / (months * compute.HOURS_PER_MONTH)),
-                                            4),
+        "utilisation_of_rented_time": round(
+            min(1.0, hours / (months * compute.HOURS_PER_MONTH)), 4
+        ),
         "notes": notes,
     }
     if runner is not None:
-        opt["runner_up"] = {"layout": runner.layout.as_dict(), "description": runner.label,
-                            "memory_total_bytes": runner.memory.total,
-                            "layout_efficiency": round(runner.efficiency, 4)}
+        opt["runner_up"] = {
+            "layout": runner.layout.as_dict(),
+            "description": runner.label,
+            "memory_total_bytes": runner.memory.total,
+            "layout_efficiency": round(runner.efficiency, 4),
+        }
     if not spec.self_serve:
-        notes.append(f"{spec.name}: {min_months}-{spec.raw.get('max_term_months')} month terms, "
-                     "priced per GPU; talk to sales (not a self-serve checkout)")
+        notes.append(
+            f"{spec.name}: {min_months}-{spec.raw.get('max_term_months')} month terms, "
+            "priced per GPU; talk to sales (not a self-serve checkout)"
+        )
     if fit:
-        notes.append(f"fits with {(limit - mem.total) / 1e9:.1f} GB headroom per GPU below "
-                     f"{(1 - SAFETY_MARGIN) * 100:.0f} % of the usable "
-                     f"{usable / 1024**3:.1f} GiB")
+        notes.append(
+            f"fits with {(limit - mem.total) / 1e9:.1f} GB headroom per GPU below "
+            f"{(1 - SAFETY_MARGIN) * 100:.0f} % of the usable "
+            f"{usable / 1024**3:.1f} GiB"
+        )
     else:
         notes.append(f"needs {mem.total / 1e9:.1f} GB per GPU, limit {limit / 1e9:.1f} GB")
-        if mem.cpu_offload_per_gpu and host is not None and \
-                mem.cpu_offload_per_gpu * g > host * 0.9:
+        if (
+            mem.cpu_offload_per_gpu
+            and host is not None
+            and mem.cpu_offload_per_gpu * g > host * 0.9
+        ):
             notes.append("offloaded optimizer state exceeds the node's RAM")
     if alt_cents < cost:
-        notes.append("paying per GPU-hour elsewhere would be cheaper for this run "
-                     f"(US${alt_cents / 100:,.0f} vs US${cost / 100:,.0f})")
+        notes.append(
+            "paying per GPU-hour elsewhere would be cheaper for this run "
+            f"(US${alt_cents / 100:,.0f} vs US${cost / 100:,.0f})"
+        )
     if lay.offload_optimizer:
         notes.append("optimizer state offloaded to CPU RAM: slower steps")
     if lay.recompute == "full":
@@ -522,14 +686,28 @@ def _option(
     return opt
 
 
-def _unfit_option(spec: NodeSpec, n: int, usable: int, mfu: float,
-                  notes: list[str]) -> dict[str, Any]:
-    return {"sku": spec.id, "name": spec.name, "self_serve": spec.self_serve,
-            "talk_to_sales": not spec.self_serve, "nodes": n, "gpus": n * spec.gpus_per_node,
-            "fits": False, "layout": None, "memory_per_gpu_bytes": None,
-            "usable_gpu_memory_bytes": usable, "training_days": None, "mfu": mfu,
-            "months": None, "rental_cost_usd": None, "effective_usd_per_gpu_hour": None,
-            "hourly_alternative_usd": None, "notes": notes}
+def _unfit_option(
+    spec: NodeSpec, n: int, usable: int, mfu: float, notes: list[str]
+) -> dict[str, Any]:
+    return {
+        "sku": spec.id,
+        "name": spec.name,
+        "self_serve": spec.self_serve,
+        "talk_to_sales": not spec.self_serve,
+        "nodes": n,
+        "gpus": n * spec.gpus_per_node,
+        "fits": False,
+        "layout": None,
+        "memory_per_gpu_bytes": None,
+        "usable_gpu_memory_bytes": usable,
+        "training_days": None,
+        "mfu": mfu,
+        "months": None,
+        "rental_cost_usd": None,
+        "effective_usd_per_gpu_hour": None,
+        "hourly_alternative_usd": None,
+        "notes": notes,
+    }
 
 
 def _single_gpu(r: Request, flops: float) -> tuple[bool, str]:
@@ -542,8 +720,12 @@ def _single_gpu(r: Request, flops: float) -> tuple[bool, str]:
         lay = Layout("ddp", 1, 1, 1, 1, 1, int(r.fixed["micro_batch_size"]), rc, False, False, 1)
         mem = memory(r.job, lay)
         if mem.total <= h100.usable_gpu_memory_bytes * (1 - SAFETY_MARGIN):
-            days = compute.training_seconds(flops, 1, _peak(h100, r.job.precision),
-                                            r.mfu or h100.default_mfu) / 86400
+            days = (
+                compute.training_seconds(
+                    flops, 1, _peak(h100, r.job.precision), r.mfu or h100.default_mfu
+                )
+                / 86400
+            )
             if days <= SINGLE_GPU_MAX_DAYS:
                 return True, (f"the job fits one 80 GB GPU and takes about {days:.1f} days there")
             return False, ""
@@ -559,8 +741,11 @@ def _assumptions(r: Request) -> list[str]:
         + (" (+1 B FP8 weight copy, Transformer Engine style)" if j.precision == "fp8" else "")
         + f", gradients {4 if j.grad_dtype == 'fp32' else 2} B"
         + (", FP32 master 4 B" if j.master_weights else ", no FP32 master copy (pure BF16)")
-        + (", 8-bit Adam 2 B" if j.optimizer == "adamw8bit"
-           else f", Adam moments {8 if j.master_weights else 4} B"),
+        + (
+            ", 8-bit Adam 2 B"
+            if j.optimizer == "adamw8bit"
+            else f", Adam moments {8 if j.master_weights else 4} B"
+        ),
         "ZeRO-1 shards optimizer+master, ZeRO-2 also gradients, ZeRO-3/FSDP also weights, over "
         "the shard group; TP/PP/EP divide what each rank holds; sequence parallel with TP",
         "activations per layer from the real dimensions (16-bit, dropout-free pre-norm blocks, "
@@ -574,8 +759,11 @@ def _assumptions(r: Request) -> list[str]:
         f"buffers (2 prefetched units + 1 gradient unit) + {FRAGMENTATION * 100:.0f} % allocator "
         "fragmentation on activations and buffers",
         "training FLOPs = 6 x active params x tokens"
-        + (" + 12·L·h·s·tokens attention term" if r.attention_flops
-           else " (attention term reported separately, not added)")
+        + (
+            " + 12·L·h·s·tokens attention term"
+            if r.attention_flops
+            else " (attention term reported separately, not added)"
+        )
         + "; time = FLOPs / (GPUs x dense peak x MFU x layout efficiency)",
         "layout efficiency (ours, heuristic): full recompute 0.75, selective 0.97, TP8 0.90, "
         "PP 0.92, FSDP across nodes 0.90, EP 0.95, CP 0.95, optimizer offload 0.70",
@@ -586,17 +774,23 @@ def _assumptions(r: Request) -> list[str]:
     ]
     if r.derived:
         a = j.arch
-        out.append(f"architecture derived from the parameter count (Llama-3-style: {a.num_layers} "
-                   f"layers, hidden {a.hidden_size}, FFN {a.intermediate_size}, vocab "
-                   f"{a.vocab_size}); give a preset or architecture for exact activations")
+        out.append(
+            f"architecture derived from the parameter count (Llama-3-style: {a.num_layers} "
+            f"layers, hidden {a.hidden_size}, FFN {a.intermediate_size}, vocab "
+            f"{a.vocab_size}); give a preset or architecture for exact activations"
+        )
     if j.method != "full":
-        out.append(f"{j.method}: base weights frozen ({'4-bit NF4' if j.method == 'qlora' else 'BF16'})"
-                   f", rank-{j.lora_rank} adapters on every attention and MLP projection; "
-                   "FLOPs 4·N·T (no weight gradients)")
+        out.append(
+            f"{j.method}: base weights frozen ({'4-bit NF4' if j.method == 'qlora' else 'BF16'})"
+            f", rank-{j.lora_rank} adapters on every attention and MLP projection; "
+            "FLOPs 4·N·T (no weight gradients)"
+        )
     if r.parallelism is None:
-        out.append("layout searched: pinned fields (recompute, offload_optimizer, micro_batch_size"
-                   ") are kept as given; the rest is chosen for the lowest rental cost, then "
-                   "the shortest time")
+        out.append(
+            "layout searched: pinned fields (recompute, offload_optimizer, micro_batch_size"
+            ") are kept as given; the rest is chosen for the lowest rental cost, then "
+            "the shortest time"
+        )
     return out
 
 
@@ -623,8 +817,11 @@ def size(request: dict[str, Any], *, prices: dict[str, int] | None = None) -> di
     for o in options:
         spec = next(s for s in specs if s.id == o["sku"])
         o["storage"] = compute.storage(
-            checkpoint=ckpt, dataset=data, nodes=o["nodes"],
-            nvme_bytes_per_node=spec.nvme_bytes, egress_tb_month_per_node=spec.egress_tb_month,
+            checkpoint=ckpt,
+            dataset=data,
+            nodes=o["nodes"],
+            nvme_bytes_per_node=spec.nvme_bytes,
+            egress_tb_month_per_node=spec.egress_tb_month,
         )
         st = o["storage"]
         if st.get("dataset_fits_nvme") is False:
@@ -644,55 +841,81 @@ def size(request: dict[str, Any], *, prices: dict[str, int] | None = None) -> di
         pool.sort(key=key)
         best = pool[0]
         lay_txt = best.get("layout_description", "")
-        reason = (f"{best['name']}: cheapest option that fits — {best['nodes']} × "
-                  f"{best['name']} ({best['gpus']} GPUs), {lay_txt}; "
-                  f"{best['training_days']:.1f} days at {best['effective_mfu'] * 100:.0f} % "
-                  f"effective MFU, {best['months']} month(s) per node, "
-                  f"US${best['rental_cost_usd']:,.2f}.")
+        reason = (
+            f"{best['name']}: cheapest option that fits — {best['nodes']} × "
+            f"{best['name']} ({best['gpus']} GPUs), {lay_txt}; "
+            f"{best['training_days']:.1f} days at {best['effective_mfu'] * 100:.0f} % "
+            f"effective MFU, {best['months']} month(s) per node, "
+            f"US${best['rental_cost_usd']:,.2f}."
+        )
         if not best["self_serve"]:
             reason += " Nothing self-serve fits: this rack is a sales conversation."
         if "runner_up" in best:
             reason += f" Runner-up layout on the same node: {best['runner_up']['description']}."
-        rec = {"sku": best["sku"], "nodes": best["nodes"], "reason": reason,
-               "talk_to_sales": not best["self_serve"], "single_gpu_offer": single}
+        rec = {
+            "sku": best["sku"],
+            "nodes": best["nodes"],
+            "reason": reason,
+            "talk_to_sales": not best["self_serve"],
+            "single_gpu_offer": single,
+        }
         if len(pool) > 1:
             ru = pool[1]
-            rec["runner_up"] = {"sku": ru["sku"], "nodes": ru["nodes"],
-                                "rental_cost_usd": ru["rental_cost_usd"],
-                                "training_days": ru["training_days"]}
-            reason += (f" Next best: {ru['nodes']} × {ru['name']} at "
-                       f"US${ru['rental_cost_usd']:,.2f}, {ru['training_days']:.1f} days.")
+            rec["runner_up"] = {
+                "sku": ru["sku"],
+                "nodes": ru["nodes"],
+                "rental_cost_usd": ru["rental_cost_usd"],
+                "training_days": ru["training_days"],
+            }
+            reason += (
+                f" Next best: {ru['nodes']} × {ru['name']} at "
+                f"US${ru['rental_cost_usd']:,.2f}, {ru['training_days']:.1f} days."
+            )
             rec["reason"] = reason
         if best["hourly_alternative_usd"] < best["rental_cost_usd"]:
-            warnings.append("for this run, paying per GPU-hour elsewhere is cheaper than whole "
-                            "rented months; monthly pays off with more work queued on the node")
+            warnings.append(
+                "for this run, paying per GPU-hour elsewhere is cheaper than whole "
+                "rented months; monthly pays off with more work queued on the node"
+            )
     else:
-        rec = {"sku": None, "nodes": None, "single_gpu_offer": single,
-               "talk_to_sales": False,
-               "reason": "No configuration fits within the searched node counts; reduce the "
-                         "sequence length or micro-batch, enable recomputation/offload, or use "
-                         "a smaller model."}
+        rec = {
+            "sku": None,
+            "nodes": None,
+            "single_gpu_offer": single,
+            "talk_to_sales": False,
+            "reason": "No configuration fits within the searched node counts; reduce the "
+            "sequence length or micro-batch, enable recomputation/offload, or use "
+            "a smaller model.",
+        }
     if single:
-        rec["reason"] = (f"Consider a single-GPU fine-tuning offer instead ({single_why}); an "
-                         "8-GPU node is more than this job needs. " + rec["reason"])
+        rec["reason"] = (
+            f"Consider a single-GPU fine-tuning offer instead ({single_why}); an "
+            "8-GPU node is more than this job needs. " + rec["reason"]
+        )
     if j.seq_len > 32768 and j.arch.vocab_size * j.seq_len > 4e9:
-        warnings.append("long context with a large vocabulary: the logits buffer is large; "
-                        "chunked cross-entropy helps")
+        warnings.append(
+            "long context with a large vocabulary: the logits buffer is large; "
+            "chunked cross-entropy helps"
+        )
     if fitting and min(o["training_days"] for o in fitting) > 365:
         warnings.append("the shortest fitting run takes more than a year")
     if r.mfu is not None and r.mfu > 0.7:
         warnings.append(f"MFU {r.mfu:.2f} is above what public runs reach (≤ ~0.6)")
     return {
-        "model": {"source": r.model_source, "derived_architecture": r.derived,
-                  "architecture": _arch_dict(j.arch)},
+        "model": {
+            "source": r.model_source,
+            "derived_architecture": r.derived,
+            "architecture": _arch_dict(j.arch),
+        },
         "params": c.total,
         "active_params": c.active,
         "trainable_params": c.total if j.method == "full" else j.lora_params,
         "training_flops": flops,
         "attention_flops": att,
         "checkpoint_bytes": ckpt,
-        "checkpoint_range_bytes": ([12 * c.total, 16 * c.total] if j.method == "full"
-                                   else [ckpt, ckpt]),
+        "checkpoint_range_bytes": (
+            [12 * c.total, 16 * c.total] if j.method == "full" else [ckpt, ckpt]
+        ),
         "dataset_bytes": data,
         "options": options,
         "recommendation": rec,
@@ -704,16 +927,23 @@ def size(request: dict[str, Any], *, prices: dict[str, int] | None = None) -> di
 
 def _arch_dict(a: Architecture) -> dict[str, Any]:
     d: dict[str, Any] = {
-        "vocab_size": a.vocab_size, "hidden_size": a.hidden_size,
-        "intermediate_size": a.intermediate_size, "num_layers": a.num_layers,
-        "num_attention_heads": a.num_attention_heads, "num_kv_heads": a.num_kv_heads,
-        "head_dim": a.head_dim, "tie_embeddings": a.tie_embeddings,
+        "vocab_size": a.vocab_size,
+        "hidden_size": a.hidden_size,
+        "intermediate_size": a.intermediate_size,
+        "num_layers": a.num_layers,
+        "num_attention_heads": a.num_attention_heads,
+        "num_kv_heads": a.num_kv_heads,
+        "head_dim": a.head_dim,
+        "tie_embeddings": a.tie_embeddings,
     }
     if a.moe is not None:
-        d["moe"] = {"num_experts": a.moe.num_experts,
-                    "experts_per_token": a.moe.experts_per_token,
-                    "expert_intermediate_size": a.moe.expert_intermediate_size,
-                    "shared_experts": a.moe.shared_experts, "dense_layers": a.moe.dense_layers}
+        d["moe"] = {
+            "num_experts": a.moe.num_experts,
+            "experts_per_token": a.moe.experts_per_token,
+            "expert_intermediate_size": a.moe.expert_intermediate_size,
+            "shared_experts": a.moe.shared_experts,
+            "dense_layers": a.moe.dense_layers,
+        }
     return d
 
 
@@ -721,9 +951,17 @@ def list_presets() -> list[dict[str, Any]]:
     out = []
     for p in PRESETS.values():
         c = count(p.arch)
-        out.append({"id": p.id, "name": p.name, "params": c.total, "active_params": c.active,
-                    "max_seq_len": p.max_seq_len, "moe": p.arch.moe is not None,
-                    "sources": dict(p.sources)})
+        out.append(
+            {
+                "id": p.id,
+                "name": p.name,
+                "params": c.total,
+                "active_params": c.active,
+                "max_seq_len": p.max_seq_len,
+                "moe": p.arch.moe is not None,
+                "sources": dict(p.sources),
+            }
+        )
     return out
 
 
@@ -771,22 +1009,32 @@ def largest_full_training_model(sku_id: str, seq_len: int = 4096) -> dict[str, A
         j = job_for(p.arch, count(p.arch))
         for rcp in ("none", "selective", "full"):
             if memory(j, Layout("zero3", g, 1, 1, 1, 1, 1, rcp, False, False, g)).total <= limit:
-                best_preset = {"id": p.id, "name": p.name, "params": count(p.arch).total,
-                               "recompute": rcp}
+                best_preset = {
+                    "id": p.id,
+                    "name": p.name,
+                    "params": count(p.arch).total,
+                    "recompute": rcp,
+                }
                 break
     return {
         "sku": sku_id,
         "params": int(lo),
         "seq_len": seq_len,
-        "layout": {"sharding": "zero3", "shard_group": g, "tp": 1, "pp": 1,
-                   "micro_batch_size": 1, "recompute": rc, "offload_optimizer": False},
+        "layout": {
+            "sharding": "zero3",
+            "shard_group": g,
+            "tp": 1,
+            "pp": 1,
+            "micro_batch_size": 1,
+            "recompute": rc,
+            "offload_optimizer": False,
+        },
         "memory_per_gpu_bytes": mem.as_dict(),
         "usable_gpu_memory_bytes": spec.usable_gpu_memory_bytes,
         "largest_preset": best_preset,
-        "assumptions": ["BF16 weights and gradients, FP32 master, AdamW; FSDP/ZeRO-3 over the "
-                        "node's GPUs; micro-batch 1; Llama-3-style architecture derived from "
-                        f"the parameter count; {SAFETY_MARGIN * 100:.0f} % safety margin"],
+        "assumptions": [
+            "BF16 weights and gradients, FP32 master, AdamW; FSDP/ZeRO-3 over the "
+            "node's GPUs; micro-batch 1; Llama-3-style architecture derived from "
+            f"the parameter count; {SAFETY_MARGIN * 100:.0f} % safety margin"
+        ],
     }
-
-
-

@@ -84,12 +84,30 @@ def shapes(job: Job, nodes: int, g: int) -> list[Shape]:
     tp = min(8, g)
     if w % tp == 0:
         dp = w // tp
-        tp_rules.append(Shape("zero1", dp, tp, 1, 1, 1,
-                              f"tensor parallel {tp} inside the node, ZeRO-1 data parallel"))
+        tp_rules.append(
+            Shape(
+                "zero1",
+                dp,
+                tp,
+                1,
+                1,
+                1,
+                f"tensor parallel {tp} inside the node, ZeRO-1 data parallel",
+            )
+        )
         if dp > 1:
-            tp_rules.append(Shape("zero3", dp, tp, 1, 1, 1,
-                                  f"tensor parallel {tp} inside the node, FSDP across nodes"))
-        for pp in _pows(min(a.num_layers, dp)):
+            tp_rules.append(
+                Shape(
+                    "zero3",
+                    dp,
+                    tp,
+                    1,
+                    1,
+                    1,
+                    f"tensor parallel {tp} inside the node, FSDP across nodes",
+                )
+            )
+        for pp in _pows(min(a.num_layers, dp, 32)):
             if dp % pp:
                 continue
             lbl = f"tensor parallel {tp} inside the node, pipeline parallel {pp}"
@@ -97,36 +115,85 @@ def shapes(job: Job, nodes: int, g: int) -> list[Shape]:
             tp_rules.append(Shape("zero1", dp // pp, tp, pp, 1, 1, lbl))
         for t in (2, 4):
             if t < tp and w % t == 0:
-                tp_rules.append(Shape("zero3", w // t, t, 1, 1, 1,
-                                      f"tensor parallel {t}, FSDP over the rest"))
+                tp_rules.append(
+                    Shape("zero3", w // t, t, 1, 1, 1, f"tensor parallel {t}, FSDP over the rest")
+                )
     out = tp_rules + small_rules if big else small_rules + tp_rules
     if a.moe is not None:
-        ep = max(e for e in range(1, min(g, a.moe.num_experts) + 1)
-                 if a.moe.num_experts % e == 0 and g % e == 0)
+        ep = max(
+            e
+            for e in range(1, min(g, a.moe.num_experts) + 1)
+            if a.moe.num_experts % e == 0 and g % e == 0
+        )
         moe: list[Shape] = []
         if ep > 1:
-            moe.append(Shape("zero3", w, 1, 1, ep, 1,
-                             f"expert parallel {ep} inside the NVLink domain, FSDP over all"))
-            moe.append(Shape("zero1", w, 1, 1, ep, 1,
-                             f"expert parallel {ep} inside the NVLink domain, ZeRO-1"))
+            moe.append(
+                Shape(
+                    "zero3",
+                    w,
+                    1,
+                    1,
+                    ep,
+                    1,
+                    f"expert parallel {ep} inside the NVLink domain, FSDP over all",
+                )
+            )
+            moe.append(
+                Shape(
+                    "zero1",
+                    w,
+                    1,
+                    1,
+                    ep,
+                    1,
+                    f"expert parallel {ep} inside the NVLink domain, ZeRO-1",
+                )
+            )
             for pp in _pows(min(a.num_layers, w // ep)):
                 if w % pp or (w // pp) % ep:
                     continue
-                moe.append(Shape("zero1", w // pp, 1, pp, ep, 1,
-                                 f"expert parallel {ep} inside the node, pipeline parallel {pp}"))
+                moe.append(
+                    Shape(
+                        "zero1",
+                        w // pp,
+                        1,
+                        pp,
+                        ep,
+                        1,
+                        f"expert parallel {ep} inside the node, pipeline parallel {pp}",
+                    )
+                )
             if w % 8 == 0 and g >= 8:
                 for pp in [1, *_pows(min(a.num_layers, w // 8))]:
                     dp = w // (8 * pp)
                     if w % (8 * pp) or dp % 1 or (ep > dp):
                         continue
-                    moe.append(Shape("zero1", dp, 8, pp, min(ep, dp), 1,
-                                     f"TP 8 + expert parallel {min(ep, dp)}, PP {pp}"))
+                    moe.append(
+                        Shape(
+                            "zero1",
+                            dp,
+                            8,
+                            pp,
+                            min(ep, dp),
+                            1,
+                            f"TP 8 + expert parallel {min(ep, dp)}, PP {pp}",
+                        )
+                    )
         out = moe + out
     if job.seq_len >= 32768:
         for cp in (2, 4, 8):
             if w % cp == 0 and cp <= g:
-                out.append(Shape("zero3", w // cp, 1, 1, 1, cp,
-                                 f"context parallel {cp} (long sequence), FSDP over the rest"))
+                out.append(
+                    Shape(
+                        "zero3",
+                        w // cp,
+                        1,
+                        1,
+                        1,
+                        cp,
+                        f"context parallel {cp} (long sequence), FSDP over the rest",
+                    )
+                )
     return out
 
 
@@ -158,6 +225,19 @@ def fits(mem: Memory, usable: int, host_ram: int | None, g: int) -> bool:
     return True
 
 
+def shape_efficiency(s: Shape, g: int) -> float:
+    e = TP_EFF.get(s.tp, 0.8)
+    if s.pp > 1:
+        e *= PP_EFF
+    if s.sharding == "zero3" and s.shard_group * s.tp * s.cp > g:
+        e *= FSDP_ACROSS_NODES_EFF
+    if s.ep > 1:
+        e *= EP_EFF
+    if s.cp > 1:
+        e *= CP_EFF
+    return e
+
+
 def best_layouts(
     job: Job,
     *,
@@ -172,38 +252,53 @@ def best_layouts(
 ) -> list[Candidate]:
     """The best ``want`` fitting layouts (distinct shapes) for this node count, best first."""
     world = nodes * g
-    combos: list[tuple[float, int, Shape, int, str, bool]] = []
-    for rank, s in enumerate(shapes(job, nodes, g)):
+    if host_ram is None:
+        offload_options = [o for o in offload_options if not o] or offload_options
+    combos: list[tuple[float, int, int, str, bool]] = []
+    all_shapes = shapes(job, nodes, g)
+    for rank, s in enumerate(all_shapes):
+        se = shape_efficiency(s, g)
         for mbs in mbs_options:
             for rc in recompute_options:
+                re = se * RECOMPUTE_EFF[rc]
                 for off in offload_options:
-                    lay = make_layout(s, world=world, mbs=mbs, recompute=rc, offload_opt=off,
-                                      offload_params=False)
-                    combos.append((efficiency(lay, g), rank, s, mbs, rc, off))
+                    combos.append((re * (OFFLOAD_OPT_EFF if off else 1.0), rank, mbs, rc, off))
     # most efficient first; on ties, the page's rule order, then larger micro-batch
-    combos.sort(key=lambda c: (-c[0], c[1], -c[3]))
+    combos.sort(key=lambda c: (-c[0], c[1], -c[2]))
     found: list[Candidate] = []
-    seen: set[Shape] = set()
-    for eff, rank, s, mbs, rc, off in combos:
-        if s in seen:
+    dead: set[int] = set()
+    lean_rc, lean_off, lean_mbs = recompute_options[-1], offload_options[-1], min(mbs_options)
+    for eff, rank, mbs, rc, off in combos:
+        if rank in dead:
             continue
-        lay = make_layout(s, world=world, mbs=mbs, recompute=rc, offload_opt=off,
-                          offload_params=False)
+        s = all_shapes[rank]
+        lay = make_layout(
+            s, world=world, mbs=mbs, recompute=rc, offload_opt=off, offload_params=False
+        )
         mem = memory(job, lay)
         if fits(mem, usable, host_ram, g):
             found.append(Candidate(lay, mem, eff, s.label, rank))
-            seen.add(s)
+            dead.add(rank)
             if len(found) >= want:
                 break
+        elif (rc, off, mbs) != (lean_rc, lean_off, lean_mbs):
+            # if the leanest variant of this shape does not fit, none will
+            lean = make_layout(
+                s,
+                world=world,
+                mbs=lean_mbs,
+                recompute=lean_rc,
+                offload_opt=lean_off,
+                offload_params=False,
+            )
+            if not fits(memory(job, lean), usable, host_ram, g):
+                dead.add(rank)
+        else:
+            dead.add(rank)
     return found
 
 
-def node_candidates(one_node_hours: float, max_nodes: int = 1024) -> list[int]:
-    """Node counts worth pricing: small counts, and each count where the whole-month
-    rounding changes (n = ceil(H / (730·m)))."""
-    base = {1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024}
-    for m in range(1, 37):
-        n = math.ceil(one_node_hours / (730 * m))
-        if 1 <= n <= max_nodes:
-            base.add(n)
-    return sorted(n for n in base if n <= max_nodes)
+def node_candidates(max_nodes: int = 1024) -> list[int]:
+    """Node counts tried when looking for the first count that fits."""
+    base = [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024]
+    return [n for n in base if n <= max_nodes]

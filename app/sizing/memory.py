@@ -191,9 +191,7 @@ def layer_activation_bytes_per_token(
     return sp_part / tp + tp_part / tp
 
 
-def activation_bytes(
-    job: Job, lay: Layout, *, first_stage: bool
-) -> tuple[int, int]:
+def activation_bytes(job: Job, lay: Layout, *, first_stage: bool) -> tuple[int, int]:
     """(activation bytes, logits bytes) for the first or last pipeline stage."""
     a = job.arch
     s_local = job.seq_len / lay.cp
@@ -216,15 +214,23 @@ def activation_bytes(
         if n == 0:
             continue
         per_tok += n * layer_activation_bytes_per_token(
-            a, moe_layer=is_moe, tp=lay.tp, kv_len=int(s_local), flash=job.flash_attention,
+            a,
+            moe_layer=is_moe,
+            tp=lay.tp,
+            kv_len=int(s_local),
+            flash=job.flash_attention,
             recompute=lay.recompute,
         )
         if lay.recompute == "full":
             worst_full_layer = max(
                 worst_full_layer,
                 layer_activation_bytes_per_token(
-                    a, moe_layer=is_moe, tp=lay.tp, kv_len=int(s_local),
-                    flash=job.flash_attention, recompute="none",
+                    a,
+                    moe_layer=is_moe,
+                    tp=lay.tp,
+                    kv_len=int(s_local),
+                    flash=job.flash_attention,
+                    recompute="none",
                 ),
             )
     act = per_tok * tokens * in_flight + worst_full_layer * tokens
@@ -326,9 +332,7 @@ def _memory_stage(job: Job, lay: Layout, *, first_stage: bool) -> Memory:
             )
         base_b = QLORA_BYTES_PER_PARAM if job.method == "qlora" else w_b
         gather = unit * (2 * base_b + (g_b if job.method == "full" else 0.0))
-    groups = sum(
-        1 for x in (lay.dp, lay.tp, lay.pp, lay.ep, lay.cp) if x > 1
-    )
+    groups = sum(1 for x in (lay.dp, lay.tp, lay.pp, lay.ep, lay.cp) if x > 1)
     nccl = NCCL_BYTES_PER_GROUP * groups
     frag = FRAGMENTATION * (act + gather)
     overhead = CUDA_CONTEXT_BYTES + nccl + gather + frag
