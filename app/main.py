@@ -20,6 +20,7 @@ from app.web.templating import STATIC_DIR, make_templates
 MODEL_MODULES = (
     "app.clock",
     "app.accounts.models",
+    "app.accounts.audit",
     "app.catalog.models",
     "app.ledger.models",
     "app.payments.models",

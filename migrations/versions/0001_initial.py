@@ -2,7 +2,7 @@
 
 Revision ID: 0001
 Revises: 
-Create Date: 2026-11-29 15:38:01.163287
+Create Date: 2026-11-29 15:40:51.526293
 """
 from collections.abc import Sequence
 
@@ -72,6 +72,24 @@ def upgrade() -> None:
     with op.batch_alter_table('api_tokens', schema=None) as batch_op:
         batch_op.create_index(batch_op.f('ix_api_tokens_user_id'), ['user_id'], unique=False)
 
+    op.create_table('audit_events',
+    sa.Column('id', sa.Integer(), nullable=False),
+    sa.Column('at', sa.DateTime(timezone=True), nullable=False),
+    sa.Column('actor_id', sa.Integer(), nullable=True),
+    sa.Column('actor_email', sqlmodel.sql.sqltypes.AutoString(length=254), nullable=False),
+    sa.Column('action', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
+    sa.Column('target', sqlmodel.sql.sqltypes.AutoString(length=120), nullable=False),
+    sa.Column('ip', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
+    sa.Column('details', sa.Text(), nullable=False),
+    sa.ForeignKeyConstraint(['actor_id'], ['users.id'], name=op.f('fk_audit_events_actor_id_users')),
+    sa.PrimaryKeyConstraint('id', name=op.f('pk_audit_events'))
+    )
+    with op.batch_alter_table('audit_events', schema=None) as batch_op:
+        batch_op.create_index(batch_op.f('ix_audit_events_action'), ['action'], unique=False)
+        batch_op.create_index(batch_op.f('ix_audit_events_actor_id'), ['actor_id'], unique=False)
+        batch_op.create_index(batch_op.f('ix_audit_events_at'), ['at'], unique=False)
+        batch_op.create_index(batch_op.f('ix_audit_events_target'), ['target'], unique=False)
+
     op.create_table('notifications',
     sa.Column('id', sa.Integer(), nullable=False),
     sa.Column('user_id', sa.Integer(), nullable=False),
@@ -85,6 +103,57 @@ def upgrade() -> None:
     )
     with op.batch_alter_table('notifications', schema=None) as batch_op:
         batch_op.create_index(batch_op.f('ix_notifications_user_id'), ['user_id'], unique=False)
+
+    op.create_table('orders',
+    sa.Column('id', sa.Integer(), nullable=False),
+    sa.Column('user_id', sa.Integer(), nullable=False),
+    sa.Column('idempotency_key', sqlmodel.sql.sqltypes.AutoString(length=80), nullable=False),
+    sa.Column('status', sqlmodel.sql.sqltypes.AutoString(length=24), nullable=False),
+    sa.Column('sku_id', sqlmodel.sql.sqltypes.AutoString(length=32), nullable=False),
+    sa.Column('quantity', sa.Integer(), nullable=False),
+    sa.Column('image_id', sqlmodel.sql.sqltypes.AutoString(length=40), nullable=False),
+    sa.Column('ssh_keys_json', sa.Text(), nullable=False),
+    sa.Column('note_model_size', sqlmodel.sql.sqltypes.AutoString(length=80), nullable=False),
+    sa.Column('note_token_budget', sqlmodel.sql.sqltypes.AutoString(length=80), nullable=False),
+    sa.Column('note_node_count', sa.Integer(), nullable=True),
+    sa.Column('note_private_network', sa.Boolean(), nullable=False),
+    sa.Column('note_comm_pattern', sqlmodel.sql.sqltypes.AutoString(length=300), nullable=False),
+    sa.Column('note_free_text', sa.Text(), server_default='', nullable=False),
+    sa.Column('sizing_query', sqlmodel.sql.sqltypes.AutoString(length=2000), nullable=False),
+    sa.Column('unit_price_cents', sa.Integer(), nullable=False),
+    sa.Column('monthly_total_cents', sa.Integer(), nullable=False),
+    sa.Column('quote_id', sa.Integer(), nullable=True),
+    sa.Column('first_hold_id', sa.Integer(), nullable=True),
+    sa.Column('pay_attempts', sa.Integer(), nullable=False),
+    sa.Column('promised_date', sa.Date(), nullable=True),
+    sa.Column('promise_explanation', sqlmodel.sql.sqltypes.AutoString(length=300), nullable=False),
+    sa.Column('delay_reason', sqlmodel.sql.sqltypes.AutoString(length=500), nullable=False),
+    sa.Column('delay_estimate', sa.Date(), nullable=True),
+    sa.Column('created_at', sa.DateTime(timezone=True), nullable=False),
+    sa.Column('paid_at', sa.DateTime(timezone=True), nullable=True),
+    sa.Column('acknowledged_at', sa.DateTime(timezone=True), nullable=True),
+    sa.Column('provisioning_at', sa.DateTime(timezone=True), nullable=True),
+    sa.Column('delivered_at', sa.DateTime(timezone=True), nullable=True),
+    sa.Column('cancelled_at', sa.DateTime(timezone=True), nullable=True),
+    sa.Column('ended_at', sa.DateTime(timezone=True), nullable=True),
+    sa.Column('wiped_at', sa.DateTime(timezone=True), nullable=True),
+    sa.Column('period_start', sa.DateTime(timezone=True), nullable=True),
+    sa.Column('period_end', sa.DateTime(timezone=True), nullable=True),
+    sa.Column('periods_paid', sa.Integer(), nullable=False),
+    sa.Column('cancel_at_period_end', sa.Boolean(), nullable=False),
+    sa.Column('grace_until', sa.DateTime(timezone=True), nullable=True),
+    sa.ForeignKeyConstraint(['user_id'], ['users.id'], name=op.f('fk_orders_user_id_users')),
+    sa.PrimaryKeyConstraint('id', name=op.f('pk_orders')),
+    sa.UniqueConstraint('user_id', 'idempotency_key', name='uq_orders_user_idem')
+    )
+    with op.batch_alter_table('orders', schema=None) as batch_op:
+        batch_op.create_index(batch_op.f('ix_orders_created_at'), ['created_at'], unique=False)
+        batch_op.create_index(batch_op.f('ix_orders_period_end'), ['period_end'], unique=False)
+        batch_op.create_index(batch_op.f('ix_orders_promised_date'), ['promised_date'], unique=False)
+        batch_op.create_index(batch_op.f('ix_orders_quote_id'), ['quote_id'], unique=False)
+        batch_op.create_index(batch_op.f('ix_orders_sku_id'), ['sku_id'], unique=False)
+        batch_op.create_index(batch_op.f('ix_orders_status'), ['status'], unique=False)
+        batch_op.create_index(batch_op.f('ix_orders_user_id'), ['user_id'], unique=False)
 
     op.create_table('user_sessions',
     sa.Column('id', sa.Integer(), nullable=False),
@@ -102,19 +171,94 @@ def upgrade() -> None:
     with op.batch_alter_table('user_sessions', schema=None) as batch_op:
         batch_op.create_index(batch_op.f('ix_user_sessions_user_id'), ['user_id'], unique=False)
 
+    op.create_table('order_events',
+    sa.Column('id', sa.Integer(), nullable=False),
+    sa.Column('order_id', sa.Integer(), nullable=False),
+    sa.Column('at', sa.DateTime(timezone=True), nullable=False),
+    sa.Column('kind', sqlmodel.sql.sqltypes.AutoString(length=40), nullable=False),
+    sa.Column('message', sqlmodel.sql.sqltypes.AutoString(length=1000), nullable=False),
+    sa.Column('actor_id', sa.Integer(), nullable=True),
+    sa.Column('customer_visible', sa.Boolean(), nullable=False),
+    sa.ForeignKeyConstraint(['order_id'], ['orders.id'], name=op.f('fk_order_events_order_id_orders')),
+    sa.PrimaryKeyConstraint('id', name=op.f('pk_order_events'))
+    )
+    with op.batch_alter_table('order_events', schema=None) as batch_op:
+        batch_op.create_index(batch_op.f('ix_order_events_order_id'), ['order_id'], unique=False)
+
+    op.create_table('order_hosts',
+    sa.Column('id', sa.Integer(), nullable=False),
+    sa.Column('order_id', sa.Integer(), nullable=False),
+    sa.Column('node_id', sa.Integer(), nullable=True),
+    sa.Column('hostname', sqlmodel.sql.sqltypes.AutoString(length=120), nullable=False),
+    sa.Column('ip', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
+    sa.Column('ssh_user', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
+    sa.Column('ssh_port', sa.Integer(), nullable=False),
+    sa.Column('host_key_fingerprints', sa.Text(), server_default='', nullable=False),
+    sa.ForeignKeyConstraint(['order_id'], ['orders.id'], name=op.f('fk_order_hosts_order_id_orders')),
+    sa.PrimaryKeyConstraint('id', name=op.f('pk_order_hosts'))
+    )
+    with op.batch_alter_table('order_hosts', schema=None) as batch_op:
+        batch_op.create_index(batch_op.f('ix_order_hosts_node_id'), ['node_id'], unique=False)
+        batch_op.create_index(batch_op.f('ix_order_hosts_order_id'), ['order_id'], unique=False)
+
+    op.create_table('renewal_charges',
+    sa.Column('id', sa.Integer(), nullable=False),
+    sa.Column('order_id', sa.Integer(), nullable=False),
+    sa.Column('period_index', sa.Integer(), nullable=False),
+    sa.Column('attempted_at', sa.DateTime(timezone=True), nullable=False),
+    sa.Column('status', sa.String(length=16), nullable=False),
+    sa.Column('amount_cents', sa.Integer(), nullable=False),
+    sa.Column('ledger_entry_id', sa.Integer(), nullable=True),
+    sa.ForeignKeyConstraint(['order_id'], ['orders.id'], name=op.f('fk_renewal_charges_order_id_orders')),
+    sa.PrimaryKeyConstraint('id', name=op.f('pk_renewal_charges')),
+    sa.UniqueConstraint('order_id', 'period_index', name='uq_renewal_order_period')
+    )
+    with op.batch_alter_table('renewal_charges', schema=None) as batch_op:
+        batch_op.create_index(batch_op.f('ix_renewal_charges_order_id'), ['order_id'], unique=False)
+
     # ### end Alembic commands ###
 
 
 def downgrade() -> None:
     # ### commands auto generated by Alembic - please adjust! ###
+    with op.batch_alter_table('renewal_charges', schema=None) as batch_op:
+        batch_op.drop_index(batch_op.f('ix_renewal_charges_order_id'))
+
+    op.drop_table('renewal_charges')
+    with op.batch_alter_table('order_hosts', schema=None) as batch_op:
+        batch_op.drop_index(batch_op.f('ix_order_hosts_order_id'))
+        batch_op.drop_index(batch_op.f('ix_order_hosts_node_id'))
+
+    op.drop_table('order_hosts')
+    with op.batch_alter_table('order_events', schema=None) as batch_op:
+        batch_op.drop_index(batch_op.f('ix_order_events_order_id'))
+
+    op.drop_table('order_events')
     with op.batch_alter_table('user_sessions', schema=None) as batch_op:
         batch_op.drop_index(batch_op.f('ix_user_sessions_user_id'))
 
     op.drop_table('user_sessions')
+    with op.batch_alter_table('orders', schema=None) as batch_op:
+        batch_op.drop_index(batch_op.f('ix_orders_user_id'))
+        batch_op.drop_index(batch_op.f('ix_orders_status'))
+        batch_op.drop_index(batch_op.f('ix_orders_sku_id'))
+        batch_op.drop_index(batch_op.f('ix_orders_quote_id'))
+        batch_op.drop_index(batch_op.f('ix_orders_promised_date'))
+        batch_op.drop_index(batch_op.f('ix_orders_period_end'))
+        batch_op.drop_index(batch_op.f('ix_orders_created_at'))
+
+    op.drop_table('orders')
     with op.batch_alter_table('notifications', schema=None) as batch_op:
         batch_op.drop_index(batch_op.f('ix_notifications_user_id'))
 
     op.drop_table('notifications')
+    with op.batch_alter_table('audit_events', schema=None) as batch_op:
+        batch_op.drop_index(batch_op.f('ix_audit_events_target'))
+        batch_op.drop_index(batch_op.f('ix_audit_events_at'))
+        batch_op.drop_index(batch_op.f('ix_audit_events_actor_id'))
+        batch_op.drop_index(batch_op.f('ix_audit_events_action'))
+
+    op.drop_table('audit_events')
     with op.batch_alter_table('api_tokens', schema=None) as batch_op:
         batch_op.drop_index(batch_op.f('ix_api_tokens_user_id'))
 

@@ -1,0 +1,112 @@
+"""Orders, their hosts (hand-over details), timeline events and renewal charges."""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+
+from sqlalchemy import Column, Date, DateTime, String, Text, UniqueConstraint
+from sqlmodel import Field, SQLModel
+
+from app.orders.lifecycle import OrderStatus
+
+
+def _dt(nullable: bool = True, index: bool = False) -> Column:  # type: ignore[type-arg]
+    return Column(DateTime(timezone=True), nullable=nullable, index=index)
+
+
+class Order(SQLModel, table=True):
+    __tablename__ = "orders"
+    __table_args__ = (UniqueConstraint("user_id", "idempotency_key", name="uq_orders_user_idem"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    user_id: int = Field(foreign_key="users.id", index=True)
+    # The form carries a key from the page; a resubmitted form finds the same order.
+    idempotency_key: str = Field(max_length=80)
+    status: str = Field(default=OrderStatus.awaiting_payment.value, max_length=24, index=True)
+
+    sku_id: str = Field(max_length=32, index=True)
+    quantity: int = Field(ge=1)
+    image_id: str = Field(max_length=40)
+    # Snapshot of the SSH public keys at order time: JSON list of {name, public_key, fingerprint}.
+    ssh_keys_json: str = Field(default="[]", sa_column=Column(Text, nullable=False))
+
+    # Structured notes for the engineers.
+    note_model_size: str = Field(default="", max_length=80)
+    note_token_budget: str = Field(default="", max_length=80)
+    note_node_count: int | None = None
+    note_private_network: bool = False
+    note_comm_pattern: str = Field(default="", max_length=300)
+    note_free_text: str = Field(default="", sa_column=Column(Text, nullable=False, server_default=""))
+    sizing_query: str = Field(default="", max_length=2000)  # the /size query string it came from
+
+    # Money (integer cents), frozen when the order is created/paid.
+    unit_price_cents: int  # per node per month
+    monthly_total_cents: int
+    quote_id: int | None = Field(default=None, index=True)
+    first_hold_id: int | None = None
+    pay_attempts: int = 0
+
+    # The delivery promise, frozen when paid (in the same transaction as the node hold).
+    promised_date: date | None = Field(default=None, sa_column=Column(Date, nullable=True, index=True))
+    promise_explanation: str = Field(default="", max_length=300)
+    delay_reason: str = Field(default="", max_length=500)
+    delay_estimate: date | None = Field(default=None, sa_column=Column(Date, nullable=True))
+
+    created_at: datetime = Field(sa_column=_dt(nullable=False, index=True))
+    paid_at: datetime | None = Field(default=None, sa_column=_dt())
+    acknowledged_at: datetime | None = Field(default=None, sa_column=_dt())
+    provisioning_at: datetime | None = Field(default=None, sa_column=_dt())
+    delivered_at: datetime | None = Field(default=None, sa_column=_dt())
+    cancelled_at: datetime | None = Field(default=None, sa_column=_dt())
+    ended_at: datetime | None = Field(default=None, sa_column=_dt())
+    wiped_at: datetime | None = Field(default=None, sa_column=_dt())
+
+    # The lease's billing period (set at delivery; advanced by each renewal).
+    period_start: datetime | None = Field(default=None, sa_column=_dt())
+    period_end: datetime | None = Field(default=None, sa_column=_dt(index=True))
+    periods_paid: int = 0
+    cancel_at_period_end: bool = False
+    grace_until: datetime | None = Field(default=None, sa_column=_dt())
+
+
+class OrderHost(SQLModel, table=True):
+    """Hand-over details of one node of an order, entered by ops."""
+
+    __tablename__ = "order_hosts"
+    id: int | None = Field(default=None, primary_key=True)
+    order_id: int = Field(foreign_key="orders.id", index=True)
+    node_id: int | None = Field(default=None, index=True)
+    hostname: str = Field(default="", max_length=120)
+    ip: str = Field(max_length=64)
+    ssh_user: str = Field(default="ubuntu", max_length=64)
+    ssh_port: int = 22
+    # One fingerprint per line, as `ssh-keygen -lf` prints them.
+    host_key_fingerprints: str = Field(default="", sa_column=Column(Text, nullable=False, server_default=""))
+
+
+class OrderEvent(SQLModel, table=True):
+    """The order's timeline, shown to the customer (and to staff with the actor)."""
+
+    __tablename__ = "order_events"
+    id: int | None = Field(default=None, primary_key=True)
+    order_id: int = Field(foreign_key="orders.id", index=True)
+    at: datetime = Field(sa_column=_dt(nullable=False))
+    kind: str = Field(max_length=40)
+    message: str = Field(default="", max_length=1000)
+    actor_id: int | None = Field(default=None)
+    customer_visible: bool = True
+
+
+class RenewalCharge(SQLModel, table=True):
+    """One row per order and period: the unique constraint makes each period charge once,
+    however many workers run."""
+
+    __tablename__ = "renewal_charges"
+    __table_args__ = (UniqueConstraint("order_id", "period_index", name="uq_renewal_order_period"),)
+    id: int | None = Field(default=None, primary_key=True)
+    order_id: int = Field(foreign_key="orders.id", index=True)
+    period_index: int  # 1 = the first renewal (second month)
+    attempted_at: datetime = Field(sa_column=_dt(nullable=False))
+    status: str = Field(default="pending", sa_column=Column(String(16), nullable=False))  # paid | short
+    amount_cents: int
+    ledger_entry_id: int | None = None
