@@ -42,7 +42,9 @@ ROUTER_MODULES = (
     "app.quotes.routes",
     "app.staff.routes",
     "app.api.sizing",
-    "app.api.routes",
+    "app.api.accounts",
+    "app.api.ledger",
+    "app.api.orders",
 )
 
 
