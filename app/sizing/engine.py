@@ -350,10 +350,10 @@ def parse(req: Any) -> Request:
     precision = v.choice(req, "precision", "precision", "bf16")
     optimizer = v.choice(req, "optimizer", "optimizer", "adamw")
     grad_dtype = v.choice(req, "grad_dtype", "grad_dtype", "bf16")
-    recompute = v.choice(req, "recompute", "recompute", "none")
+    v.choice(req, "recompute", "recompute", "none")
     flash = v.bool_(req, "flash_attention", "flash_attention", True)
     master = v.bool_(req, "master_weights", "master_weights", True)
-    off_opt = v.bool_(req, "offload_optimizer", "offload_optimizer", False)
+    v.bool_(req, "offload_optimizer", "offload_optimizer", False)
     off_par = v.bool_(req, "offload_params", "offload_params", False)
     att = v.bool_(req, "attention_flops", "attention_flops", False)
     lora_rank = v.int_(req, "lora_rank", "lora_rank", lo=1, hi=4096, default=16) or 16

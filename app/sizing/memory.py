@@ -14,9 +14,9 @@ from app.sizing.params import Architecture, ParamCounts
 GIB = 1024**3
 
 # --- framework overhead constants (documented in docs/sizing.md) -------------------------
-CUDA_CONTEXT_BYTES = int(0.75 * GIB)  # CUDA context, kernels, cuBLAS/cuDNN workspaces
+CUDA_CONTEXT_BYTES = int(1.0 * GIB)  # CUDA context, kernels, cuBLAS/cuDNN workspaces
 NCCL_BYTES_PER_GROUP = int(0.5 * GIB)  # NCCL channel buffers per communicator kind in use
-FRAGMENTATION = 0.10  # caching-allocator slack on the dynamic (activation/buffer) part
+FRAGMENTATION = 0.15  # caching-allocator slack on the dynamic (activation/buffer) part
 SAFETY_MARGIN = 0.05  # of the usable (driver-reported) memory kept free for fit decisions
 QLORA_BYTES_PER_PARAM = 0.516  # NF4 4 bits + double-quantised block constants
 FP8_WEIGHT_COPY_BYTES = 1.0  # Transformer Engine keeps an FP8 copy of the GEMM weights
@@ -177,18 +177,22 @@ def layer_activation_bytes_per_token(
     if not flash and recompute == "none":
         tp_part += 4.0 * a.num_attention_heads * kv_len
     act_store = recompute == "none"
+    gathered = 0.0
     width_per_branch = 3 if a.gated_mlp else 2  # up(+gate) outputs and act output
     if moe_layer and a.moe is not None:
         m = a.moe
         routed = m.experts_per_token
         f = m.expert_intermediate_size
         branches = (width_per_branch - (0 if act_store else 1)) * 2.0 * f
-        tp_part += routed * (2.0 * h + branches) + m.shared_experts * branches
+        # routed copies of the token vectors: the dispatcher gathers the whole sequence
+        # across TP ranks, so these are not split by TP
+        gathered = routed * 2.0 * h
+        tp_part += routed * branches + m.shared_experts * branches
         tp_part += 4.0 * m.num_experts  # router logits (fp32)
     else:
         f = a.intermediate_size
         tp_part += (width_per_branch - (0 if act_store else 1)) * 2.0 * f
-    return sp_part / tp + tp_part / tp
+    return sp_part / tp + tp_part / tp + gathered
 
 
 def activation_bytes(job: Job, lay: Layout, *, first_stage: bool) -> tuple[int, int]:
@@ -316,8 +320,9 @@ def _memory_stage(job: Job, lay: Layout, *, first_stage: bool) -> Memory:
         master = 4.0 * trainable
         optim = o_b * trainable
     if lay.offload_optimizer:
-        cpu += master + optim
-        master = optim = 0.0
+        # ZeRO-Offload: gradients are reduced to the host, where the optimizer steps
+        cpu += master + optim + grads
+        master = optim = grads = 0.0
     if lay.offload_params and z3:
         cpu += weights
         weights = 0.0

@@ -1,0 +1,430 @@
+"""Engine prediction vs published peak memory for every calibration case with memory.
+
+``python -m bench.sizing_accuracy`` rewrites docs/sizing-accuracy.md. The cases come from
+``shared/data/sizing-calibration.json`` (or the copy under tests/sizing/data); the mapping
+from each case's published configuration to an engine layout is below, one entry per case,
+with the interpretation stated. No case gets its own constant: the overhead model is global.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+
+from app.sizing.memory import SAFETY_MARGIN, Job, Layout, Memory, memory
+from app.sizing.params import count
+from app.sizing.presets import PRESETS
+
+ROOT = Path(__file__).resolve().parents[1]
+CANDIDATES = (
+    ROOT / "shared" / "data" / "sizing-calibration.json",
+    ROOT.parent / "shared" / "data" / "sizing-calibration.json",
+    ROOT / "tests" / "sizing" / "data" / "sizing-calibration.json",
+)
+GIB = 1024**3
+# usable (driver-reported) memory of the GPUs in the cases, GiB
+GPU_USABLE_GIB = {"80GB": 79.6, "A6000": 47.5, "4090": 23.6}
+
+
+def load_cases() -> list[dict[str, Any]]:
+    for p in CANDIDATES:
+        if p.exists():
+            data = json.loads(p.read_text(encoding="utf-8"))
+            return list(data["measured_cases"])
+    raise FileNotFoundError("sizing-calibration.json not found")
+
+
+@dataclass(frozen=True)
+class Mapping:
+    preset: str
+    method: str = "full"
+    seq_len: int = 8192
+    mbs: int = 1
+    sharding: str = "zero1"
+    shard_group: int | None = None  # None: the data-parallel size
+    tp: int = 1
+    pp: int = 1
+    dp: int = 1
+    ep: int = 1
+    recompute: str = "none"
+    precision: str = "bf16"
+    optimizer: str = "adamw"
+    grad_dtype: str = "fp32"
+    master_weights: bool = True
+    offload_optimizer: bool = False
+    offload_params: bool = False
+    gpu: str = "80GB"
+    interpretation: str = ""
+    not_modelled: str = ""
+
+
+_MEG = "Megatron distributed optimizer = ZeRO-1 over DP; FP32 main grads; recompute none"
+_TT = "torchtune pure-BF16 recipe (no FP32 master, AdamW states in BF16)"
+
+
+def _fp(pp: int, dp: int, tp: int, **kw: Any) -> Mapping:
+    return Mapping("llama-3.1-8b", pp=pp, dp=dp, tp=tp, interpretation=kw.pop("i", _MEG), **kw)
+
+
+MAPPINGS: dict[str, Mapping] = {
+    "fp-a800-8b-pp2dp4tp1": _fp(2, 4, 1),
+    "fp-h100-8b-pp1dp4tp2": _fp(1, 4, 2),
+    "fp-h100-8b-pp1dp4tp2-fp8": _fp(1, 4, 2, precision="fp8"),
+    "fp-h100-8b-2x8-bf16": _fp(1, 8, 2),
+    "fp-h100-8b-2x8-fp8": _fp(1, 8, 2, precision="fp8"),
+    "fp-h100-8b-55x8-bf16": _fp(1, 220, 2),
+    "fp-a800-8b-pp4dp2tp1": _fp(4, 2, 1),
+    "fp-a800-8b-pp2dp2tp2": _fp(2, 2, 2),
+    "fp-a800-8b-pp2dp1tp4": _fp(2, 1, 4),
+    "fp-a800-8b-pp8dp1tp1": _fp(8, 1, 1),
+    "fp-a800-8b-pp1dp1tp8": _fp(1, 1, 8),
+    "fp-a800-8b-pp4dp1tp2": _fp(4, 1, 2),
+    "fp-a800-8b-pp1dp8tp1-OOM": _fp(1, 8, 1),
+    "fp-h100-70b-8x8": Mapping(
+        "llama-3.1-70b",
+        pp=4,
+        dp=2,
+        tp=8,
+        interpretation=_MEG + "; Llama 3 70B has the Llama 3.1 70B shapes",
+    ),
+    "fp-h100-mixtral8x7b-4x8": Mapping(
+        "mixtral-8x7b",
+        seq_len=4096,
+        mbs=3,
+        pp=2,
+        dp=2,
+        tp=8,
+        ep=1,
+        recompute="selective",
+        interpretation=_MEG.replace("recompute none", "selective recompute")
+        + "; EP 1 (README; EP 8 would not divide DP 2)",
+        not_modelled="MoE token-dispatch buffers beyond the routed copies",
+    ),
+    "fp-h800-l2-70b-amp-tp8pp4": Mapping(
+        "llama-2-70b", seq_len=4096, tp=8, pp=4, dp=1, interpretation=_MEG
+    ),
+    "fp-h800-l2-70b-amp-tp4pp8": Mapping(
+        "llama-2-70b", seq_len=4096, tp=4, pp=8, dp=1, interpretation=_MEG
+    ),
+    "fp-h800-l2-70b-amp-tp4pp8-gbs1024": Mapping(
+        "llama-2-70b", seq_len=4096, tp=4, pp=8, dp=1, interpretation=_MEG
+    ),
+    "megatron-pr482-llama2-7b": Mapping(
+        "llama-2-7b",
+        seq_len=4096,
+        mbs=2,
+        pp=2,
+        dp=8,
+        sharding="ddp",
+        interpretation="seq_len not stated: Llama 2's 4096 assumed; no distributed optimizer "
+        "(not stated); metric read as torch max allocated",
+    ),
+    "tune-l31-70b-full-8xa100": Mapping(
+        "llama-3.1-70b",
+        seq_len=2048,
+        mbs=2,
+        sharding="zero3",
+        dp=8,
+        recompute="full",
+        grad_dtype="bf16",
+        master_weights=False,
+        offload_optimizer=True,
+        offload_params=True,
+        interpretation=_TT + "; FSDP over 8 with CPU offload of params and optimizer; "
+        "activation checkpointing on (recipe default)",
+        not_modelled="fused optimizer step, compile",
+    ),
+    "tune-l31-70b-lora-8xa100": Mapping(
+        "llama-3.1-70b",
+        method="lora",
+        seq_len=2048,
+        mbs=2,
+        sharding="zero3",
+        dp=8,
+        recompute="full",
+        grad_dtype="bf16",
+        master_weights=False,
+        interpretation="LoRA rank 16 over FSDP 8; activation checkpointing on (recipe default)",
+    ),
+    "tune-l31-8b-full-a6000": Mapping(
+        "llama-3.1-8b",
+        seq_len=2048,
+        mbs=2,
+        sharding="ddp",
+        recompute="full",
+        grad_dtype="bf16",
+        master_weights=False,
+        optimizer="adamw8bit",
+        gpu="A6000",
+        interpretation=_TT + "; single GPU; 8-bit paged AdamW; activation checkpointing on",
+        not_modelled="optimizer step fused into backward (no full gradient buffer)",
+    ),
+    "tune-l31-8b-full-4090": Mapping(
+        "llama-3.1-8b",
+        seq_len=2048,
+        mbs=2,
+        sharding="ddp",
+        recompute="full",
+        grad_dtype="bf16",
+        master_weights=False,
+        optimizer="adamw8bit",
+        offload_optimizer=True,
+        gpu="4090",
+        interpretation=_TT + "; single 24 GB GPU; paged 8-bit AdamW read as optimizer offload",
+        not_modelled="optimizer step fused into backward (no full gradient buffer)",
+    ),
+}
+
+_L32 = "llama-3.2-3b"
+_steps = [
+    ("baseline", {}, ""),
+    ("packed-dataset", {}, ""),
+    ("compile", {}, "torch.compile fusion"),
+    ("chunked-cross-entropy", {}, "torch.compile fusion; chunked cross-entropy"),
+    ("activation-checkpointing", {"recompute": "full"}, "compile; chunked CE"),
+    (
+        "fuse-optimizer-step-into-backward",
+        {"recompute": "full"},
+        "compile; chunked CE; optimizer step fused into backward",
+    ),
+    (
+        "activation-offloading",
+        {"recompute": "full"},
+        "compile; chunked CE; fused optimizer step; activation offloading",
+    ),
+    (
+        "8-bit-adamw",
+        {"recompute": "full", "optimizer": "adamw8bit"},
+        "compile; chunked CE; fused optimizer step; activation offloading",
+    ),
+    (
+        "lora",
+        {"method": "lora", "recompute": "full"},
+        "compile; chunked CE; activation offloading (techniques above kept)",
+    ),
+    (
+        "qlora",
+        {"method": "qlora", "recompute": "full"},
+        "compile; chunked CE; activation offloading (techniques above kept)",
+    ),
+]
+for _name, _kw, _nm in _steps:
+    MAPPINGS[f"tune-l32-3b-{_name}"] = Mapping(
+        _L32,
+        seq_len=4096,
+        mbs=2,
+        sharding="ddp",
+        grad_dtype="bf16",
+        master_weights=False,
+        interpretation=_TT
+        + "; single A100; cumulative technique table"
+        + (
+            "; baseline is unpacked, so real sequences are shorter than 4096"
+            if _name == "baseline"
+            else ""
+        ),
+        not_modelled=_nm,
+        **_kw,
+    )
+
+
+def metric_kind(case: dict[str, Any]) -> str:
+    m = (case["measured"].get("memory_metric") or "").lower()
+    if "nvidia-smi" in m:
+        return "device (nvidia-smi)"
+    if "active" in m:
+        return "allocator active"
+    return "allocator peak"
+
+
+def predict(mp: Mapping) -> tuple[Memory, Job, Layout]:
+    p = PRESETS[mp.preset]
+    job = Job(
+        p.arch,
+        count(p.arch),
+        mp.method,
+        mp.seq_len,
+        mp.precision,
+        mp.optimizer,
+        mp.grad_dtype,
+        mp.master_weights,
+        True,
+        16,
+    )
+    world = mp.tp * mp.pp * mp.dp
+    sg = mp.shard_group if mp.shard_group is not None else (1 if mp.sharding == "ddp" else mp.dp)
+    lay = Layout(
+        mp.sharding,
+        sg,
+        mp.tp,
+        mp.pp,
+        mp.ep,
+        1,
+        mp.mbs,
+        mp.recompute,
+        mp.offload_optimizer,
+        mp.offload_params,
+        world,
+    )
+    return memory(job, lay), job, lay
+
+
+def evaluate() -> dict[str, Any]:
+    rows: list[dict[str, Any]] = []
+    for case in load_cases():
+        if not case.get("has_measured_memory"):
+            continue
+        mp = MAPPINGS.get(case["id"])
+        if mp is None:
+            rows.append({"id": case["id"], "skipped": "no mapping"})
+            continue
+        mem, _job, _lay = predict(mp)
+        kind = metric_kind(case)
+        pred = mem.total if kind.startswith("device") else mem.allocated
+        measured = case["measured"].get("peak_memory_gib")
+        outcome = case["measured"].get("outcome")
+        usable = GPU_USABLE_GIB[mp.gpu] * GIB
+        limit = usable * (1 - SAFETY_MARGIN)
+        row: dict[str, Any] = {
+            "id": case["id"],
+            "gpu": case["gpu"],
+            "metric": kind,
+            "metric_text": case["measured"].get("memory_metric"),
+            "predicted_gib": pred / GIB,
+            "predicted_total_gib": mem.total / GIB,
+            "measured_gib": measured,
+            "predicted_fits": mem.total <= limit,
+            "observed": "OOM" if outcome and "OOM" in outcome else "ran",
+            "interpretation": mp.interpretation,
+            "not_modelled": mp.not_modelled,
+        }
+        if measured:
+            row["error_pct"] = (pred / GIB - measured) / measured * 100
+        rows.append(row)
+    errs = [abs(r["error_pct"]) for r in rows if "error_pct" in r]
+    ran = [r for r in rows if r.get("observed") == "ran"]
+    oom = [r for r in rows if r.get("observed") == "OOM"]
+    by_group: dict[str, list[float]] = {}
+    for r in rows:
+        if "error_pct" in r:
+            by_group.setdefault(r["id"].split("-")[0], []).append(abs(r["error_pct"]))
+    return {
+        "rows": rows,
+        "median_abs_error_pct": statistics.median(errs),
+        "mean_abs_error_pct": statistics.fmean(errs),
+        "n_compared": len(errs),
+        "fit_agreement": sum(1 for r in ran if r["predicted_fits"])
+        + sum(1 for r in oom if not r["predicted_fits"]),
+        "n_verdicts": len(ran) + len(oom),
+        "oom_predicted_not_to_fit": all(not r["predicted_fits"] for r in oom) and bool(oom),
+        "median_by_group": {k: statistics.median(v) for k, v in by_group.items()},
+    }
+
+
+def render(res: dict[str, Any]) -> str:
+    from app.sizing.memory import (
+        CE_BYTES_PER_LOGIT,
+        CUDA_CONTEXT_BYTES,
+        FRAGMENTATION,
+        NCCL_BYTES_PER_GROUP,
+    )
+
+    lines = [
+        "# Sizing engine accuracy against published measurements",
+        "",
+        "Generated by `python -m bench.sizing_accuracy` from "
+        "`shared/data/sizing-calibration.json` (every case with `has_measured_memory`). "
+        "Do not edit by hand.",
+        "",
+        f"- cases compared: **{res['n_compared']}**; median absolute error "
+        f"**{res['median_abs_error_pct']:.1f} %** (mean {res['mean_abs_error_pct']:.1f} %)",
+        f"- fit verdicts agreeing with what happened: **{res['fit_agreement']} / "
+        f"{res['n_verdicts']}** (fit = predicted total ≤ {100 * (1 - SAFETY_MARGIN):.0f} % of the "
+        "GPU's usable memory)",
+        "- the stated out-of-memory case (FlagPerf Llama 3 8B, pure DP 8, seq 8192, 80 GB) is "
+        + (
+            "**predicted not to fit**"
+            if res["oom_predicted_not_to_fit"]
+            else "**NOT predicted to fail**"
+        ),
+        "- median absolute error by source: "
+        + ", ".join(f"{k} {v:.1f} %" for k, v in sorted(res["median_by_group"].items())),
+        "",
+        "## Which metric is compared",
+        "",
+        "- **device (nvidia-smi)** — FlagPerf's `mem` column is device memory in use as "
+        "nvidia-smi reports it, so it includes the CUDA context, NCCL buffers and the caching "
+        "allocator's reserved-but-free blocks. Compared with the engine's **total** "
+        "(model states + activations + the whole overhead term).",
+        '- **allocator peak / active** — torchtune\'s "Peak Memory per GPU" / "Peak Memory '
+        "Active\" and the Megatron PR's `Peak_Memory_Actual` come from PyTorch's allocator "
+        "statistics, which exclude the CUDA context, NCCL's own buffers and fragmentation. "
+        "Compared with the engine's **allocated** figure = total − context − NCCL − "
+        "fragmentation.",
+        "",
+        "## Overhead model (global, not fitted per run)",
+        "",
+        f"- CUDA context + kernels + cuBLAS workspaces: {CUDA_CONTEXT_BYTES / GIB:.2f} GiB",
+        f"- NCCL: {NCCL_BYTES_PER_GROUP / GIB:.2f} GiB per parallel dimension in use "
+        "(DP, TP, PP, EP, CP)",
+        "- ZeRO-3/FSDP: two prefetched all-gathered units (16-bit) + one unit of gradients",
+        f"- allocator fragmentation: {FRAGMENTATION * 100:.0f} % of activations and buffers",
+        f"- logits + cross-entropy: {CE_BYTES_PER_LOGIT} B per logit (fused loss)",
+        "",
+        "The constants were set once from public descriptions (CUDA context ≈ 0.5–1 GiB, NCCL "
+        "buffers ≈ 0.3–0.6 GiB per communicator, PyTorch caching-allocator slack ≈ 5–15 %) and "
+        "checked against the whole table below; no case has its own constant.",
+        "",
+        "## Cases",
+        "",
+        "| case | GPU | metric | measured GiB | predicted GiB | error | fits? (observed) | "
+        "how the case was read | not modelled |",
+        "|---|---|---|---:|---:|---:|---|---|---|",
+    ]
+    for r in res["rows"]:
+        if "skipped" in r:
+            lines.append(f"| {r['id']} | | | | | | | skipped: {r['skipped']} | |")
+            continue
+        meas = f"{r['measured_gib']:.1f}" if r["measured_gib"] is not None else "—"
+        err = f"{r['error_pct']:+.1f} %" if "error_pct" in r else "—"
+        fit = ("fits" if r["predicted_fits"] else "does not fit") + f" ({r['observed']})"
+        lines.append(
+            f"| {r['id']} | {r['gpu']} | {r['metric']} | {meas} | {r['predicted_gib']:.1f} | "
+            f"{err} | {fit} | {r['interpretation']} | {r['not_modelled'] or '—'} |"
+        )
+    lines += [
+        "",
+        "## Reading the table",
+        "",
+        "- The FlagPerf rows leave activation checkpointing unresolved (the README mentions it, "
+        "the launch script passes no flag); they are read as no recomputation.",
+        "- The torchtune technique rows are cumulative; techniques the engine does not model "
+        "(compile, chunked cross-entropy, optimizer step fused into backward, activation "
+        "offloading) are listed per row, and their savings show up as over-prediction. The "
+        "unpacked baseline trains on short real sequences, so a 4096-token prediction "
+        "over-states it.",
+        "- Errors are (predicted − measured) / measured.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def main() -> int:
+    res = evaluate()
+    out = ROOT / "docs" / "sizing-accuracy.md"
+    out.write_text(render(res), encoding="utf-8")
+    sys.stdout.write(
+        f"median abs error {res['median_abs_error_pct']:.1f} % over {res['n_compared']} cases; "
+        f"fit verdicts {res['fit_agreement']}/{res['n_verdicts']}; OOM case predicted not to "
+        f"fit: {res['oom_predicted_not_to_fit']}\nwrote {out}\n"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
