@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-
 from app.sizing.memory import SAFETY_MARGIN, Job, Layout, Memory, memory
 from app.sizing.params import count
 from app.sizing.presets import PRESETS
@@ -181,7 +180,7 @@ MAPPINGS: dict[str, Mapping] = {
 }
 
 _L32 = "llama-3.2-3b"
-_steps = [
+_steps: list[tuple[str, dict[str, Any], str]] = [
     ("baseline", {}, ""),
     ("packed-dataset", {}, ""),
     ("compile", {}, "torch.compile fusion"),

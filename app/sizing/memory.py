@@ -234,10 +234,13 @@ def activation_bytes(job: Job, lay: Layout, *, first_stage: bool) -> tuple[int, 
                     tp=lay.tp,
                     kv_len=int(s_local),
                     flash=job.flash_attention,
-                    recompute="none",
-                ),
+                    recompute="selective",
+                )
+                - 2.0 * a.hidden_size / lay.tp,
             )
-    act = per_tok * tokens * in_flight + worst_full_layer * tokens
+    # full recompute: while one layer is recomputed for its backward, its activations
+    # (the selective set; attention scores stay transient) replace its stored input
+    act = per_tok * tokens * in_flight + max(0.0, worst_full_layer) * tokens
     logits = 0.0
     if first_stage:
         act += 2.0 * a.hidden_size * tokens * in_flight / lay.tp  # embedding output

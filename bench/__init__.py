@@ -1,0 +1,1 @@
+"""Benchmarks and calibration reports (not part of the app)."""
