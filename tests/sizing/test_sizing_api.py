@@ -18,7 +18,7 @@ from app.sizing import SizingError, size
 
 
 @pytest.fixture(scope="module")
-def client() -> TestClient:
+def router_client() -> TestClient:
     app = FastAPI()
     app.include_router(router)
     return TestClient(app)
@@ -69,8 +69,8 @@ BAD: list[tuple[dict[str, Any], str]] = [
 ]
 
 
-def test_post_returns_the_engine_answer(client: TestClient) -> None:
-    r = client.post("/api/v1/sizing", json=GOOD)
+def test_post_returns_the_engine_answer(router_client: TestClient) -> None:
+    r = router_client.post("/api/v1/sizing", json=GOOD)
     assert r.status_code == 200
     body = r.json()
     assert body["params"] == 8030261248
@@ -91,9 +91,9 @@ def test_post_returns_the_engine_answer(client: TestClient) -> None:
 
 @pytest.mark.parametrize(("req", "field"), BAD, ids=[f for _, f in BAD])
 def test_bad_input_is_422_naming_the_field(
-    client: TestClient, req: dict[str, Any], field: str
+    router_client: TestClient, req: dict[str, Any], field: str
 ) -> None:
-    r = client.post("/api/v1/sizing", json=req)
+    r = router_client.post("/api/v1/sizing", json=req)
     assert r.status_code == 422
     fields = [e["field"] for e in r.json()["detail"]["errors"]]
     assert field in fields
@@ -103,8 +103,8 @@ def test_bad_input_is_422_naming_the_field(
     assert ei.value.field and ei.value.message
 
 
-def test_non_object_body_is_422(client: TestClient) -> None:
-    r = client.post("/api/v1/sizing", json=[1, 2])
+def test_non_object_body_is_422(router_client: TestClient) -> None:
+    r = router_client.post("/api/v1/sizing", json=[1, 2])
     assert r.status_code == 422
     assert r.json()["detail"]["errors"][0]["field"] == "request"
 
@@ -139,8 +139,8 @@ def test_unknown_keys_are_named(key: str) -> None:
     assert (key, "unknown field") in ei.value.errors
 
 
-def test_presets_endpoint(client: TestClient) -> None:
-    r = client.get("/api/v1/sizing/presets")
+def test_presets_endpoint(router_client: TestClient) -> None:
+    r = router_client.get("/api/v1/sizing/presets")
     assert r.status_code == 200
     assert any(p["id"] == "deepseek-v3" for p in r.json())
 
@@ -182,3 +182,12 @@ def test_cli_help_mentions_friendly_flags() -> None:
     assert p.returncode == 0
     for flag in ("--preset", "--tokens", "--seq-len"):
         assert flag in p.stdout
+
+
+def test_route_is_mounted_in_the_app(client: TestClient) -> None:
+    """Through the real app factory (middleware included; conftest's CSRF-aware client)."""
+    ok = client.post("/api/v1/sizing", json=GOOD)
+    assert ok.status_code == 200, ok.text
+    bad = client.post("/api/v1/sizing", json={**GOOD, "mfu": 2})
+    assert bad.status_code == 422
+    assert "mfu" in json.dumps(bad.json())
