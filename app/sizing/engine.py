@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import heapq
 import math
 from dataclasses import dataclass
 from functools import lru_cache
@@ -84,6 +85,7 @@ MAX_TOKENS = 1e15
 MAX_CUSTOM_SEQ = 1_048_576
 MAX_NODES = 1024
 SINGLE_GPU_MAX_DAYS = 7.0
+SEARCH_BUDGET = 24  # node counts priced per SKU after the first that fits
 
 
 @dataclass(frozen=True)
@@ -531,16 +533,27 @@ def _option(
                 want=want,
             )
 
+        def any_fit(n: int) -> bool:
+            return layout.any_fits(
+                r.job,
+                nodes=n,
+                g=g,
+                usable=usable,
+                host_ram=host,
+                mbs_options=mbs_opts,
+                recompute_options=rc_opts,
+                offload_options=off_opts,
+            )
+
         first = best(ns[0])
         if not first and len(ns) > 1:
             # memory per GPU only falls as nodes are added: binary-search the first count
             # that fits, then price from there
             lo, hi = 1, len(ns) - 1
-            last = best(ns[hi])
-            if last:
+            if any_fit(ns[hi]):
                 while lo < hi:
                     mid = (lo + hi) // 2
-                    if best(ns[mid]):
+                    if any_fit(ns[mid]):
                         hi = mid
                     else:
                         lo = mid + 1
@@ -548,7 +561,7 @@ def _option(
                 a_, b_ = ns[lo - 1] + 1, ns[lo]
                 while a_ < b_:
                     mid = (a_ + b_) // 2
-                    if best(mid):
+                    if any_fit(mid):
                         b_ = mid
                     else:
                         a_ = mid + 1
@@ -559,22 +572,45 @@ def _option(
             chosen, n_best = first[0], n0
             hours0, m0, best_cost = months_cost(n0, chosen.efficiency)
             best_key = (best_cost, hours0)
-            # more nodes only pay off where whole-month rounding drops a month
-            tried = {n0}
+            # more nodes only pay off where whole-month rounding drops a month: for each
+            # month count m the smallest node count finishing within m months at each
+            # efficiency seen so far, tried in order of their cost at the first layout's
+            # efficiency; skipped when even efficiency 1 could not beat the best so far.
             if r.nodes is None:
-                for m in range(min(m0 - 1, 36), 0, -1):
-                    n = math.ceil(
-                        one_node_hours / (compute.HOURS_PER_MONTH * m * chosen.efficiency)
-                    )
-                    if n in tried or n <= n0 or n > MAX_NODES:
+                m_max = min(m0 - 1, 36)
+                heap: list[tuple[int, int, int]] = []
+                e_guess = chosen.efficiency
+                seen_n = {n0}
+                effs: set[float] = set()
+
+                def push(e: float) -> None:
+                    effs.add(e)
+                    for m in range(1, m_max + 1):
+                        n = math.ceil(one_node_hours / (compute.HOURS_PER_MONTH * m * e))
+                        if n not in seen_n and n0 < n <= MAX_NODES:
+                            seen_n.add(n)
+                            heapq.heappush(
+                                heap, (months_cost(n, e_guess)[2], months_cost(n, 1.0)[2], n)
+                            )
+
+                push(chosen.efficiency)
+                push(1.0)
+                budget = SEARCH_BUDGET
+                while heap:
+                    _guess, bound, n = heapq.heappop(heap)
+                    if bound > best_cost:
                         continue
-                    tried.add(n)
-                    if n * price * min_months > best_cost:
+                    if budget <= 0:
+                        notes.append("node-count search stopped at its evaluation budget")
                         break
+                    budget -= 1
                     found = best(n)
                     if not found:
                         continue
-                    hours, _m, cost = months_cost(n, found[0].efficiency)
+                    e = found[0].efficiency
+                    if e not in effs:
+                        push(e)
+                    hours, _m, cost = months_cost(n, e)
                     if (cost, hours) < best_key:
                         best_key, best_cost, n_best, chosen = (cost, hours), cost, n, found[0]
             both = best(n_best, want=2)
@@ -679,6 +715,11 @@ def _option(
         notes.append(
             "paying per GPU-hour elsewhere would be cheaper for this run "
             f"(US${alt_cents / 100:,.0f} vs US${cost / 100:,.0f})"
+        )
+    if hours > 365 * 24:
+        notes.append(
+            f"takes {hours / 24 / 365:.1f} years on {n} node(s): the cheapest count by whole "
+            "months; more nodes cost about the same and finish sooner"
         )
     if lay.offload_optimizer:
         notes.append("optimizer state offloaded to CPU RAM: slower steps")

@@ -297,6 +297,35 @@ def best_layouts(
     return found
 
 
+def any_fits(
+    job: Job,
+    *,
+    nodes: int,
+    g: int,
+    usable: int,
+    host_ram: int | None,
+    mbs_options: list[int],
+    recompute_options: list[str],
+    offload_options: list[bool],
+) -> bool:
+    """Whether any shape fits at this node count (its leanest variant is enough to know)."""
+    world = nodes * g
+    if host_ram is None:
+        offload_options = [o for o in offload_options if not o] or offload_options
+    for s in shapes(job, nodes, g):
+        lean = make_layout(
+            s,
+            world=world,
+            mbs=min(mbs_options),
+            recompute=recompute_options[-1],
+            offload_opt=offload_options[-1],
+            offload_params=False,
+        )
+        if fits(memory(job, lean), usable, host_ram, g):
+            return True
+    return False
+
+
 def node_candidates(max_nodes: int = 1024) -> list[int]:
     """Node counts tried when looking for the first count that fits."""
     base = [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024]

@@ -7,7 +7,7 @@ is larger). See docs/sizing.md for the formulas and where each constant comes fr
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from app.sizing.params import Architecture, ParamCounts
 
@@ -37,6 +37,10 @@ class Job:
     master_weights: bool
     flash_attention: bool
     lora_rank: int
+    # per-request memo of memory() results (layouts repeat across node counts)
+    cache: dict[tuple[object, ...], Memory] = field(
+        default_factory=dict, compare=False, hash=False, repr=False
+    )
 
     @property
     def lora_params(self) -> int:
@@ -284,6 +288,30 @@ def _state_bytes(job: Job) -> tuple[float, float, float, float]:
 
 
 def memory(job: Job, lay: Layout) -> Memory:
+    # world size matters only through which parallel dimensions are in use (NCCL groups)
+    key = (
+        lay.sharding,
+        lay.shard_group,
+        lay.tp,
+        lay.pp,
+        lay.ep,
+        lay.cp,
+        lay.dp > 1,
+        lay.micro_batch_size,
+        lay.recompute,
+        lay.offload_optimizer,
+        lay.offload_params,
+    )
+    hit = job.cache.get(key)
+    if hit is not None:
+        return hit
+    m = _memory(job, lay)
+    if len(job.cache) < 20000:
+        job.cache[key] = m
+    return m
+
+
+def _memory(job: Job, lay: Layout) -> Memory:
     best: Memory | None = None
     stages = (True,) if lay.pp == 1 else (True, False)
     for first in stages:
