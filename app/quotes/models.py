@@ -1,0 +1,88 @@
+"""Sales quotes.
+
+The share token is stored as is (not only its hash): a sales person must be able to
+copy the link again from the quote page. It is 32 characters of ``secrets.token_urlsafe``
+(192 bits), looked up by a unique index, never logged or put in the audit log, and it dies
+with the quote (withdrawn or expired). Anyone who can read this table can already read
+the quote itself, so a hash would protect nothing worth the inconvenience.
+"""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+
+from sqlalchemy import Column, Date, DateTime, String, Text
+from sqlmodel import Field, SQLModel
+
+
+def _dt(nullable: bool = True, index: bool = False) -> Column:  # type: ignore[type-arg]
+    return Column(DateTime(timezone=True), nullable=nullable, index=index)
+
+
+class Quote(SQLModel, table=True):
+    __tablename__ = "quotes"
+
+    id: int | None = Field(default=None, primary_key=True)
+    token: str = Field(sa_column=Column(String(64), unique=True, nullable=False))
+    status: str = Field(default="draft", max_length=24, index=True)
+    kind: str = Field(default="node", max_length=8)  # node | rack (GB300 NVL72 term)
+
+    created_by_id: int = Field(foreign_key="users.id", index=True)
+    customer_user_id: int | None = Field(default=None, foreign_key="users.id", index=True)
+    prospect_name: str = Field(default="", max_length=120)
+    prospect_email: str = Field(default="", max_length=254, index=True)
+    prospect_company: str = Field(default="", max_length=120, index=True)
+
+    sku_id: str = Field(max_length=32)
+    quantity: int  # nodes, or GPUs for a rack term
+    months: int
+    image_id: str = Field(default="", max_length=40)
+
+    # Money, integer cents. The list price is read live from the catalog at creation and
+    # frozen here; the unit is per node per month (node) or per GPU per month (rack).
+    list_unit_price_cents: int
+    discount_bp: int = 0
+    unit_price_cents: int
+    monthly_total_cents: int
+    total_cents: int
+    currency: str = Field(default="USD", max_length=3)
+
+    # Sizing inputs: the /size query string and/or pasted notes, and what the engine said.
+    sizing_query: str = Field(default="", max_length=2000)
+    sizing_notes: str = Field(default="", sa_column=Column(Text, nullable=False, server_default=""))
+    sizing_summary_json: str = Field(
+        default="", sa_column=Column(Text, nullable=False, server_default="")
+    )
+    note_model_size: str = Field(default="", max_length=80)
+    note_token_budget: str = Field(default="", max_length=80)
+    note_comm_pattern: str = Field(default="", max_length=300)
+    notes: str = Field(default="", sa_column=Column(Text, nullable=False, server_default=""))
+
+    # The delivery estimate when the quote was built: an estimate, never a reservation.
+    promise_date: date | None = Field(default=None, sa_column=Column(Date, nullable=True))
+    promise_explanation: str = Field(default="", max_length=300)
+    promise_available: bool = True
+    # The promise's msgid and its parameters, so the page shows it in the reader's language.
+    promise_message: str = Field(default="", max_length=200)
+    promise_params_json: str = Field(default="{}", max_length=1000)
+
+    valid_days: int = 7
+    created_at: datetime = Field(sa_column=_dt(nullable=False, index=True))
+    updated_at: datetime = Field(sa_column=_dt(nullable=False))
+    sent_at: datetime | None = Field(default=None, sa_column=_dt())
+    expires_at: datetime | None = Field(default=None, sa_column=_dt(index=True))
+    viewed_at: datetime | None = Field(default=None, sa_column=_dt())
+    accepted_at: datetime | None = Field(default=None, sa_column=_dt())
+    expired_at: datetime | None = Field(default=None, sa_column=_dt())
+    withdrawn_at: datetime | None = Field(default=None, sa_column=_dt())
+
+    # Discount approval (above the sales limit): who, when, why.
+    approval_requested_at: datetime | None = Field(default=None, sa_column=_dt())
+    approved_by_id: int | None = Field(default=None, foreign_key="users.id")
+    approved_at: datetime | None = Field(default=None, sa_column=_dt())
+    approval_reason: str = Field(default="", max_length=500)
+    approved_discount_bp: int | None = None
+
+    # Set by checkout when an order is created from this quote.
+    used_order_id: int | None = Field(default=None, index=True)
+    used_at: datetime | None = Field(default=None, sa_column=_dt())

@@ -1,0 +1,167 @@
+"""A quote as a PDF (fpdf2).
+
+Latin text uses DejaVu Sans. Chinese needs a CJK font: Noto Sans CJK SC when installed
+(``fonts-noto-cjk``); without it the PDF is written in English and the page says so
+(``pdf_language`` tells the caller which language it got). The document's subject carries
+the reference and the total in plain ASCII, so tools (and tests) can read the total
+without a PDF text extractor.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from fpdf import FPDF
+
+from app.clock import utc
+from app.money import format_cents
+from app.quotes import pricing
+from app.quotes.models import Quote
+from app.quotes.pricing import QuoteKind
+from app.web.i18n import translations_for
+
+DEJAVU_DIR = Path("/usr/share/fonts/truetype/dejavu")
+CJK_FONT = Path("/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc")
+CJK_BOLD = Path("/usr/share/fonts/opentype/noto/NotoSansCJK-Bold.ttc")
+CJK_SC_INDEX = 2  # JP, KR, SC, TC, HK in the Noto CJK collection
+
+
+def cjk_available() -> bool:
+    return CJK_FONT.exists()
+
+
+def pdf_language(locale: str) -> str:
+    """The language the PDF will be in: zh_CN only when a CJK font is installed."""
+    return "zh_CN" if locale == "zh_CN" and cjk_available() else "en"
+
+
+def _fonts(pdf: FPDF, lang: str) -> str:
+    if lang == "zh_CN":
+        pdf.add_font("body", "", str(CJK_FONT), collection_font_number=CJK_SC_INDEX)
+        bold = CJK_BOLD if CJK_BOLD.exists() else CJK_FONT
+        pdf.add_font("body", "B", str(bold), collection_font_number=CJK_SC_INDEX)
+        return "body"
+    regular = DEJAVU_DIR / "DejaVuSans.ttf"
+    if regular.exists():
+        pdf.add_font("body", "", str(regular))
+        pdf.add_font("body", "B", str(DEJAVU_DIR / "DejaVuSans-Bold.ttf"))
+        return "body"
+    return "helvetica"  # core font: ASCII only, but never fails
+
+
+def _ascii_money(cents: int) -> str:
+    return f"USD {cents // 100:,}.{cents % 100:02d}"
+
+
+def build_pdf(
+    q: Quote,
+    *,
+    locale: str,
+    summary: dict[str, Any] | None,
+    sku_name: str,
+    gpus_per_node: int,
+    staff_email: str,
+    now: datetime,
+) -> bytes:
+    lang = pdf_language(locale)
+    t: Callable[[str], str] = translations_for(lang).gettext
+    money: Callable[[int], str] = lambda c: format_cents(c, lang)  # noqa: E731
+    ref = pricing.reference(q.id or 0)
+
+    pdf = FPDF(format="A4")
+    pdf.set_auto_page_break(auto=True, margin=18)
+    pdf.set_margins(18, 18, 18)
+    pdf.set_title(f"{ref}")
+    pdf.set_subject(f"Quote {ref} total {_ascii_money(q.total_cents)}")
+    pdf.set_author("GPU Nodes")
+    pdf.set_creation_date(utc(now))
+    font = _fonts(pdf, lang)
+    pdf.add_page()
+    width = pdf.w - pdf.l_margin - pdf.r_margin
+
+    def line(text: str, size: float = 10, bold: bool = False, h: float = 5.5) -> None:
+        pdf.set_font(font, "B" if bold else "", size)
+        pdf.multi_cell(width, h, text, new_x="LMARGIN", new_y="NEXT")
+
+    def row(label: str, value: str, bold: bool = False) -> None:
+        pdf.set_font(font, "", 10)
+        pdf.cell(62, 7, label)
+        pdf.set_font(font, "B" if bold else "", 10)
+        pdf.multi_cell(width - 62, 7, value, new_x="LMARGIN", new_y="NEXT")
+
+    line(t("GPU Nodes"), 11, True)
+    line(t("Quote") + f" {ref}", 18, True, 9)
+    if lang == "en" and locale == "zh_CN":
+        line("(No Chinese font is installed on this server, so this PDF is in English.)", 8)
+    pdf.ln(2)
+    line(t("Prepared for"), 9, True)
+    who = ", ".join(x for x in (q.prospect_name, q.prospect_company) if x)
+    line(who or q.prospect_email)
+    if who:
+        line(q.prospect_email)
+    pdf.ln(3)
+
+    if q.kind == QuoteKind.rack:
+        config = t("{gpus} GPUs ({racks} × {name}), {months}-month term").format(
+            gpus=q.quantity, racks=q.quantity // pricing.RACK_GPUS, name=sku_name, months=q.months
+        )
+        unit_label = t("Price per GPU per month")
+    else:
+        config = t("{nodes} × {name} ({gpus} GPUs), {months} month(s)").format(
+            nodes=q.quantity, name=sku_name, gpus=q.quantity * gpus_per_node, months=q.months
+        )
+        unit_label = t("Price per node per month")
+    row(t("Configuration"), config)
+    row(t("List price"), money(q.list_unit_price_cents))
+    if q.discount_bp:
+        row(t("Discount"), f"{pricing.format_discount(q.discount_bp)} %")
+    row(unit_label, money(q.unit_price_cents), bold=True)
+    row(t("Monthly total"), money(q.monthly_total_cents))
+    row(t("Total for the term"), money(q.total_cents), bold=True)
+    if q.expires_at:
+        row(t("Valid until"), utc(q.expires_at).strftime("%Y-%m-%d %H:%M UTC"))
+    pdf.ln(2)
+
+    line(t("Delivery estimate"), 11, True, 7)
+    if q.promise_available and q.promise_date:
+        line(q.promise_date.isoformat() + (f" — {q.promise_explanation}" if q.promise_explanation else ""))
+    else:
+        line(t("Agreed with sales when the contract is signed."))
+    line(t("This is an estimate, not a reservation: nodes are held only when an order is paid."), 8)
+    pdf.ln(2)
+
+    if summary:
+        line(t("Sizing"), 11, True, 7)
+        line(
+            t("{params} parameters, {tokens} tokens.").format(
+                params=summary.get("params_human", "?"), tokens=summary.get("tokens_human", "?")
+            )
+        )
+        if summary.get("training_days") is not None:
+            line(
+                t("About {days} days of training on this configuration.").format(
+                    days=f"{float(summary['training_days']):.1f}"
+                )
+            )
+        if summary.get("layout"):
+            line(str(summary["layout"]), 9)
+    if q.sizing_notes:
+        line(t("Sizing notes"), 11, True, 7)
+        line(q.sizing_notes, 9)
+    if q.notes:
+        line(t("Notes"), 11, True, 7)
+        line(q.notes, 9)
+    pdf.ln(4)
+    if q.kind == QuoteKind.rack:
+        line(t("Accepting this quote asks sales to prepare the term contract; nothing is charged."), 9)
+    else:
+        line(
+            t("Accept online with the link you received; the quoted price is honoured until the quote expires."),
+            9,
+        )
+    line(t("Prices in US dollars, excluding taxes. Payments are simulated in this demo.") , 8)
+    line(t("Your contact: {email}").format(email=staff_email), 8)
+    return bytes(pdf.output())

@@ -1,0 +1,718 @@
+"""Sales quotes: build, approve, share, view, accept, expire, and the checkout seam.
+
+Services take ``session`` and ``now`` and never commit (the request owns the transaction).
+Every staff action writes an audit event. The share token is never put in the audit log.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit
+
+from sqlalchemy import func, or_, update
+from sqlmodel import Session, col, select
+
+from app.accounts import audit
+from app.accounts.models import Role, User
+from app.catalog import service as catalog
+from app.catalog.specs import NodeSpec, all_specs, spec
+from app.clock import utc
+from app.errors import N_, Conflict, Forbidden, InvalidInput, NotFound
+from app.quotes import pricing
+from app.quotes.models import Quote
+from app.quotes.pricing import QuoteKind, QuoteStatus
+
+PAGE_SIZE = 25
+TOKEN_BYTES = 24  # secrets.token_urlsafe(24): 32 characters, 192 bits
+
+
+class QuoteNotFound(NotFound):
+    code = "quote_not_found"
+    default_message = N_("We could not find that quote. Check the link you were sent.")
+
+
+class QuoteExpired(Conflict):
+    status_code = 410
+    code = "quote_expired"
+    default_message = N_("This quote has expired. Ask your sales contact for a new one.")
+
+
+class QuoteNotOpen(Conflict):
+    code = "quote_not_open"
+    default_message = N_("This quote can no longer be accepted.")
+
+
+class QuoteStateError(Conflict):
+    code = "quote_state"
+    default_message = N_("That action does not fit the quote's current status. Reload the page.")
+
+
+class QuoteAlreadyUsed(Conflict):
+    code = "quote_used"
+    default_message = N_("This quote has already been used for another order.")
+
+
+@dataclass(frozen=True)
+class QuoteTerms:
+    """What checkout honours: the quoted unit price (per node per month, after discount)."""
+
+    quote_id: int
+    sku_id: str
+    quantity: int
+    months: int
+    unit_price_cents: int
+    expires_at: datetime
+
+
+@dataclass
+class QuoteInput:
+    prospect_name: str
+    prospect_email: str
+    prospect_company: str
+    sku_id: str
+    quantity: int
+    months: int
+    discount_bp: int
+    valid_days: int
+    sizing_query: str
+    sizing_notes: str
+    notes: str
+    note_model_size: str = ""
+    note_token_budget: str = ""
+    note_comm_pattern: str = ""
+    sizing_summary: dict[str, Any] = field(default_factory=dict)
+
+
+# ----------------------------------------------------------------------------- helpers
+
+
+def sku_choices() -> list[NodeSpec]:
+    return list(all_specs())
+
+
+def kind_of(sku_id: str) -> str:
+    return QuoteKind.rack.value if spec(sku_id).price_per_gpu else QuoteKind.node.value
+
+
+def _int(raw: str, name: str, errors: dict[str, str], default: int | None = None) -> int:
+    text = (raw or "").strip()
+    if not text and default is not None:
+        return default
+    try:
+        return int(text)
+    except ValueError:
+        errors[name] = N_("Enter a whole number.")
+        return 0
+
+
+def _text(form: Mapping[str, Any], name: str, limit: int) -> str:
+    value = form.get(name)
+    return str(value).strip()[:limit] if value is not None else ""
+
+
+def sizing_query_of(text: str) -> str:
+    """A pasted /size URL, '?a=b' or 'a=b' → the bare query string ('' if none)."""
+    t = text.strip()
+    if not t:
+        return ""
+    if "?" in t:
+        t = t.split("?", 1)[1]
+    elif t.startswith(("http://", "https://", "/")):
+        t = urlsplit(t).query
+    return t.split("#", 1)[0]
+
+
+def size_from_query(query: str, sku_id: str, quantity: int) -> tuple[dict[str, Any], str]:
+    """Run the sizing engine on a /size query for the quoted SKU and count.
+
+    Returns (summary, canonical query). Raises InvalidInput(field='sizing').
+    """
+    from app.configurator.forms import human_count, parse_query
+    from app.sizing import PRESETS, SizingError, size
+
+    params = dict(parse_qsl(query, keep_blank_values=False))
+    form = parse_query(params, set(PRESETS))
+    if not form.ok or form.request is None:
+        fields = ", ".join(sorted(form.errors)) or "?"
+        raise InvalidInput(
+            N_("The sizing link has problems in: {fields}. Open it on the sizing page to fix it."),
+            field="sizing",
+            fields=fields,
+        )
+    req = dict(form.request)
+    s = spec(sku_id)
+    nodes = quantity // s.gpus_per_node if s.price_per_gpu else quantity
+    req["sku"] = sku_id
+    req["nodes"] = max(1, nodes)
+    try:
+        result = size(req)
+    except SizingError:
+        raise InvalidInput(
+            N_("The sizing engine could not size this job on the quoted configuration."),
+            field="sizing",
+        ) from None
+    opt = result["options"][0] if result["options"] else {}
+    summary = {
+        "params": result["params"],
+        "params_human": human_count(result["params"]),
+        "tokens": req.get("tokens"),
+        "tokens_human": human_count(float(req.get("tokens") or 0)),
+        "method": req.get("method", "full"),
+        "fits": bool(opt.get("fits")),
+        "training_days": opt.get("training_days"),
+        "layout": opt.get("layout_description", ""),
+        "effective_mfu": opt.get("effective_mfu"),
+        "rental_months": opt.get("months"),
+        "recommended_sku": result["recommendation"].get("sku"),
+        "recommended_nodes": result["recommendation"].get("nodes"),
+    }
+    return summary, form.query_string()
+
+
+def parse_form(session: Session, form: Mapping[str, Any]) -> QuoteInput:
+    """Validate the builder form. Raises InvalidInput with an error per field."""
+    errors: dict[str, str] = {}
+    name = _text(form, "prospect_name", 120)
+    email = _text(form, "prospect_email", 254).lower()
+    company = _text(form, "prospect_company", 120)
+    if not email or "@" not in email or " " in email or email.startswith("@"):
+        errors["prospect_email"] = N_("Enter the prospect's email address.")
+    sku_id = _text(form, "sku", 32)
+    ids = {s.id for s in all_specs()}
+    if sku_id not in ids:
+        errors["sku"] = N_("Choose a node or the GB300 NVL72 rack.")
+    kind = kind_of(sku_id) if sku_id in ids else QuoteKind.node.value
+    quantity = _int(_text(form, "quantity", 12), "quantity", errors)
+    default_months = pricing.MIN_RACK_MONTHS if kind == QuoteKind.rack else 1
+    months = _int(_text(form, "months", 12), "months", errors, default_months)
+    if sku_id in ids:
+        for k, v in pricing.check_terms(kind, quantity, months).items():
+            errors.setdefault(k, v)
+    discount_bp = 0
+    try:
+        discount_bp = pricing.parse_discount(_text(form, "discount", 12))
+    except InvalidInput as e:
+        errors["discount"] = e.message
+    valid_days = _int(_text(form, "valid_days", 6), "valid_days", errors, pricing.DEFAULT_VALID_DAYS)
+    if "valid_days" not in errors and not 1 <= valid_days <= pricing.MAX_VALID_DAYS:
+        errors["valid_days"] = N_("A quote is valid for 1 to 30 days.")
+    raw_sizing = _text(form, "sizing", 2000)
+    sizing_notes = _text(form, "sizing_notes", 4000)
+    notes = _text(form, "notes", 4000)
+    data = QuoteInput(
+        prospect_name=name,
+        prospect_email=email,
+        prospect_company=company,
+        sku_id=sku_id,
+        quantity=quantity,
+        months=months,
+        discount_bp=discount_bp,
+        valid_days=valid_days,
+        sizing_query="",
+        sizing_notes=sizing_notes,
+        notes=notes,
+        note_model_size=_text(form, "note_model_size", 80),
+        note_token_budget=_text(form, "note_token_budget", 80),
+        note_comm_pattern=_text(form, "note_comm_pattern", 300),
+    )
+    query = sizing_query_of(raw_sizing)
+    if query and not errors.get("sku") and not errors.get("quantity"):
+        try:
+            summary, canonical = size_from_query(query, sku_id, quantity)
+        except InvalidInput as e:
+            errors["sizing"] = e.message
+            if e.params:
+                errors["sizing"] = e.render_message(lambda s: s)
+        else:
+            data.sizing_summary = summary
+            data.sizing_query = canonical
+            data.note_model_size = data.note_model_size or f"{summary['params_human']} params"
+            data.note_token_budget = data.note_token_budget or f"{summary['tokens_human']} tokens"
+    elif raw_sizing and not query:
+        errors["sizing"] = N_("Paste a link to the sizing page (/size?…) or its query string.")
+    if errors:
+        raise InvalidInput(errors=errors)
+    return data
+
+
+def find_customer(session: Session, email: str) -> User | None:
+    if not email:
+        return None
+    return session.exec(
+        select(User).where(func.lower(User.email) == email.lower(), User.role == Role.customer.value)
+    ).first()
+
+
+def search_customers(session: Session, text: str, limit: int = 8) -> list[User]:
+    t = text.strip().lower()
+    if len(t) < 2:
+        return []
+    like = f"%{t.replace('%', '').replace('_', '')}%"
+    return list(
+        session.exec(
+            select(User)
+            .where(User.role == Role.customer.value, func.lower(User.email).like(like))
+            .order_by(User.email)
+            .limit(limit)
+        ).all()
+    )
+
+
+def _apply_promise(session: Session, q: Quote, now: datetime) -> None:
+    qty = q.quantity if q.kind == QuoteKind.node else max(1, q.quantity // pricing.RACK_GPUS)
+    p = catalog.current_promise(session, q.sku_id, qty, now)
+    q.promise_available = bool(p.available)
+    q.promise_date = p.date if p.available else None
+    q.promise_explanation = (p.explanation or "")[:300]
+    q.promise_message = (getattr(p, "message", "") or "")[:200]
+    params = dict(getattr(p, "params", ()) or ())
+    q.promise_params_json = json.dumps(params, default=str, ensure_ascii=False)[:1000]
+
+
+def _apply_input(session: Session, q: Quote, data: QuoteInput, now: datetime) -> None:
+    customer = find_customer(session, data.prospect_email)
+    q.customer_user_id = customer.id if customer else None
+    q.prospect_email = data.prospect_email
+    q.prospect_name = data.prospect_name or (customer.name if customer else "")
+    q.prospect_company = data.prospect_company or (customer.company if customer else "")
+    if q.id is None or q.sku_id != data.sku_id:
+        # The list price is read live from the catalog and frozen on the quote.
+        q.list_unit_price_cents = int(catalog.list_price_cents(session, data.sku_id))
+    q.sku_id = data.sku_id
+    q.kind = kind_of(data.sku_id)
+    s = spec(data.sku_id)
+    q.image_id = s.images[0] if s.images else ""
+    q.quantity = data.quantity
+    q.months = data.months
+    q.discount_bp = data.discount_bp
+    t = pricing.totals(q.list_unit_price_cents, q.discount_bp, q.quantity, q.months)
+    q.unit_price_cents = t.unit_cents
+    q.monthly_total_cents = t.monthly_cents
+    q.total_cents = t.total_cents
+    q.valid_days = data.valid_days
+    q.sizing_query = data.sizing_query
+    q.sizing_notes = data.sizing_notes
+    q.sizing_summary_json = json.dumps(data.sizing_summary) if data.sizing_summary else ""
+    q.note_model_size = data.note_model_size
+    q.note_token_budget = data.note_token_budget
+    q.note_comm_pattern = data.note_comm_pattern
+    q.notes = data.notes
+    q.updated_at = now
+    _apply_promise(session, q, now)
+
+
+# ----------------------------------------------------------------------------- staff actions
+
+
+def create_quote(
+    session: Session, *, actor: User, data: QuoteInput, now: datetime, ip: str = ""
+) -> Quote:
+    assert actor.id is not None
+    q = Quote(
+        token=secrets.token_urlsafe(TOKEN_BYTES),
+        status=QuoteStatus.draft.value,
+        created_by_id=actor.id,
+        sku_id=data.sku_id,
+        quantity=data.quantity,
+        months=data.months,
+        list_unit_price_cents=0,
+        unit_price_cents=0,
+        monthly_total_cents=0,
+        total_cents=0,
+        created_at=now,
+        updated_at=now,
+    )
+    _apply_input(session, q, data, now)
+    session.add(q)
+    session.flush()
+    audit.record(
+        session,
+        action="quote.created",
+        now=now,
+        actor=actor,
+        target=f"quote:{q.id}",
+        ip=ip,
+        sku=q.sku_id,
+        quantity=q.quantity,
+        months=q.months,
+        discount_bp=q.discount_bp,
+        total_cents=q.total_cents,
+    )
+    return q
+
+
+def update_quote(
+    session: Session, q: Quote, *, actor: User, data: QuoteInput, now: datetime, ip: str = ""
+) -> Quote:
+    if q.status not in pricing.EDITABLE_STATUSES:
+        raise QuoteStateError(N_("Only drafts and quotes waiting for approval can be edited."))
+    old_discount = q.discount_bp
+    _apply_input(session, q, data, now)
+    if q.status == QuoteStatus.pending_approval and q.discount_bp != old_discount:
+        q.status = QuoteStatus.draft.value
+        q.approval_requested_at = None
+    session.add(q)
+    session.flush()
+    audit.record(
+        session,
+        action="quote.updated",
+        now=now,
+        actor=actor,
+        target=f"quote:{q.id}",
+        ip=ip,
+        discount_bp=q.discount_bp,
+        total_cents=q.total_cents,
+    )
+    return q
+
+
+def approval_covers(q: Quote) -> bool:
+    return q.approved_discount_bp is not None and q.discount_bp <= q.approved_discount_bp
+
+
+def _mark_sent(session: Session, q: Quote, now: datetime) -> None:
+    _apply_promise(session, q, now)  # the estimate as of sending
+    q.status = QuoteStatus.sent.value
+    q.sent_at = now
+    q.expires_at = pricing.expires_at(now, q.valid_days)
+    q.updated_at = now
+
+
+def send_quote(session: Session, q: Quote, *, actor: User, now: datetime, ip: str = "") -> Quote:
+    """Share a draft. Above the sales limit it waits for an ops approval instead."""
+    if q.status != QuoteStatus.draft:
+        raise QuoteStateError()
+    if pricing.needs_approval(q.discount_bp) and not approval_covers(q):
+        q.status = QuoteStatus.pending_approval.value
+        q.approval_requested_at = now
+        q.updated_at = now
+        action = "quote.approval_requested"
+    else:
+        _mark_sent(session, q, now)
+        action = "quote.sent"
+    session.add(q)
+    session.flush()
+    audit.record(
+        session,
+        action=action,
+        now=now,
+        actor=actor,
+        target=f"quote:{q.id}",
+        ip=ip,
+        discount_bp=q.discount_bp,
+    )
+    return q
+
+
+def approve_quote(
+    session: Session, q: Quote, *, actor: User, reason: str, now: datetime, ip: str = ""
+) -> Quote:
+    """Ops approve a discount above the sales limit; the quote is then sent."""
+    if not actor.is_ops:
+        raise Forbidden(N_("Only operations staff can approve a discount above 10 %."))
+    if q.status != QuoteStatus.pending_approval:
+        raise QuoteStateError()
+    reason = reason.strip()[:500]
+    if not reason:
+        raise InvalidInput(N_("Say why this discount is approved."), field="reason")
+    q.approved_by_id = actor.id
+    q.approved_at = now
+    q.approval_reason = reason
+    q.approved_discount_bp = q.discount_bp
+    _mark_sent(session, q, now)
+    session.add(q)
+    session.flush()
+    audit.record(
+        session,
+        action="quote.approved",
+        now=now,
+        actor=actor,
+        target=f"quote:{q.id}",
+        ip=ip,
+        discount_bp=q.discount_bp,
+        reason=reason,
+    )
+    return q
+
+
+def decline_quote(
+    session: Session, q: Quote, *, actor: User, reason: str, now: datetime, ip: str = ""
+) -> Quote:
+    if not actor.is_ops:
+        raise Forbidden(N_("Only operations staff can approve a discount above 10 %."))
+    if q.status != QuoteStatus.pending_approval:
+        raise QuoteStateError()
+    reason = reason.strip()[:500]
+    if not reason:
+        raise InvalidInput(N_("Say why this discount is declined."), field="reason")
+    q.status = QuoteStatus.draft.value
+    q.approval_requested_at = None
+    q.updated_at = now
+    session.add(q)
+    session.flush()
+    audit.record(
+        session,
+        action="quote.approval_declined",
+        now=now,
+        actor=actor,
+        target=f"quote:{q.id}",
+        ip=ip,
+        discount_bp=q.discount_bp,
+        reason=reason,
+    )
+    return q
+
+
+def withdraw_quote(
+    session: Session, q: Quote, *, actor: User, now: datetime, ip: str = ""
+) -> Quote:
+    if q.status in (QuoteStatus.accepted, QuoteStatus.withdrawn):
+        raise QuoteStateError(N_("An accepted or withdrawn quote cannot be withdrawn."))
+    q.status = QuoteStatus.withdrawn.value
+    q.withdrawn_at = now
+    q.updated_at = now
+    session.add(q)
+    session.flush()
+    audit.record(
+        session, action="quote.withdrawn", now=now, actor=actor, target=f"quote:{q.id}", ip=ip
+    )
+    return q
+
+
+def record_pdf_download(
+    session: Session, q: Quote, *, actor: User, now: datetime, ip: str = ""
+) -> None:
+    audit.record(
+        session, action="quote.pdf_downloaded", now=now, actor=actor, target=f"quote:{q.id}", ip=ip
+    )
+
+
+# ----------------------------------------------------------------------------- reads
+
+
+def observe_expiry(session: Session, q: Quote, now: datetime) -> Quote:
+    """Store 'expired' on a shared quote past its expiry (derived, stored when observed)."""
+    exp = utc(q.expires_at) if q.expires_at else None
+    if pricing.effective_status(q.status, exp, now) == QuoteStatus.expired and (
+        q.status != QuoteStatus.expired
+    ):
+        q.status = QuoteStatus.expired.value
+        q.expired_at = now
+        session.add(q)
+        session.flush()
+    return q
+
+
+def expire_due(session: Session, now: datetime) -> int:
+    """Mark every shared quote past its expiry as expired (one statement)."""
+    result = session.execute(
+        update(Quote)
+        .where(
+            col(Quote.status).in_([s.value for s in pricing.OPEN_STATUSES]),
+            col(Quote.expires_at).is_not(None),
+            col(Quote.expires_at) < now,
+        )
+        .values(status=QuoteStatus.expired.value, expired_at=now)
+    )
+    return int(getattr(result, "rowcount", 0) or 0)
+
+
+def get_quote(session: Session, quote_id: int, now: datetime) -> Quote:
+    q = session.get(Quote, quote_id)
+    if q is None:
+        raise QuoteNotFound()
+    return observe_expiry(session, q, now)
+
+
+def _by_token(session: Session, token: str) -> Quote | None:
+    if not token or len(token) > 64:
+        return None
+    return session.exec(select(Quote).where(Quote.token == token)).first()
+
+
+def shared_quote(session: Session, token: str, now: datetime) -> Quote:
+    """The quote behind a share link, for the prospect. Drafts and withdrawn → 404."""
+    q = _by_token(session, token)
+    if q is None or q.status in (
+        QuoteStatus.draft,
+        QuoteStatus.pending_approval,
+        QuoteStatus.withdrawn,
+    ):
+        raise QuoteNotFound()
+    return observe_expiry(session, q, now)
+
+
+def view_shared(session: Session, token: str, now: datetime, ip: str = "") -> Quote:
+    q = shared_quote(session, token, now)
+    if q.status == QuoteStatus.sent:
+        q.status = QuoteStatus.viewed.value
+        q.viewed_at = now
+        session.add(q)
+        session.flush()
+        audit.record(session, action="quote.viewed", now=now, target=f"quote:{q.id}", ip=ip)
+    return q
+
+
+def accept_shared(session: Session, token: str, now: datetime, ip: str = "") -> Quote:
+    q = shared_quote(session, token, now)
+    if q.status == QuoteStatus.accepted:
+        exp = utc(q.expires_at) if q.expires_at else None
+        if not pricing.honoured(q.status, exp, now):
+            raise QuoteExpired()
+        return q  # accepting twice is harmless: same landing page
+    if q.status == QuoteStatus.expired:
+        raise QuoteExpired()
+    if q.status not in pricing.OPEN_STATUSES:
+        raise QuoteNotOpen()
+    q.status = QuoteStatus.accepted.value
+    q.accepted_at = now
+    q.viewed_at = q.viewed_at or now
+    session.add(q)
+    session.flush()
+    audit.record(session, action="quote.accepted", now=now, target=f"quote:{q.id}", ip=ip)
+    return q
+
+
+def deploy_url(q: Quote) -> str:
+    """Where an accepted node quote lands: the /deploy form, prefilled."""
+    pairs: list[tuple[str, str]] = [
+        ("sku", q.sku_id),
+        ("nodes", str(q.quantity)),
+    ]
+    if q.image_id:
+        pairs.append(("image", q.image_id))
+    if q.note_model_size:
+        pairs.append(("note_model_size", q.note_model_size))
+    if q.note_token_budget:
+        pairs.append(("note_token_budget", q.note_token_budget))
+    if q.quantity > 1:
+        pairs += [("note_node_count", str(q.quantity)), ("note_private_network", "1")]
+    if q.note_comm_pattern:
+        pairs.append(("note_comm_pattern", q.note_comm_pattern))
+    if q.sizing_query:
+        pairs.append(("sizing", q.sizing_query))
+    pairs.append(("quote", q.token))
+    return "/deploy?" + urlencode(pairs)
+
+
+def share_path(q: Quote) -> str:
+    return f"/q/{q.token}"
+
+
+def sizing_summary(q: Quote) -> dict[str, Any] | None:
+    if not q.sizing_summary_json:
+        return None
+    try:
+        data = json.loads(q.sizing_summary_json)
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def promise_params(q: Quote) -> dict[str, Any]:
+    try:
+        data = json.loads(q.promise_params_json or "{}")
+    except ValueError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def status_filter_values() -> list[str]:
+    return [s.value for s in QuoteStatus]
+
+
+@dataclass
+class QuotePage:
+    items: list[Quote]
+    total: int
+    page: int
+    pages: int
+
+
+def list_quotes(
+    session: Session, *, now: datetime, status: str = "", q: str = "", page: int = 1
+) -> QuotePage:
+    expire_due(session, now)
+    stmt = select(Quote)
+    count = select(func.count()).select_from(Quote)
+    conds: list[Any] = []
+    if status in status_filter_values():
+        conds.append(Quote.status == status)
+    text = q.strip()
+    if text:
+        ref = pricing.parse_reference(text)
+        like = f"%{text.lower().replace('%', '').replace('_', '')}%"
+        ors: list[Any] = [
+            func.lower(Quote.prospect_email).like(like),
+            func.lower(Quote.prospect_company).like(like),
+            func.lower(Quote.prospect_name).like(like),
+        ]
+        if ref is not None:
+            ors.append(Quote.id == ref)
+        conds.append(or_(*ors))
+    for c in conds:
+        stmt = stmt.where(c)
+        count = count.where(c)
+    total = int(session.exec(count).one())  # type: ignore[call-overload]
+    pages = max(1, (total + PAGE_SIZE - 1) // PAGE_SIZE)
+    page = min(max(1, page), pages)
+    items = session.exec(
+        stmt.order_by(col(Quote.id).desc()).offset((page - 1) * PAGE_SIZE).limit(PAGE_SIZE)
+    ).all()
+    return QuotePage(list(items), total, page, pages)
+
+
+def status_counts(session: Session) -> dict[str, int]:
+    rows = session.exec(select(Quote.status, func.count()).group_by(Quote.status)).all()
+    return {str(s): int(n) for s, n in rows}
+
+
+def users_by_id(session: Session, ids: set[int | None]) -> dict[int, User]:
+    real = {i for i in ids if i is not None}
+    if not real:
+        return {}
+    return {u.id: u for u in session.exec(select(User).where(col(User.id).in_(real))).all() if u.id}
+
+
+# ----------------------------------------------------------------------------- checkout seam
+
+
+def quote_for_checkout(session: Session, token: str, now: datetime) -> QuoteTerms | None:
+    """The terms checkout honours for ``?quote=<token>``; None if unknown, expired, not
+    shared/accepted, withdrawn, or a GB300 rack term (never self-serve)."""
+    q = _by_token(session, token)
+    if q is None or q.id is None or q.kind != QuoteKind.node:
+        return None
+    observe_expiry(session, q, now)
+    exp = utc(q.expires_at) if q.expires_at else None
+    if exp is None or not pricing.honoured(q.status, exp, now):
+        return None
+    return QuoteTerms(
+        quote_id=q.id,
+        sku_id=q.sku_id,
+        quantity=q.quantity,
+        months=q.months,
+        unit_price_cents=q.unit_price_cents,
+        expires_at=exp,
+    )
+
+
+def mark_used(session: Session, quote_id: int, order_id: int, now: datetime) -> None:
+    """Checkout created ``order_id`` from this quote. One quote, one order."""
+    q = session.get(Quote, quote_id)
+    if q is None:
+        raise QuoteNotFound()
+    if q.used_order_id is not None and q.used_order_id != order_id:
+        raise QuoteAlreadyUsed()
+    if q.used_order_id == order_id:
+        return
+    q.used_order_id = order_id
+    q.used_at = now
+    session.add(q)
+    session.flush()
+    audit.record(session, action="quote.used", now=now, target=f"quote:{q.id}", order_id=order_id)

@@ -1,0 +1,457 @@
+"""Sales desk under /staff: quote list, builder, detail, PDF, approvals, GB300 requests.
+
+Mounted by app/staff/routes.py, which already requires sales or ops. Approving a
+discount above the sales limit needs ``OpsUser``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from sqlmodel import Session, col, func, select
+
+from app.accounts.audit import client_ip, record
+from app.accounts.deps import OpsUser, SalesUser
+from app.catalog.models import RackRequest, RackRequestStatus
+from app.catalog.specs import spec
+from app.errors import N_, InvalidInput, NotFound
+from app.quotes import pricing, service
+from app.quotes.models import Quote
+from app.quotes.pdf import build_pdf, pdf_language
+from app.web.deps import NowDep, SessionDep
+from app.web.flash import flash
+from app.web.i18n import current_locale
+from app.web.i18n import gettext as _
+from app.web.templating import is_htmx, render
+
+router = APIRouter()
+
+REQUEST_STATUS_LABELS = {
+    RackRequestStatus.new.value: N_("New"),
+    RackRequestStatus.contacted.value: N_("Contacted"),
+    RackRequestStatus.quoted.value: N_("Quoted"),
+    RackRequestStatus.closed.value: N_("Closed"),
+}
+REQUEST_PAGE_SIZE = 25
+
+
+async def form_data(request: Request) -> dict[str, str]:
+    form = await request.form()
+    return {k: v for k, v in form.items() if isinstance(v, str)}
+
+
+FormData = Annotated[dict[str, str], Depends(form_data)]
+
+
+def _promise_text(q: Quote) -> str:
+    if q.promise_message:
+        try:
+            return _(q.promise_message).format(**service.promise_params(q))
+        except (KeyError, IndexError, ValueError):
+            pass
+    return q.promise_explanation
+
+
+def _quote_ctx(session: Session, q: Quote) -> dict[str, Any]:
+    s = spec(q.sku_id)
+    people = service.users_by_id(session, {q.created_by_id, q.approved_by_id, q.customer_user_id})
+    return {
+        "quote": q,
+        "ref": pricing.reference(q.id or 0),
+        "sku": s,
+        "summary": service.sizing_summary(q),
+        "promise_text": _promise_text(q),
+        "status_labels": pricing.STATUS_LABELS,
+        "fmt_discount": pricing.format_discount,
+        "creator": people.get(q.created_by_id),
+        "approver": people.get(q.approved_by_id) if q.approved_by_id else None,
+        "customer": people.get(q.customer_user_id) if q.customer_user_id else None,
+        "needs_approval": pricing.needs_approval(q.discount_bp),
+        "approval_covers": service.approval_covers(q),
+        "rack_gpus": pricing.RACK_GPUS,
+    }
+
+
+def _builder(
+    request: Request,
+    values: dict[str, str],
+    errors: dict[str, str] | None = None,
+    quote: Quote | None = None,
+    status_code: int = 200,
+) -> HTMLResponse:
+    return render(
+        request,
+        "quotes/builder.html",
+        {
+            "values": values,
+            "errors": {k: _(v) for k, v in (errors or {}).items()},
+            "quote": quote,
+            "sku_options": [
+                (s.id, s.name + (" — " + _("term contract, priced per GPU") if s.price_per_gpu else ""))
+                for s in service.sku_choices()
+            ],
+            "limit": pricing.format_discount(pricing.SALES_DISCOUNT_LIMIT_BP),
+            "rack_gpus": pricing.RACK_GPUS,
+        },
+        status_code=status_code,
+    )
+
+
+# ----------------------------------------------------------------------------- list
+
+
+@router.get("/quotes", response_class=HTMLResponse)
+def quote_list(
+    request: Request,
+    session: SessionDep,
+    user: SalesUser,
+    now: NowDep,
+    status: Annotated[str, Query(max_length=24)] = "",
+    q: Annotated[str, Query(max_length=120)] = "",
+    page: Annotated[int, Query(ge=1, le=100000)] = 1,
+) -> Response:
+    result = service.list_quotes(session, now=now, status=status, q=q, page=page)
+    people = service.users_by_id(session, {x.created_by_id for x in result.items})
+    new_requests = session.exec(
+        select(func.count())
+        .select_from(RackRequest)
+        .where(RackRequest.status == RackRequestStatus.new.value)
+    ).one()
+    return render(
+        request,
+        "quotes/list.html",
+        {
+            "page": result,
+            "people": people,
+            "status": status if status in service.status_filter_values() else "",
+            "q": q,
+            "statuses": service.status_filter_values(),
+            "status_labels": pricing.STATUS_LABELS,
+            "counts": service.status_counts(session),
+            "new_requests": int(new_requests),
+            "reference": pricing.reference,
+            "fmt_discount": pricing.format_discount,
+            "skus": {s.id: s for s in service.sku_choices()},
+        },
+    )
+
+
+# ----------------------------------------------------------------------------- builder
+
+
+@router.get("/quotes/new", response_class=HTMLResponse)
+def quote_new(
+    request: Request,
+    session: SessionDep,
+    user: SalesUser,
+    from_request: Annotated[int | None, Query(ge=1)] = None,
+    sizing: Annotated[str, Query(max_length=2000)] = "",
+    email: Annotated[str, Query(max_length=254)] = "",
+) -> Response:
+    values = {
+        "valid_days": str(pricing.DEFAULT_VALID_DAYS),
+        "discount": "0",
+        "months": "1",
+        "quantity": "1",
+        "sku": "hgx-b200",
+        "sizing": sizing,
+        "prospect_email": email,
+    }
+    if email:
+        customer = service.find_customer(session, email)
+        if customer:
+            values["prospect_name"] = customer.name
+            values["prospect_company"] = customer.company
+    if from_request:
+        rr = session.get(RackRequest, from_request)
+        if rr is None:
+            raise NotFound()
+        values.update(
+            {
+                "sku": rr.sku_id,
+                "quantity": str(rr.gpus),
+                "months": str(rr.term_months),
+                "prospect_name": rr.name,
+                "prospect_email": rr.email,
+                "prospect_company": rr.company,
+                "sizing_notes": rr.workload,
+                "from_request": str(rr.id),
+            }
+        )
+    return _builder(request, values)
+
+
+@router.get("/quotes/customers", response_class=HTMLResponse)
+def customer_lookup(
+    request: Request,
+    session: SessionDep,
+    user: SalesUser,
+    prospect_email: Annotated[str, Query(max_length=254)] = "",
+) -> Response:
+    """Existing customers whose email matches (an htmx fragment under the email field)."""
+    matches = service.search_customers(session, prospect_email)
+    exact = service.find_customer(session, prospect_email)
+    return render(
+        request, "quotes/_customers.html", {"matches": matches, "exact": exact, "typed": prospect_email}
+    )
+
+
+@router.post("/quotes/new")
+def quote_create(
+    request: Request, session: SessionDep, user: SalesUser, now: NowDep, form: FormData
+) -> Response:
+    try:
+        data = service.parse_form(session, form)
+    except InvalidInput as e:
+        return _builder(request, form, e.errors, status_code=422)
+    q = service.create_quote(session, actor=user, data=data, now=now, ip=client_ip(request))
+    rr_id = form.get("from_request", "")
+    if rr_id.isdigit():
+        rr = session.get(RackRequest, int(rr_id))
+        if rr is not None and rr.status in (RackRequestStatus.new, RackRequestStatus.contacted):
+            rr.status = RackRequestStatus.quoted.value
+            rr.staff_note = (rr.staff_note + f"\n{pricing.reference(q.id or 0)}").strip()
+            session.add(rr)
+            record(
+                session,
+                action="rack_request.status",
+                now=now,
+                actor=user,
+                target=f"rack_request:{rr.id}",
+                ip=client_ip(request),
+                status=rr.status,
+                quote_id=q.id,
+            )
+    flash(request, _("Quote saved as a draft. Check it, then send it."), "success")
+    return RedirectResponse(f"/staff/quotes/{q.id}", status_code=303)
+
+
+# ----------------------------------------------------------------------------- GB300 requests
+
+
+@router.get("/quotes/requests", response_class=HTMLResponse)
+def rack_requests(
+    request: Request,
+    session: SessionDep,
+    user: SalesUser,
+    status: Annotated[str, Query(max_length=16)] = "",
+    page: Annotated[int, Query(ge=1, le=100000)] = 1,
+) -> Response:
+    stmt = select(RackRequest)
+    count = select(func.count()).select_from(RackRequest)
+    if status in REQUEST_STATUS_LABELS:
+        stmt = stmt.where(RackRequest.status == status)
+        count = count.where(RackRequest.status == status)
+    total = int(session.exec(count).one())
+    pages = max(1, (total + REQUEST_PAGE_SIZE - 1) // REQUEST_PAGE_SIZE)
+    page = min(page, pages)
+    items = session.exec(
+        stmt.order_by(col(RackRequest.created_at).desc(), col(RackRequest.id).desc())
+        .offset((page - 1) * REQUEST_PAGE_SIZE)
+        .limit(REQUEST_PAGE_SIZE)
+    ).all()
+    ctx = {
+        "items": items,
+        "status": status if status in REQUEST_STATUS_LABELS else "",
+        "labels": REQUEST_STATUS_LABELS,
+        "page": page,
+        "pages": pages,
+        "total": total,
+        "rack_gpus": pricing.RACK_GPUS,
+    }
+    return render(request, "quotes/requests.html", ctx)
+
+
+@router.post("/quotes/requests/{request_id}")
+def rack_request_update(
+    request: Request,
+    request_id: int,
+    session: SessionDep,
+    user: SalesUser,
+    now: NowDep,
+    form: FormData,
+) -> Response:
+    rr = session.get(RackRequest, request_id)
+    if rr is None:
+        raise NotFound()
+    new_status = form.get("status", "")
+    if new_status not in REQUEST_STATUS_LABELS:
+        raise InvalidInput(N_("Choose one of the listed statuses."), field="status")
+    note = form.get("staff_note")
+    old = rr.status
+    rr.status = new_status
+    if note is not None:
+        rr.staff_note = note.strip()[:4000]
+    session.add(rr)
+    record(
+        session,
+        action="rack_request.status",
+        now=now,
+        actor=user,
+        target=f"rack_request:{rr.id}",
+        ip=client_ip(request),
+        old=old,
+        status=new_status,
+    )
+    if is_htmx(request):
+        return render(
+            request,
+            "quotes/_request_row.html",
+            {"r": rr, "labels": REQUEST_STATUS_LABELS, "rack_gpus": pricing.RACK_GPUS, "saved": True},
+        )
+    flash(request, _("Request updated."), "success")
+    back = form.get("back", "")
+    target = back if back.startswith("/staff/quotes/requests") else "/staff/quotes/requests"
+    return RedirectResponse(target, status_code=303)
+
+
+def _load(session: Session, quote_id: int, now: Any) -> Quote:
+    return service.get_quote(session, quote_id, now)
+
+
+@router.get("/quotes/{quote_id}/edit", response_class=HTMLResponse)
+def quote_edit(
+    request: Request, quote_id: int, session: SessionDep, user: SalesUser, now: NowDep
+) -> Response:
+    q = _load(session, quote_id, now)
+    values = {
+        "prospect_name": q.prospect_name,
+        "prospect_email": q.prospect_email,
+        "prospect_company": q.prospect_company,
+        "sku": q.sku_id,
+        "quantity": str(q.quantity),
+        "months": str(q.months),
+        "discount": pricing.format_discount(q.discount_bp),
+        "valid_days": str(q.valid_days),
+        "sizing": q.sizing_query,
+        "sizing_notes": q.sizing_notes,
+        "notes": q.notes,
+        "note_model_size": q.note_model_size,
+        "note_token_budget": q.note_token_budget,
+        "note_comm_pattern": q.note_comm_pattern,
+    }
+    return _builder(request, values, quote=q)
+
+
+@router.post("/quotes/{quote_id}/edit")
+def quote_update(
+    request: Request,
+    quote_id: int,
+    session: SessionDep,
+    user: SalesUser,
+    now: NowDep,
+    form: FormData,
+) -> Response:
+    q = _load(session, quote_id, now)
+    try:
+        data = service.parse_form(session, form)
+    except InvalidInput as e:
+        return _builder(request, form, e.errors, quote=q, status_code=422)
+    service.update_quote(session, q, actor=user, data=data, now=now, ip=client_ip(request))
+    flash(request, _("Quote updated."), "success")
+    return RedirectResponse(f"/staff/quotes/{q.id}", status_code=303)
+
+
+# ----------------------------------------------------------------------------- detail & actions
+
+
+@router.get("/quotes/{quote_id}", response_class=HTMLResponse)
+def quote_detail(
+    request: Request, quote_id: int, session: SessionDep, user: SalesUser, now: NowDep
+) -> Response:
+    q = _load(session, quote_id, now)
+    ctx = _quote_ctx(session, q)
+    ctx["share_url"] = str(request.base_url).rstrip("/") + service.share_path(q)
+    ctx["shared"] = q.status not in (
+        pricing.QuoteStatus.draft,
+        pricing.QuoteStatus.pending_approval,
+        pricing.QuoteStatus.withdrawn,
+    )
+    ctx["staff_view"] = True
+    return render(request, "quotes/detail.html", ctx)
+
+
+@router.post("/quotes/{quote_id}/send")
+def quote_send(
+    request: Request, quote_id: int, session: SessionDep, user: SalesUser, now: NowDep
+) -> Response:
+    q = _load(session, quote_id, now)
+    service.send_quote(session, q, actor=user, now=now, ip=client_ip(request))
+    if q.status == pricing.QuoteStatus.pending_approval:
+        flash(
+            request,
+            _("The discount is above 10 %: the quote now waits for an ops approval before it is shared."),
+            "warning",
+        )
+    else:
+        flash(request, _("Quote sent. Copy the link below and share it with the prospect."), "success")
+    return RedirectResponse(f"/staff/quotes/{q.id}", status_code=303)
+
+
+@router.post("/quotes/{quote_id}/approve")
+def quote_approve(
+    request: Request,
+    quote_id: int,
+    session: SessionDep,
+    user: OpsUser,
+    now: NowDep,
+    form: FormData,
+) -> Response:
+    q = _load(session, quote_id, now)
+    if form.get("decision") == "decline":
+        service.decline_quote(
+            session, q, actor=user, reason=form.get("reason", ""), now=now, ip=client_ip(request)
+        )
+        flash(request, _("Discount declined; the quote is back to draft."), "warning")
+    else:
+        service.approve_quote(
+            session, q, actor=user, reason=form.get("reason", ""), now=now, ip=client_ip(request)
+        )
+        flash(request, _("Discount approved and the quote is sent."), "success")
+    return RedirectResponse(f"/staff/quotes/{q.id}", status_code=303)
+
+
+@router.post("/quotes/{quote_id}/withdraw")
+def quote_withdraw(
+    request: Request, quote_id: int, session: SessionDep, user: SalesUser, now: NowDep
+) -> Response:
+    q = _load(session, quote_id, now)
+    service.withdraw_quote(session, q, actor=user, now=now, ip=client_ip(request))
+    flash(request, _("Quote withdrawn: its link no longer works."), "success")
+    return RedirectResponse(f"/staff/quotes/{q.id}", status_code=303)
+
+
+@router.get("/quotes/{quote_id}/pdf")
+def quote_pdf(
+    request: Request, quote_id: int, session: SessionDep, user: SalesUser, now: NowDep
+) -> Response:
+    q = _load(session, quote_id, now)
+    return pdf_response(session, q, now, staff=user)
+
+
+def pdf_response(session: Session, q: Quote, now: Any, staff: Any = None) -> Response:
+    s = spec(q.sku_id)
+    creator = service.users_by_id(session, {q.created_by_id}).get(q.created_by_id)
+    locale = current_locale()
+    body = build_pdf(
+        q,
+        locale=locale,
+        summary=service.sizing_summary(q),
+        sku_name=s.name,
+        gpus_per_node=s.gpus_per_node,
+        staff_email=creator.email if creator else "",
+        now=now,
+    )
+    if staff is not None:
+        service.record_pdf_download(session, q, actor=staff, now=now)
+    ref = pricing.reference(q.id or 0)
+    headers = {
+        "Content-Disposition": f'attachment; filename="{ref}.pdf"',
+        "Content-Language": "zh-CN" if pdf_language(locale) == "zh_CN" else "en",
+        "Cache-Control": "no-store",
+    }
+    return Response(body, media_type="application/pdf", headers=headers)
+
+
