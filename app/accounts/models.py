@@ -1,11 +1,11 @@
-"""Users, server-side sessions and API tokens."""
+"""Users, server-side sessions, API tokens, SSH keys, reset tokens and throttling rows."""
 
 from __future__ import annotations
 
 from datetime import datetime
 from enum import StrEnum
 
-from sqlalchemy import Column, DateTime, String
+from sqlalchemy import Column, DateTime, Index, String, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 
@@ -73,3 +73,56 @@ class ApiToken(SQLModel, table=True):
     created_at: datetime = Field(sa_column=utc_col())
     last_used_at: datetime | None = Field(default=None, sa_column=utc_col(nullable=True))
     revoked_at: datetime | None = Field(default=None, sa_column=utc_col(nullable=True))
+
+
+class SshKey(SQLModel, table=True):
+    """An SSH public key a customer saved for their nodes (never a private key)."""
+
+    __tablename__ = "ssh_keys"
+    __table_args__ = (UniqueConstraint("user_id", "fingerprint", name="uq_ssh_keys_user_fp"),)
+    id: int | None = Field(default=None, primary_key=True)
+    user_id: int = Field(foreign_key="users.id", index=True)
+    name: str = Field(max_length=80)
+    key_type: str = Field(max_length=40)  # e.g. "ssh-ed25519"
+    bits: int
+    public_key: str = Field(sa_column=Column(Text, nullable=False))  # "type base64", no comment
+    fingerprint: str = Field(max_length=64)  # "SHA256:..." as ssh-keygen -lf prints it
+    created_at: datetime = Field(sa_column=utc_col())
+
+    @property
+    def type_label(self) -> str:
+        return {
+            "ssh-ed25519": "ED25519",
+            "ssh-rsa": "RSA",
+            "ecdsa-sha2-nistp256": "ECDSA",
+            "ecdsa-sha2-nistp384": "ECDSA",
+            "ecdsa-sha2-nistp521": "ECDSA",
+        }.get(self.key_type, self.key_type)
+
+
+class PasswordResetToken(SQLModel, table=True):
+    """A single-use, expiring password reset link. Only the SHA-256 of the token is stored."""
+
+    __tablename__ = "password_reset_tokens"
+    id: int | None = Field(default=None, primary_key=True)
+    user_id: int = Field(foreign_key="users.id", index=True)
+    token_hash: str = Field(sa_column=Column(String(64), unique=True, nullable=False))
+    created_at: datetime = Field(sa_column=utc_col())
+    expires_at: datetime = Field(sa_column=utc_col())
+    used_at: datetime | None = Field(default=None, sa_column=utc_col(nullable=True))
+    ip: str = Field(default="", max_length=64)
+
+
+class AuthFailure(SQLModel, table=True):
+    """One failed (or throttled) attempt, counted per key inside a sliding window.
+
+    ``key`` is ``"<scope>:<sha256>"`` of the normalised email or the client address, so
+    the table never holds what people typed (users sometimes type a password into the
+    email field). Rows live in the shared database, so the limit holds across processes.
+    """
+
+    __tablename__ = "auth_failures"
+    __table_args__ = (Index("ix_auth_failures_key_at", "key", "at"),)
+    id: int | None = Field(default=None, primary_key=True)
+    key: str = Field(max_length=80)
+    at: datetime = Field(sa_column=utc_col())

@@ -27,6 +27,36 @@ CSP = (
 )
 
 
+# Paths that carry a secret (reset links, share links): never written to logs in full.
+SECRET_PATH_PREFIXES = ("/password/reset/", "/q/", "/quotes/share/")
+
+
+def redact_path(path: str) -> str:
+    for prefix in SECRET_PATH_PREFIXES:
+        if path.startswith(prefix) and len(path) > len(prefix):
+            return prefix + "[redacted]"
+    return path
+
+
+def _queue_session_cookie(request: Request, headers: MutableHeaders, extra: Response) -> None:
+    """Login/logout queue the session cookie on ``request.state`` (see
+    ``app.accounts.service.start_session``) so it reaches whatever response the handler
+    returns; skipped when the handler already set it."""
+    if not hasattr(request.state, "auth_cookie"):
+        return
+    from app.accounts.security import SESSION_COOKIE
+    from app.accounts.service import set_session_cookie
+
+    prefix = SESSION_COOKIE + "="
+    if any(v.startswith(prefix) for v in headers.getlist("set-cookie")):
+        return
+    set_session_cookie(
+        extra,
+        request.state.auth_cookie,
+        secure=request.app.state.settings.secure_cookies,
+    )
+
+
 class AppMiddleware:
     def __init__(self, app: ASGIApp, *, https: bool = False, default_locale: str = "en") -> None:
         self.app = app
@@ -84,6 +114,7 @@ class AppMiddleware:
                         samesite="lax",
                         secure=request.app.state.settings.secure_cookies,
                     )
+                _queue_session_cookie(request, headers, extra)
                 for k, v in extra.raw_headers:
                     if k == b"set-cookie":
                         headers.append("set-cookie", v.decode("latin-1"))
@@ -101,7 +132,7 @@ class AppMiddleware:
             log.info(
                 "%s %s %s %.1fms rid=%s",
                 scope["method"],
-                request.url.path,
+                redact_path(request.url.path),
                 status["code"],
                 elapsed * 1000,
                 rid,

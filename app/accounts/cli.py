@@ -1,0 +1,141 @@
+"""``python -m app users create --role ops --email x@y [--password …|--password-stdin]``
+and ``python -m app users disable|enable --email x@y``."""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import sys
+
+from app.accounts.models import Role
+
+ROLES = [r.value for r in Role]
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    users = subparsers.add_parser("users", help="create staff/customer accounts, disable them")
+    sub = users.add_subparsers(dest="action", required=True)
+    create = sub.add_parser(
+        "create",
+        help="create an account (staff accounts are created only this way)",
+        description="Create an account. Without --password the password is asked for on a "
+        "terminal, or read from stdin with --password-stdin (keeps it out of shell history).",
+    )
+    create.add_argument("--email", required=True)
+    create.add_argument("--role", required=True, help="one of: " + ", ".join(ROLES))
+    create.add_argument("--password", default=None, help="avoid: visible in shell history")
+    create.add_argument(
+        "--password-stdin", action="store_true", help="read the password from stdin"
+    )
+    create.set_defaults(func=cmd_create)
+    for name, active in (("disable", False), ("enable", True)):
+        p = sub.add_parser(name, help=f"{name} an account (disabling signs it out everywhere)")
+        p.add_argument("--email", required=True)
+        p.set_defaults(func=cmd_set_active, active=active)
+
+
+def _password(args: argparse.Namespace) -> str | None:
+    if args.password is not None:
+        return str(args.password)
+    if args.password_stdin:
+        return sys.stdin.readline().rstrip("\n")
+    if sys.stdin.isatty():
+        first = getpass.getpass("Password: ")
+        second = getpass.getpass("Repeat password: ")
+        if first != second:
+            print("error: the passwords do not match", file=sys.stderr)
+            return None
+        return first
+    print("error: no password given; use --password-stdin or run on a terminal", file=sys.stderr)
+    return None
+
+
+def cmd_create(args: argparse.Namespace) -> int:
+    from app.accounts import service
+    from app.clock import SimulatedClock, SystemClock
+    from app.db import make_engine, transaction
+    from app.errors import DomainError
+    from app.main import import_models
+    from app.settings import Settings
+
+    if args.role not in ROLES:
+        print(
+            f"error: unknown role {args.role!r}; choose one of: {', '.join(ROLES)}", file=sys.stderr
+        )
+        return 2
+    password = _password(args)
+    if password is None:
+        return 2
+    import_models()
+    settings = Settings()
+    engine = make_engine(settings.database_url)
+    clock = SimulatedClock(engine) if settings.simulation else SystemClock()
+    try:
+        with transaction(engine) as session:
+            user = service.register(
+                session, email=args.email, password=password, now=clock.now(), role=args.role
+            )
+            service.audit(
+                session,
+                "user.created_by_cli",
+                clock.now(),
+                actor=None,
+                target=f"user:{user.id}",
+                role=args.role,
+                email=user.email,
+            )
+            email, uid = user.email, user.id
+    except DomainError as e:
+        errors = getattr(e, "errors", None) or {"": e.message}
+        for field, message in errors.items():
+            print(f"error: {field + ': ' if field else ''}{message}", file=sys.stderr)
+        return 1
+    finally:
+        engine.dispose()
+    print(f"created {args.role} account {email} (id {uid})")
+    return 0
+
+
+def cmd_set_active(args: argparse.Namespace) -> int:
+    from sqlmodel import select
+
+    from app.accounts.emails import looks_like_email
+    from app.accounts.models import User
+    from app.accounts.security import revoke_all_sessions
+    from app.accounts.service import api_tokens_for, audit
+    from app.clock import SimulatedClock, SystemClock
+    from app.db import make_engine, transaction
+    from app.main import import_models
+    from app.settings import Settings
+
+    import_models()
+    settings = Settings()
+    engine = make_engine(settings.database_url)
+    clock = SimulatedClock(engine) if settings.simulation else SystemClock()
+    email = looks_like_email(args.email) or args.email
+    try:
+        with transaction(engine) as session:
+            user = session.exec(select(User).where(User.email == email)).first()
+            if user is None or user.id is None:
+                print(f"error: no account with email {email}", file=sys.stderr)
+                return 1
+            now = clock.now()
+            user.is_active = bool(args.active)
+            session.add(user)
+            if not args.active:
+                revoke_all_sessions(session, user.id, now)
+                for tok in api_tokens_for(session, user.id):
+                    tok.revoked_at = now
+                    session.add(tok)
+            audit(
+                session,
+                "user.enabled" if args.active else "user.disabled",
+                now,
+                target=f"user:{user.id}",
+                via="cli",
+                email=user.email,
+            )
+    finally:
+        engine.dispose()
+    print(f"{email} {'enabled' if args.active else 'disabled'}")
+    return 0

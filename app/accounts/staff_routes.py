@@ -1,0 +1,170 @@
+"""Staff pages for accounts: the audit log (ops) and the user list (sales and ops; only
+ops may disable or re-enable an account). Mounted under ``/staff`` by the staff router,
+which already requires a staff user; ops-only routes are guarded again here."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime, time, timedelta
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Form, Query, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from sqlmodel import col, func, or_, select
+
+from app.accounts import service
+from app.accounts.audit import AuditEvent, client_ip
+from app.accounts.deps import OpsUser, StaffUser
+from app.accounts.models import Role, User
+from app.web.deps import NowDep, SessionDep
+from app.web.flash import flash
+from app.web.i18n import gettext as _
+from app.web.templating import render
+
+router = APIRouter()
+PAGE_SIZE = 50
+
+
+def _like(text: str) -> str:
+    escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+def _parse_day(text: str | None) -> datetime | None:
+    if not text:
+        return None
+    try:
+        return datetime.combine(date.fromisoformat(text), time.min, tzinfo=UTC)
+    except ValueError:
+        return None
+
+
+@router.get("/audit", response_class=HTMLResponse)
+def audit_log(
+    request: Request,
+    db: SessionDep,
+    user: OpsUser,
+    action: Annotated[str, Query(max_length=64)] = "",
+    actor: Annotated[str, Query(max_length=254)] = "",
+    target: Annotated[str, Query(max_length=120)] = "",
+    ip: Annotated[str, Query(max_length=64)] = "",
+    since: Annotated[str, Query(max_length=10)] = "",
+    until: Annotated[str, Query(max_length=10)] = "",
+    page: Annotated[int, Query(ge=1, le=100000)] = 1,
+) -> Response:
+    stmt = select(AuditEvent)
+    count = select(func.count()).select_from(AuditEvent)
+    conds: list[Any] = []
+    if action.strip():
+        conds.append(col(AuditEvent.action).like(action.strip().lower() + "%"))
+    if actor.strip():
+        conds.append(col(AuditEvent.actor_email).like(_like(actor.strip().lower()), escape="\\"))
+    if target.strip():
+        conds.append(col(AuditEvent.target) == target.strip())
+    if ip.strip():
+        conds.append(col(AuditEvent.ip) == ip.strip())
+    start, end = _parse_day(since), _parse_day(until)
+    if start:
+        conds.append(col(AuditEvent.at) >= start)
+    if end:
+        conds.append(col(AuditEvent.at) < end + timedelta(days=1))
+    for c in conds:
+        stmt = stmt.where(c)
+        count = count.where(c)
+    total = int(db.exec(count).one())
+    rows = db.exec(
+        stmt.order_by(col(AuditEvent.at).desc(), col(AuditEvent.id).desc())
+        .offset((page - 1) * PAGE_SIZE)
+        .limit(PAGE_SIZE)
+    ).all()
+    filters = {
+        "action": action,
+        "actor": actor,
+        "target": target,
+        "ip": ip,
+        "since": since,
+        "until": until,
+    }
+    pages = max(1, (total + PAGE_SIZE - 1) // PAGE_SIZE)
+    return render(
+        request,
+        "accounts/staff_audit.html",
+        {"events": rows, "filters": filters, "page": page, "pages": pages, "total": total},
+    )
+
+
+@router.get("/users", response_class=HTMLResponse)
+def users(
+    request: Request,
+    db: SessionDep,
+    user: StaffUser,
+    q: Annotated[str, Query(max_length=254)] = "",
+    role: Annotated[str, Query(max_length=16)] = "",
+    page: Annotated[int, Query(ge=1, le=100000)] = 1,
+) -> Response:
+    stmt = select(User)
+    count = select(func.count()).select_from(User)
+    conds: list[Any] = []
+    if q.strip():
+        pattern = _like(q.strip().lower())
+        conds.append(
+            or_(
+                col(User.email).like(pattern, escape="\\"),
+                col(User.name).like(pattern, escape="\\"),
+                col(User.company).like(pattern, escape="\\"),
+            )
+        )
+    if role in {r.value for r in Role}:
+        conds.append(col(User.role) == role)
+    for c in conds:
+        stmt = stmt.where(c)
+        count = count.where(c)
+    total = int(db.exec(count).one())
+    rows = db.exec(
+        stmt.order_by(col(User.created_at).desc(), col(User.id).desc())
+        .offset((page - 1) * PAGE_SIZE)
+        .limit(PAGE_SIZE)
+    ).all()
+    pages = max(1, (total + PAGE_SIZE - 1) // PAGE_SIZE)
+    return render(
+        request,
+        "accounts/staff_users.html",
+        {"users": rows, "q": q, "role": role, "page": page, "pages": pages, "total": total},
+    )
+
+
+def _back(q: str) -> str:
+    from urllib.parse import urlencode
+
+    return "/staff/users" + (f"?{urlencode({'q': q})}" if q else "")
+
+
+@router.post("/users/{user_id}/disable")
+def disable_user(
+    request: Request,
+    db: SessionDep,
+    user: OpsUser,
+    now: NowDep,
+    user_id: int,
+    q: Annotated[str, Form()] = "",
+) -> Response:
+    target = service.set_active(db, user, user_id, False, now, ip=client_ip(request))
+    flash(
+        request,
+        _("{email} is disabled and signed out everywhere.").format(email=target.email),
+        "success",
+    )
+    return RedirectResponse(_back(q[:254]), status_code=303)
+
+
+@router.post("/users/{user_id}/enable")
+def enable_user(
+    request: Request,
+    db: SessionDep,
+    user: OpsUser,
+    now: NowDep,
+    user_id: int,
+    q: Annotated[str, Form()] = "",
+) -> Response:
+    target = service.set_active(db, user, user_id, True, now, ip=client_ip(request))
+    flash(request, _("{email} can log in again.").format(email=target.email), "success")
+    return RedirectResponse(_back(q[:254]), status_code=303)
