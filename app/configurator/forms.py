@@ -1,0 +1,366 @@
+"""The /size form: query-string parameters → a sizing-engine request, with field errors.
+
+Everything the customer typed stays in the query string so a result is a shareable URL.
+Parsing is forgiving where people are ("1T", "300B", "2e12", "1,000,000", "40 %", "4k"),
+strict where the engine needs it, and every problem is reported next to its field.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlencode
+
+from app.errors import N_
+
+# Query parameter names, in the order they appear in a canonical (shareable) URL.
+FIELDS = (
+    "model",
+    "params",
+    "vocab_size",
+    "hidden_size",
+    "intermediate_size",
+    "num_layers",
+    "num_heads",
+    "num_kv_heads",
+    "head_dim",
+    "tie_embeddings",
+    "num_experts",
+    "experts_per_token",
+    "expert_intermediate_size",
+    "tokens",
+    "seq_len",
+    "mbs",
+    "precision",
+    "method",
+    "recompute",
+    "par",
+    "sharding",
+    "shard_group",
+    "tp",
+    "pp",
+    "ep",
+    "cp",
+    "mfu",
+    "sku",
+    "nodes",
+)
+
+DEFAULTS: dict[str, str] = {
+    "model": "llama-3.1-8b",
+    "tokens": "1T",
+    "seq_len": "4096",
+    "mbs": "1",
+    "precision": "bf16",
+    "method": "full",
+    "recompute": "auto",
+    "par": "auto",
+    "sharding": "zero3",
+}
+
+ARCH_FIELDS = (
+    "vocab_size",
+    "hidden_size",
+    "intermediate_size",
+    "num_layers",
+    "num_heads",
+    "num_kv_heads",
+)
+MOE_FIELDS = ("num_experts", "experts_per_token", "expert_intermediate_size")
+PAR_INT_FIELDS = ("shard_group", "tp", "pp", "ep", "cp")
+
+PRECISIONS = ("bf16", "fp8")
+METHODS = ("full", "lora", "qlora")
+RECOMPUTES = ("auto", "none", "selective", "full")
+SHARDINGS = ("ddp", "zero1", "zero2", "zero3")
+
+MAX_VALUE_LEN = 40
+
+# Messages shown next to fields (translated at render time).
+E_REQUIRED = N_("Please enter a value.")
+E_NUMBER = N_("Enter a number such as 7B, 300B, 1T or 2e12.")
+E_WHOLE = N_("Enter a whole number.")
+E_POSITIVE = N_("Enter a number greater than zero.")
+E_TOO_BIG = N_("This number is too large.")
+E_CHOICE = N_("Choose one of the listed options.")
+E_MFU = N_("Enter a utilisation between 1 and 100 %.")
+E_UNKNOWN_MODEL = N_("Choose a model from the list, or enter a parameter count.")
+E_MOE_ALL = N_("Fill in all three mixture-of-experts fields, or none.")
+E_ENGINE = N_("This value is outside what the sizing model covers.")
+
+_SUFFIX = {"": 1.0, "k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12, "p": 1e15}
+_NUM_RE = re.compile(r"^([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([kmbgtp]?)$")
+
+
+class FieldError(ValueError):
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+def parse_amount(text: str, *, binary_k: bool = False) -> float:
+    """Parse friendly amounts: "1T", "300B", "2e12", "1,000,000", "7.5 b", "4k".
+
+    ``binary_k`` makes "k" mean 1024 (context lengths: "4k" = 4096, "128k" = 131072).
+    """
+    s = text.strip().lower().replace(",", "").replace("_", "").replace(" ", "")
+    for word in ("tokens", "token", "params", "parameters", "param"):
+        if s.endswith(word):
+            s = s[: -len(word)]
+    m = _NUM_RE.match(s)
+    if not m:
+        raise FieldError(E_NUMBER)
+    try:
+        value = float(m.group(1))
+    except ValueError as e:  # pragma: no cover - the regex only admits floats
+        raise FieldError(E_NUMBER) from e
+    suffix = m.group(2)
+    mult = 1024.0 if (binary_k and suffix == "k") else _SUFFIX[suffix]
+    value *= mult
+    if not math.isfinite(value):
+        raise FieldError(E_TOO_BIG)
+    return value
+
+
+def parse_int(text: str, *, lo: int = 1, hi: int = 10**9, binary_k: bool = False) -> int:
+    v = parse_amount(text, binary_k=binary_k)
+    if v != int(v):
+        raise FieldError(E_WHOLE)
+    if v < lo:
+        raise FieldError(E_POSITIVE)
+    if v > hi:
+        raise FieldError(E_TOO_BIG)
+    return int(v)
+
+
+def parse_percent(text: str) -> float:
+    s = text.strip().replace("%", "").replace("％", "").strip()
+    try:
+        v = float(s)
+    except ValueError as e:
+        raise FieldError(E_MFU) from e
+    if not math.isfinite(v):
+        raise FieldError(E_MFU)
+    if 0 < v <= 1 and "." in s:  # "0.4" means 40 %
+        v *= 100
+    if not 1 <= v <= 100:
+        raise FieldError(E_MFU)
+    return v / 100.0
+
+
+def human_count(n: float) -> str:
+    """8.03e9 → "8.0B", 1e12 → "1T" (for notes and labels)."""
+    for div, suf in ((1e15, "P"), (1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "K")):
+        if n >= div:
+            v = n / div
+            txt = f"{v:.1f}" if v < 100 else f"{v:.0f}"
+            if txt.endswith(".0") and suf in ("T", "P"):
+                txt = txt[:-2]
+            return f"{txt}{suf}"
+    return f"{n:.0f}"
+
+
+@dataclass
+class SizeForm:
+    """What the customer typed (``values``), the engine request, and field errors."""
+
+    values: dict[str, str]
+    request: dict[str, Any] | None = None
+    errors: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.request is not None and not self.errors
+
+    def query_string(self) -> str:
+        """Canonical shareable query: non-empty fields in a fixed order."""
+        skip: set[str] = set()
+        if self.values.get("par") != "explicit":
+            skip.update(("sharding", *PAR_INT_FIELDS))
+        if self.values.get("model") != "params":
+            skip.add("params")
+        if self.values.get("model") != "arch":
+            skip.update((*ARCH_FIELDS, "head_dim", "tie_embeddings", *MOE_FIELDS))
+        pairs = [(k, self.values[k]) for k in FIELDS if self.values.get(k) and k not in skip]
+        return urlencode(pairs)
+
+
+def _get(q: Mapping[str, str], name: str) -> str:
+    v = q.get(name)
+    if v is None:
+        return ""
+    return str(v).strip()[:MAX_VALUE_LEN]
+
+
+def parse_query(q: Mapping[str, str], preset_ids: set[str] | frozenset[str]) -> SizeForm:
+    """Turn query parameters into an engine request; never raises on any input."""
+    empty = not any(_get(q, k) for k in FIELDS)
+    values = {k: _get(q, k) for k in FIELDS}
+    if empty:
+        values.update(DEFAULTS)
+    for k, v in DEFAULTS.items():
+        if not values.get(k) and k in ("precision", "method", "recompute", "par", "sharding"):
+            values[k] = v
+    if values.get("tie_embeddings") not in ("", "1"):
+        values["tie_embeddings"] = "1"
+    form = SizeForm(values=values)
+    errs = form.errors
+    req: dict[str, Any] = {}
+
+    # Model: a preset, a parameter count, or an architecture.
+    model = values["model"]
+    if model in preset_ids:
+        req["model"] = {"preset": model}
+    elif model == "params":
+        if not values["params"]:
+            errs["params"] = E_REQUIRED
+        else:
+            try:
+                n = parse_amount(values["params"])
+                if n <= 0:
+                    raise FieldError(E_POSITIVE)
+                if n > 1e14:
+                    raise FieldError(E_TOO_BIG)
+                req["model"] = {"params": n}
+            except FieldError as e:
+                errs["params"] = e.message
+    elif model == "arch":
+        arch: dict[str, Any] = {}
+        names = {"num_heads": "num_attention_heads"}
+        for f in ARCH_FIELDS:
+            if not values[f]:
+                errs[f] = E_REQUIRED
+                continue
+            try:
+                arch[names.get(f, f)] = parse_int(values[f], hi=1 << 24, binary_k=True)
+            except FieldError as e:
+                errs[f] = e.message
+        if values["head_dim"]:
+            try:
+                arch["head_dim"] = parse_int(values["head_dim"], hi=1 << 16)
+            except FieldError as e:
+                errs["head_dim"] = e.message
+        arch["tie_embeddings"] = values["tie_embeddings"] == "1"
+        moe_given = [f for f in MOE_FIELDS if values[f]]
+        if moe_given:
+            if len(moe_given) != len(MOE_FIELDS):
+                for f in MOE_FIELDS:
+                    if not values[f]:
+                        errs[f] = E_MOE_ALL
+            moe: dict[str, Any] = {}
+            for f in moe_given:
+                try:
+                    moe[f] = parse_int(values[f], hi=1 << 24, binary_k=True)
+                except FieldError as e:
+                    errs[f] = e.message
+            arch["moe"] = moe
+        req["model"] = {"architecture": arch}
+    else:
+        errs["model"] = E_UNKNOWN_MODEL
+
+    # Job.
+    if not values["tokens"]:
+        errs["tokens"] = E_REQUIRED
+    else:
+        try:
+            t = parse_amount(values["tokens"])
+            if t <= 0:
+                raise FieldError(E_POSITIVE)
+            if t > 1e16:
+                raise FieldError(E_TOO_BIG)
+            req["tokens"] = t
+        except FieldError as e:
+            errs["tokens"] = e.message
+    if values["seq_len"]:
+        try:
+            req["seq_len"] = parse_int(values["seq_len"], hi=1 << 24, binary_k=True)
+        except FieldError as e:
+            errs["seq_len"] = e.message
+    if values["mbs"]:
+        try:
+            req["micro_batch_size"] = parse_int(values["mbs"], hi=1 << 20)
+        except FieldError as e:
+            errs["mbs"] = e.message
+    for name, key, choices in (
+        ("precision", "precision", PRECISIONS),
+        ("method", "method", METHODS),
+        ("recompute", "recompute", RECOMPUTES),
+    ):
+        v = values[name]
+        if v not in choices:
+            errs[name] = E_CHOICE
+        elif not (name == "recompute" and v == "auto"):
+            req[key] = v
+
+    # Parallelism.
+    if values["par"] == "explicit":
+        par: dict[str, Any] = {}
+        if values["sharding"] not in SHARDINGS:
+            errs["sharding"] = E_CHOICE
+        else:
+            par["sharding"] = values["sharding"]
+        for f in PAR_INT_FIELDS:
+            if values[f]:
+                try:
+                    par[f] = parse_int(values[f], hi=1 << 20)
+                except FieldError as e:
+                    errs[f] = e.message
+        req["parallelism"] = par
+    elif values["par"] != "auto":
+        errs["par"] = E_CHOICE
+
+    if values["mfu"]:
+        try:
+            req["mfu"] = parse_percent(values["mfu"])
+        except FieldError as e:
+            errs["mfu"] = e.message
+    if values["sku"]:
+        req["sku"] = values["sku"]
+    if values["nodes"]:
+        try:
+            req["nodes"] = parse_int(values["nodes"], hi=1 << 20)
+        except FieldError as e:
+            errs["nodes"] = e.message
+
+    if not errs:
+        form.request = req
+    return form
+
+
+# Engine field paths (``SizingError.errors``) → the form field to show the message at.
+_ENGINE_FIELD = {
+    "model": "model",
+    "model.preset": "model",
+    "model.params": "params",
+    "model.architecture.num_attention_heads": "num_heads",
+    "tokens": "tokens",
+    "seq_len": "seq_len",
+    "micro_batch_size": "mbs",
+    "precision": "precision",
+    "method": "method",
+    "recompute": "recompute",
+    "parallelism": "par",
+    "mfu": "mfu",
+    "sku": "sku",
+    "nodes": "nodes",
+    "offload_params": "par",
+}
+
+
+def engine_field(path: str, form: SizeForm) -> str:
+    """Where an engine error about ``path`` is shown on the form."""
+    if path in _ENGINE_FIELD:
+        return _ENGINE_FIELD[path]
+    tail = path.rsplit(".", 1)[-1]
+    if path.startswith("parallelism."):
+        return tail if tail in PAR_INT_FIELDS or tail == "sharding" else "par"
+    if path.startswith("model.architecture"):
+        if tail in ARCH_FIELDS or tail in MOE_FIELDS or tail == "head_dim":
+            return tail
+        return "model"
+    if path.startswith("model"):
+        return "params" if form.values.get("model") == "params" else "model"
+    return "model"

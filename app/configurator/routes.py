@@ -1,0 +1,354 @@
+"""``GET /size``: the live sizing page.
+
+One URL, two shapes: an htmx request gets only the results fragment (plus out-of-band
+field errors); anything else gets the whole page with the results already rendered, so
+the form works with JavaScript off and every result is a shareable link.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import re
+from functools import lru_cache
+from typing import Any
+from urllib.parse import urlencode
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse
+from sqlmodel import Session
+
+from app.catalog.specs import NodeSpec, all_specs
+from app.configurator import forms
+from app.configurator.charts import SEGMENTS, memory_bar, memory_bar_svg
+from app.errors import N_
+from app.sizing import SizingError, list_presets, size
+from app.web.i18n import gettext as _
+from app.web.templating import format_money, format_number, is_htmx, render
+
+router = APIRouter()
+log = logging.getLogger(__name__)
+
+SALES_URL = "/nodes/gb300-nvl72#request"
+
+SHARDING_TEXT = {
+    "ddp": N_("Plain data parallel (every GPU holds the whole model state)"),
+    "zero1": N_("ZeRO-1 (optimizer state sharded)"),
+    "zero2": N_("ZeRO-2 (optimizer state and gradients sharded)"),
+    "zero3": N_("FSDP / ZeRO-3 (everything sharded)"),
+}
+RECOMPUTE_TEXT = {
+    "none": N_("none"),
+    "selective": N_("selective"),
+    "full": N_("full"),
+}
+
+
+@lru_cache(maxsize=1)
+def _presets() -> tuple[dict[str, Any], ...]:
+    return tuple(list_presets())
+
+
+def _preset_ids() -> frozenset[str]:
+    return frozenset(p["id"] for p in _presets())
+
+
+def _live_prices(request: Request) -> dict[str, int] | None:
+    """Live list prices from the catalog service when it exists; the engine's seed otherwise.
+
+    Uses its own short read-only session, closed before the page renders (on SQLite a
+    request-long session would hold the write lock the simulated clock needs).
+    """
+    try:
+        service = importlib.import_module("app.catalog.service")
+    except ModuleNotFoundError:
+        return None
+    fn = getattr(service, "list_price_cents", None)
+    if fn is None:
+        return None
+    prices: dict[str, int] = {}
+    with Session(request.app.state.engine) as session:
+        for spec in all_specs():
+            try:
+                prices[spec.id] = int(fn(session, spec.id))
+            except Exception:  # an unseeded catalog must not break sizing
+                log.debug("no live price for %s", spec.id, exc_info=True)
+                session.rollback()
+    return prices or None
+
+
+def _usd(amount: float | None) -> str:
+    if amount is None:
+        return "—"
+    return format_money(round(float(amount) * 100))
+
+
+def _pct(fraction: float | None) -> str:
+    if fraction is None:
+        return "—"
+    return f"{format_number(float(fraction) * 100)} %"
+
+
+def _gb(n: float | None) -> str:
+    if n is None:
+        return "—"
+    return f"{format_number(float(n) / 1e9, 1)} GB"
+
+
+def _tb(n: float | None) -> str:
+    if n is None:
+        return "—"
+    return f"{format_number(float(n) / 1e12, 2)} TB"
+
+
+def layout_rows(layout: dict[str, Any]) -> list[tuple[str, str]]:
+    """The layout in plain words, as (label, value) rows."""
+    rows = [
+        (_("Sharding"), _(SHARDING_TEXT.get(layout.get("sharding", ""), "—"))),
+    ]
+    sg = layout.get("shard_group")
+    if sg and layout.get("sharding") != "ddp":
+        rows.append((_("Shard group"), _("%(n)s GPUs") % {"n": sg}))
+    par = [
+        f"{k.upper()} {layout.get(k)}"
+        for k in ("tp", "pp", "ep", "cp")
+        if (layout.get(k) or 1) > 1
+    ]
+    rows.append((_("Model parallel"), ", ".join(par) if par else _("none (data parallel only)")))
+    rows.append((_("Micro-batch"), str(layout.get("micro_batch_size", "—"))))
+    rows.append(
+        (_("Recompute"), _(RECOMPUTE_TEXT.get(str(layout.get("recompute")), "—")))
+    )
+    off = []
+    if layout.get("offload_optimizer"):
+        off.append(_("optimizer to CPU memory"))
+    if layout.get("offload_params"):
+        off.append(_("parameters to CPU memory"))
+    rows.append((_("Offload"), ", ".join(off) if off else _("none")))
+    return rows
+
+
+def comm_pattern(option: dict[str, Any]) -> str:
+    """A short description of the communication, for the engineers' notes (English)."""
+    desc = str(option.get("layout_description") or "")
+    lay = option.get("layout") or {}
+    nodes = int(option.get("nodes") or 1)
+    if nodes > 1 and (lay.get("dp") or 1) > 1:
+        coll = "all-reduce" if lay.get("sharding") in ("ddp", "zero1") else "reduce-scatter"
+        desc = f"{desc} ({coll})" if desc else coll
+    return desc
+
+
+def deploy_url(
+    option: dict[str, Any], result: dict[str, Any], form: forms.SizeForm
+) -> str:
+    nodes = int(option["nodes"])
+    params = float(result.get("params") or 0)
+    tokens = float((form.request or {}).get("tokens") or 0)
+    q = [
+        ("sku", option["sku"]),
+        ("nodes", str(nodes)),
+        ("note_model_size", f"{forms.human_count(params)} params"),
+        ("note_token_budget", f"{forms.human_count(tokens)} tokens"),
+        ("note_node_count", str(nodes)),
+        ("note_private_network", "1" if nodes > 1 else "0"),
+        ("note_comm_pattern", comm_pattern(option)),
+        ("sizing", form.query_string()),
+    ]
+    return "/deploy?" + urlencode(q)
+
+
+def _verdict(o: dict[str, Any]) -> tuple[bool, str]:
+    rent = o.get("rental_cost_usd")
+    hourly = o.get("hourly_alternative_usd")
+    be = o.get("break_even_utilisation")
+    if rent is None or hourly is None:
+        return True, ""
+    if hourly < rent and (be is None or be >= 1):
+        text = _(
+            "Paying by the hour elsewhere would be cheaper for this run "
+            "(%(hourly)s against %(monthly)s), even with the nodes busy all month."
+        ) % {"hourly": _usd(hourly), "monthly": _usd(rent)}
+        return False, text
+    if hourly < rent:
+        text = _(
+            "Paying by the hour elsewhere would be cheaper for this run "
+            "(%(hourly)s against %(monthly)s). Monthly pays off when the nodes are busy "
+            "more than %(be)s of the rented time."
+        ) % {"hourly": _usd(hourly), "monthly": _usd(rent), "be": _pct(be)}
+        return False, text
+    text = _(
+        "Monthly is cheaper than paying by the hour elsewhere (%(monthly)s against "
+        "%(hourly)s). Break-even utilisation: %(be)s."
+    ) % {"hourly": _usd(hourly), "monthly": _usd(rent), "be": _pct(be)}
+    return True, text
+
+
+def _card(
+    o: dict[str, Any], result: dict[str, Any], form: forms.SizeForm, spec: NodeSpec | None
+) -> dict[str, Any]:
+    mem = o.get("memory_per_gpu_bytes") or {}
+    usable = float(o.get("usable_gpu_memory_bytes") or 0)
+    limit = o.get("memory_limit_bytes")
+    bar = memory_bar(mem, usable, limit)
+    name = re.sub(r"^\d+\s*×\s*", "", str(o.get("name") or o["sku"]))
+    total = bar.total
+    headroom = o.get("headroom_bytes")
+    shortfall = o.get("shortfall_bytes")
+    desc = _(
+        "%(total)s per GPU of %(usable)s usable: weights %(w)s, gradients %(g)s, "
+        "master weights %(m)s, optimizer %(o)s, activations %(a)s, overhead %(x)s."
+    ) % {
+        "total": _gb(total),
+        "usable": _gb(usable),
+        "w": _gb(mem.get("weights")),
+        "g": _gb(mem.get("gradients")),
+        "m": _gb(mem.get("master_weights")),
+        "o": _gb(mem.get("optimizer_states")),
+        "a": _gb(mem.get("activations")),
+        "x": _gb(mem.get("overhead")),
+    }
+    svg = memory_bar_svg(
+        bar,
+        svg_id=f"mem-{o['sku']}",
+        title=_("Memory per GPU on %(name)s") % {"name": name},
+        desc=desc,
+        limit_label=_("Fit limit: %(limit)s") % {"limit": _gb(bar.limit)},
+    )
+    cheaper_monthly, verdict = _verdict(o)
+    st = o.get("storage") or {}
+    talk = bool(o.get("talk_to_sales"))
+    fits = bool(o.get("fits"))
+    hidden_notes = ("fits with", "paying per GPU-hour", "does not fit")
+    notes = [
+        _(str(n)) for n in (o.get("notes") or []) if not str(n).startswith(hidden_notes)
+    ]
+    return {
+        "sku": o["sku"],
+        "name": name,
+        "fits": fits,
+        "talk_to_sales": talk,
+        "nodes": o.get("nodes"),
+        "gpus": o.get("gpus"),
+        "layout": layout_rows(o.get("layout") or {}),
+        "svg": svg,
+        "segments": [
+            (_(s.label), s.css, _gb(s.bytes)) for s in bar.segments
+        ],
+        "total": _gb(total),
+        "usable": _gb(usable),
+        "limit": _gb(bar.limit),
+        "headroom": _gb(headroom) if headroom else None,
+        "shortfall": _gb(shortfall) if shortfall else None,
+        "days": format_number(o.get("training_days"), 1),
+        "months": o.get("months"),
+        "cost": _usd(o.get("rental_cost_usd")),
+        "usd_gpu_hour": _usd(o.get("effective_usd_per_gpu_hour")),
+        "mfu": _pct(o.get("effective_mfu") or o.get("mfu")),
+        "mfu_source": o.get("mfu_source"),
+        "cheaper_monthly": cheaper_monthly,
+        "verdict": verdict,
+        "checkpoint": _gb(st.get("checkpoint_bytes")),
+        "dataset": _tb(st.get("dataset_bytes")),
+        "nvme": _tb(st.get("nvme_bytes_per_node")),
+        "dataset_fits": st.get("dataset_fits_nvme"),
+        "checkpoints_fit": st.get("checkpoints_fit_on_nvme"),
+        "notes": notes,
+        "use_url": deploy_url(o, result, form) if fits and not talk else None,
+        "sales_url": SALES_URL if talk else None,
+    }
+
+
+def _recommendation(result: dict[str, Any], cards: list[dict[str, Any]]) -> dict[str, Any]:
+    rec = result.get("recommendation") or {}
+    by_sku = {c["sku"]: c for c in cards}
+    best = by_sku.get(rec.get("sku") or "")
+    out: dict[str, Any] = {"card": best, "single_gpu": bool(rec.get("single_gpu_offer"))}
+    if best is None:
+        out["why"] = _(
+            "Nothing fits within the node counts we searched. Try a shorter context, a "
+            "smaller micro-batch, recompute, or a smaller model."
+        )
+        return out
+    out["why"] = _(
+        "%(nodes)s × %(name)s is the cheapest configuration that fits: %(gpus)s GPUs, "
+        "about %(days)s days of training, %(months)s month(s) of rental, %(cost)s in total."
+    ) % {
+        "nodes": best["nodes"],
+        "name": best["name"],
+        "gpus": best["gpus"],
+        "days": best["days"],
+        "months": best["months"],
+        "cost": best["cost"],
+    }
+    ru = rec.get("runner_up")
+    if ru and ru.get("sku") in by_sku:
+        r = by_sku[ru["sku"]]
+        out["runner_up"] = _(
+            "Runner-up: %(nodes)s × %(name)s, %(cost)s, about %(days)s days."
+        ) % {"nodes": r["nodes"], "name": r["name"], "cost": r["cost"], "days": r["days"]}
+    return out
+
+
+def _sku_choices() -> list[tuple[str, str]]:
+    return [("", _("All nodes"))] + [(s.id, s.name) for s in all_specs()]
+
+
+def _model_choices() -> list[tuple[str, str]]:
+    out = [
+        (p["id"], f"{p['name']} ({forms.human_count(p['params'])})") for p in _presets()
+    ]
+    out.append(("params", _("Other: enter a parameter count")))
+    out.append(("arch", _("Other: enter the architecture")))
+    return out
+
+
+@router.get("/size", response_class=HTMLResponse)
+def size_page(request: Request) -> HTMLResponse:
+    q = {k: v for k, v in request.query_params.items()}
+    form = forms.parse_query(q, _preset_ids())
+    result: dict[str, Any] | None = None
+    if form.ok and form.request is not None:
+        try:
+            result = size(form.request, prices=_live_prices(request))
+        except SizingError as e:
+            for path, message in e.errors:
+                f = forms.engine_field(path, form)
+                form.errors.setdefault(f, message)
+    specs = {s.id: s for s in all_specs()}
+    cards: list[dict[str, Any]] = []
+    rec: dict[str, Any] | None = None
+    assumptions: list[str] = []
+    warnings: list[str] = []
+    if result is not None:
+        cards = [_card(o, result, form, specs.get(o["sku"])) for o in result["options"]]
+        rec = _recommendation(result, cards)
+        assumptions = [_(str(a)) for a in result.get("assumptions") or []]
+        warnings = [_(str(w)) for w in result.get("warnings") or []]
+    errors = {k: _(v) for k, v in form.errors.items()}
+    ctx = {
+        "form": form,
+        "v": form.values,
+        "errors": errors,
+        "result": result,
+        "cards": cards,
+        "rec": rec,
+        "assumptions": assumptions,
+        "warnings": warnings,
+        "method_light": form.values.get("method") in ("lora", "qlora"),
+        "model_choices": _model_choices(),
+        "sku_choices": _sku_choices(),
+        "segments": [(_(label), css) for _k, css, label in SEGMENTS],
+        "share_url": "/size?" + form.query_string(),
+        "field_names": forms.FIELDS,
+        "params_text": forms.human_count(float(result["params"])) if result else None,
+        "active_text": forms.human_count(float(result["active_params"])) if result else None,
+    }
+    status = 422 if errors else 200
+    history_restore = request.headers.get("hx-history-restore-request") == "true"
+    if is_htmx(request) and not history_restore:
+        resp = render(request, "configurator/_results_response.html", ctx, status_code=status)
+    else:
+        resp = render(request, "configurator/size.html", ctx, status_code=status)
+    resp.headers["Vary"] = "HX-Request, HX-History-Restore-Request, Cookie, Accept-Language"
+    return resp

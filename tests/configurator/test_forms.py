@@ -1,0 +1,168 @@
+"""Query-string parsing for /size: friendly numbers in, an engine request out."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from app.configurator import forms
+from app.configurator.forms import FieldError, parse_amount, parse_percent, parse_query
+
+PRESETS = frozenset({"llama-3.1-8b", "llama-3.1-70b"})
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("1T", 1e12),
+        ("300B", 300e9),
+        ("300b", 300e9),
+        ("2e12", 2e12),
+        ("1,000,000", 1e6),
+        ("7.5 B", 7.5e9),
+        ("15T tokens", 15e12),
+        ("70B params", 70e9),
+        ("500M", 500e6),
+        ("4k", 4e3),
+    ],
+)
+def test_friendly_amounts(text: str, value: float) -> None:
+    assert parse_amount(text) == pytest.approx(value)
+
+
+def test_context_k_is_binary() -> None:
+    assert parse_amount("4k", binary_k=True) == 4096
+    assert parse_amount("128K", binary_k=True) == 131072
+
+
+@pytest.mark.parametrize("text", ["", "abc", "1TT", "-5", "1e999999", "nan", "inf", "½"])
+def test_bad_amounts_are_rejected(text: str) -> None:
+    with pytest.raises(FieldError):
+        parse_amount(text)
+
+
+@pytest.mark.parametrize(("text", "value"), [("40", 0.4), ("45 %", 0.45), ("0.5", 0.5)])
+def test_percent(text: str, value: float) -> None:
+    assert parse_percent(text) == pytest.approx(value)
+
+
+@pytest.mark.parametrize("text", ["0", "101", "abc", "-3"])
+def test_bad_percent(text: str) -> None:
+    with pytest.raises(FieldError):
+        parse_percent(text)
+
+
+def test_empty_query_gets_defaults_and_a_request() -> None:
+    f = parse_query({}, PRESETS)
+    assert f.ok
+    assert f.request == {
+        "model": {"preset": "llama-3.1-8b"},
+        "tokens": 1e12,
+        "seq_len": 4096,
+        "micro_batch_size": 1,
+        "precision": "bf16",
+        "method": "full",
+    }
+    assert "model=llama-3.1-8b" in f.query_string()
+
+
+def test_params_model_and_every_knob() -> None:
+    f = parse_query(
+        {
+            "model": "params",
+            "params": "70B",
+            "tokens": "2e12",
+            "seq_len": "8k",
+            "mbs": "2",
+            "precision": "fp8",
+            "method": "full",
+            "recompute": "selective",
+            "par": "explicit",
+            "sharding": "zero3",
+            "shard_group": "8",
+            "tp": "2",
+            "pp": "1",
+            "mfu": "45%",
+            "sku": "hgx-h100",
+            "nodes": "4",
+        },
+        PRESETS,
+    )
+    assert f.ok, f.errors
+    r = f.request
+    assert r is not None
+    assert r["model"] == {"params": 70e9}
+    assert r["seq_len"] == 8192
+    assert r["micro_batch_size"] == 2
+    assert r["recompute"] == "selective"
+    assert r["parallelism"] == {"sharding": "zero3", "shard_group": 8, "tp": 2, "pp": 1}
+    assert r["mfu"] == pytest.approx(0.45)
+    assert r["sku"] == "hgx-h100" and r["nodes"] == 4
+
+
+def test_architecture_model() -> None:
+    f = parse_query(
+        {
+            "model": "arch",
+            "vocab_size": "32000",
+            "hidden_size": "4096",
+            "intermediate_size": "11008",
+            "num_layers": "32",
+            "num_heads": "32",
+            "num_kv_heads": "32",
+            "tokens": "1T",
+        },
+        PRESETS,
+    )
+    assert f.ok, f.errors
+    assert f.request is not None
+    arch = f.request["model"]["architecture"]
+    assert arch["num_attention_heads"] == 32 and arch["tie_embeddings"] is False
+
+
+def test_errors_name_their_fields_and_keep_what_was_typed() -> None:
+    f = parse_query(
+        {"model": "params", "params": "lots", "tokens": "", "mfu": "150", "method": "x"},
+        PRESETS,
+    )
+    assert not f.ok and f.request is None
+    assert set(f.errors) == {"params", "tokens", "mfu", "method"}
+    assert f.values["params"] == "lots" and f.values["mfu"] == "150"
+
+
+def test_partial_moe_is_an_error() -> None:
+    f = parse_query(
+        {
+            "model": "arch",
+            "vocab_size": "32000",
+            "hidden_size": "4096",
+            "intermediate_size": "11008",
+            "num_layers": "32",
+            "num_heads": "32",
+            "num_kv_heads": "8",
+            "num_experts": "8",
+            "tokens": "1T",
+        },
+        PRESETS,
+    )
+    assert "experts_per_token" in f.errors and "expert_intermediate_size" in f.errors
+
+
+def test_unknown_model_is_an_error() -> None:
+    f = parse_query({"model": "gpt-17", "tokens": "1T"}, PRESETS)
+    assert "model" in f.errors
+
+
+def test_human_count() -> None:
+    assert forms.human_count(8_030_261_248) == "8.0B"
+    assert forms.human_count(1e12) == "1T"
+    assert forms.human_count(405e9) == "405B"
+
+
+@given(st.dictionaries(st.sampled_from(forms.FIELDS), st.text(max_size=60), max_size=12))
+def test_parse_query_never_raises(q: dict[str, str]) -> None:
+    f = parse_query(q, PRESETS)
+    assert f.ok or f.errors
+    for v in f.values.values():
+        assert len(v) <= forms.MAX_VALUE_LEN

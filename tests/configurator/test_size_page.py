@@ -1,0 +1,139 @@
+"""/size over HTTP: full page, htmx fragment, errors next to fields, the /deploy hand-off."""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import parse_qs, urlsplit
+
+from fastapi.testclient import TestClient
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from app.configurator import forms
+
+HX = {"HX-Request": "true"}
+
+
+def _use_links(html: str) -> list[str]:
+    return [
+        m.replace("&amp;", "&") for m in re.findall(r'href="(/deploy\?[^"]+)"', html)
+    ]
+
+
+def test_first_visit_shows_form_and_results(client: TestClient) -> None:
+    r = client.get("/size")
+    assert r.status_code == 200
+    html = r.text
+    assert '<form id="size-form"' in html and 'action="/size" method="get"' in html
+    assert 'hx-get="/size"' in html and 'hx-push-url="true"' in html
+    assert 'hx-trigger="input changed delay:400ms, change"' in html
+    assert "<!doctype html>" in html.lower()
+    # A card per SKU, each with a chart that has a text alternative.
+    for sku in ("hgx-h100", "hgx-h200", "hgx-b200", "hgx-b300", "mi355x", "gb300-nvl72"):
+        assert f'id="card-{sku}"' in html
+        assert f'aria-labelledby="mem-{sku}-t mem-{sku}-d"' in html
+    assert "Our recommendation" in html
+    assert "/nodes/gb300-nvl72" in html  # the rack is a sales conversation
+    assert "style=" not in html  # CSP: no inline styles
+
+
+def test_htmx_request_gets_only_the_fragment(client: TestClient) -> None:
+    r = client.get("/size?model=llama-3.1-70b&tokens=2T", headers=HX)
+    assert r.status_code == 200
+    assert "<html" not in r.text and 'id="results-h"' in r.text
+    assert 'hx-swap-oob="true"' in r.text
+    assert "HX-Request" in r.headers["vary"]
+    # History restore gets the full page.
+    r = client.get(
+        "/size?model=llama-3.1-70b", headers={**HX, "HX-History-Restore-Request": "true"}
+    )
+    assert "<html" in r.text
+
+
+def test_results_change_with_the_inputs(client: TestClient) -> None:
+    small = client.get("/size?model=llama-3.1-8b&tokens=100B", headers=HX).text
+    big = client.get("/size?model=llama-3.1-405b&tokens=15T", headers=HX).text
+    assert small != big
+    assert "405" in big
+
+
+def test_invalid_input_is_shown_next_to_its_field_and_kept(client: TestClient) -> None:
+    r = client.get("/size?model=params&params=huge&tokens=1T&mfu=250")
+    assert r.status_code == 422
+    html = r.text
+    assert 'value="huge"' in html and 'value="250"' in html
+    assert re.search(r'id="f-params"[^>]*aria-invalid="true"', html)
+    assert re.search(r'id="f-params"[^>]*aria-describedby="[^"]*err-params"', html)
+    assert '<small id="e-params" class="error" role="alert">' in html
+    assert '<small id="e-mfu" class="error" role="alert">' in html
+    assert "Our recommendation" not in html
+    # Live: the same errors arrive out-of-band into the field slots.
+    r = client.get("/size?model=params&params=huge&tokens=1T", headers=HX)
+    assert r.status_code == 422
+    assert re.search(r'<div id="err-params" class="err-slot" hx-swap-oob="true"><small', r.text)
+
+
+def test_engine_errors_land_on_a_field(client: TestClient) -> None:
+    # Longer context than the preset supports: the engine says so, next to seq_len.
+    r = client.get("/size?model=llama-3.1-8b&tokens=1T&seq_len=10000000")
+    assert r.status_code == 422
+    assert 'id="e-seq_len"' in r.text
+
+
+def test_use_this_carries_the_choice_into_deploy(client: TestClient) -> None:
+    r = client.get("/size?model=llama-3.1-70b&tokens=1T")
+    links = _use_links(r.text)
+    assert links, "a fitting card links to /deploy"
+    q = parse_qs(urlsplit(links[0]).query)
+    assert set(q) == {
+        "sku",
+        "nodes",
+        "note_model_size",
+        "note_token_budget",
+        "note_node_count",
+        "note_private_network",
+        "note_comm_pattern",
+        "sizing",
+    }
+    assert q["note_model_size"] == ["70.6B params"]
+    assert q["note_token_budget"] == ["1T tokens"]
+    assert q["note_node_count"] == q["nodes"]
+    assert q["note_private_network"] == ["1" if int(q["nodes"][0]) > 1 else "0"]
+    sizing = parse_qs(q["sizing"][0])
+    assert sizing["model"] == ["llama-3.1-70b"] and sizing["tokens"] == ["1T"]
+    # The GB300 rack never gets a self-serve link.
+    assert not any("sku=gb300-nvl72" in link for link in links)
+
+
+def test_lora_points_to_single_gpu_offers(client: TestClient) -> None:
+    r = client.get("/size?model=llama-3.1-8b&tokens=1B&method=lora")
+    assert r.status_code == 200
+    assert "single GPU" in r.text
+
+
+def test_chinese_page(client: TestClient) -> None:
+    client.cookies.set("lang", "zh_CN")
+    r = client.get("/size")
+    assert r.status_code == 200
+    assert 'lang="zh-CN"' in r.text
+    assert "估算训练任务" in r.text
+
+
+_values = st.one_of(
+    st.text(max_size=30),
+    st.sampled_from(["1T", "0", "-1", "1e999", "nan", "auto", "explicit", "arch", "params"]),
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    st.dictionaries(
+        st.one_of(st.sampled_from(forms.FIELDS), st.text(max_size=8)), _values, max_size=10
+    ),
+    st.booleans(),
+)
+def test_no_query_string_causes_a_server_error(
+    client: TestClient, q: dict[str, str], htmx: bool
+) -> None:
+    r = client.get("/size", params=q, headers=HX if htmx else {})
+    assert r.status_code in (200, 422), (q, r.status_code)
