@@ -1,0 +1,831 @@
+"""Catalog services: live list prices, stock, the delivery promise and node holds.
+
+Contracts other domains call (see docs/architecture.md "Seams"):
+``list_price_cents``, ``current_promise``, ``reserve_for_order``, ``release_for_order``,
+``nodes_for_order``, ``mark_nodes``, ``free_ip_pool``. Services take ``session`` and
+``now`` and never commit.
+
+Racing for the last node: ``reserve_for_order`` first locks the SKU's ``catalog_sku_stock``
+row (``SELECT … FOR UPDATE`` on PostgreSQL; SQLite already serialises writers with
+``BEGIN IMMEDIATE``), then counts what is free and holds it, all in the caller's
+transaction. A second buyer waits for the first to commit and then sees the later date.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+from collections.abc import Sequence
+from datetime import date, datetime
+from typing import Any
+
+from babel.dates import format_date as _babel_date
+from sqlalchemy import func
+from sqlmodel import Session, col, select
+
+from app.accounts import audit
+from app.catalog import promise as pr
+from app.catalog.models import (
+    BatchStatus,
+    IncomingBatch,
+    ListPrice,
+    Node,
+    NodeState,
+    PriceChange,
+    SkuStock,
+    StockReservation,
+)
+from app.catalog.specs import NodeSpec, all_specs, spec
+from app.errors import N_, Conflict, InvalidInput, NotFound
+
+Promise = pr.Promise
+
+MAX_PRICE_CENTS = 100_000_000  # US$1,000,000 a month: anything above is a typo
+DEFAULT_LEAD_DAYS = 2
+
+
+class StockChanged(Conflict):
+    code = "stock_changed"
+    default_message = N_(
+        "Stock changed while you were deciding: the delivery date is now {date}. "
+        "Review it and confirm again."
+    )
+
+    def __init__(self, promise: pr.Promise, **kw: Any) -> None:
+        super().__init__(date=promise.date.isoformat() if promise.date else "—", **kw)
+        self.promise = promise
+
+
+class TalkToSales(Conflict):
+    code = "talk_to_sales"
+    default_message = N_(
+        "We cannot promise a delivery date for this quantity. Talk to sales and we will plan it with you."
+    )
+
+    def __init__(self, promise: pr.Promise | None = None, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.promise = promise
+
+
+class UnknownSku(NotFound):
+    code = "unknown_sku"
+    default_message = N_("There is no node called {sku}.")
+
+
+def get_spec(sku_id: str) -> NodeSpec:
+    try:
+        return spec(sku_id)
+    except KeyError:
+        raise UnknownSku(sku=sku_id) from None
+
+
+# ------------------------------------------------------------------ prices
+
+
+def list_price_cents(session: Session, sku_id: str) -> int:
+    """The live list price (per node per month; per GPU for rack offers)."""
+    row = session.get(ListPrice, sku_id)
+    if row is not None:
+        return row.cents
+    return get_spec(sku_id).list_price_cents_month
+
+
+def list_prices(session: Session) -> dict[str, int]:
+    rows = {r.sku_id: r.cents for r in session.exec(select(ListPrice)).all()}
+    return {s.id: rows.get(s.id, s.list_price_cents_month) for s in all_specs()}
+
+
+def set_list_price(
+    session: Session,
+    *,
+    sku_id: str,
+    cents: int,
+    reason: str,
+    actor: Any,
+    now: datetime,
+    ip: str = "",
+) -> PriceChange | None:
+    """Change the list price for new orders and quotes (existing orders keep theirs)."""
+    get_spec(sku_id)
+    reason = reason.strip()
+    errors = {}
+    if cents <= 0 or cents > MAX_PRICE_CENTS:
+        errors["cents"] = N_("Enter a price between US$0.01 and US$1,000,000.")
+    if not reason:
+        errors["reason"] = N_("Say why the price changes; it is kept in the history.")
+    elif len(reason) > 300:
+        errors["reason"] = N_("Keep the reason under 300 characters.")
+    if errors:
+        raise InvalidInput(errors=errors)
+    old = list_price_cents(session, sku_id)
+    if old == cents:
+        return None
+    row = session.get(ListPrice, sku_id)
+    if row is None:
+        row = ListPrice(sku_id=sku_id, cents=cents, updated_at=now)
+    row.cents = cents
+    row.updated_at = now
+    row.updated_by_id = getattr(actor, "id", None)
+    session.add(row)
+    change = PriceChange(
+        sku_id=sku_id,
+        old_cents=old,
+        new_cents=cents,
+        reason=reason,
+        actor_id=getattr(actor, "id", None),
+        actor_email=getattr(actor, "email", "") or "",
+        at=now,
+    )
+    session.add(change)
+    audit.record(
+        session,
+        action="catalog.price_changed",
+        now=now,
+        actor=actor,
+        target=f"sku:{sku_id}",
+        ip=ip,
+        old_cents=old,
+        new_cents=cents,
+        reason=reason,
+    )
+    session.flush()
+    return change
+
+
+def price_history(
+    session: Session, sku_id: str | None = None, limit: int = 50
+) -> list[PriceChange]:
+    q = select(PriceChange).order_by(col(PriceChange.at).desc(), col(PriceChange.id).desc())
+    if sku_id:
+        q = q.where(PriceChange.sku_id == sku_id)
+    return list(session.exec(q.limit(limit)).all())
+
+
+# ------------------------------------------------------------------ stock
+
+
+def lead_time_days(session: Session, sku_id: str) -> int:
+    row = session.get(SkuStock, sku_id)
+    if row is not None:
+        return row.lead_time_business_days
+    lt = get_spec(sku_id).lead_time_business_days
+    return DEFAULT_LEAD_DAYS if lt is None else int(lt)
+
+
+def available_count(session: Session, sku_id: str) -> int:
+    n = session.exec(
+        select(func.count())
+        .select_from(Node)
+        .where(Node.sku_id == sku_id, Node.state == NodeState.available.value)
+    ).one()
+    return int(n)
+
+
+def open_batches(session: Session, sku_id: str) -> list[IncomingBatch]:
+    return list(
+        session.exec(
+            select(IncomingBatch)
+            .where(
+                IncomingBatch.sku_id == sku_id,
+                IncomingBatch.status == BatchStatus.expected.value,
+            )
+            .order_by(col(IncomingBatch.expected_on), col(IncomingBatch.id))
+        ).all()
+    )
+
+
+def stock_summary(session: Session) -> dict[str, dict[str, int]]:
+    """{sku: {state: count}} for every SKU."""
+    out: dict[str, dict[str, int]] = {s.id: {} for s in all_specs()}
+    rows = session.exec(
+        select(Node.sku_id, Node.state, func.count()).group_by(Node.sku_id, Node.state)
+    ).all()
+    for sku, state, n in rows:
+        out.setdefault(sku, {})[state] = int(n)
+    return out
+
+
+def _translate_and_format() -> tuple[Any, Any]:
+    from app.web import i18n
+
+    def fmt(d: date) -> str:
+        return str(
+            _babel_date(
+                d,
+                format="d MMM" if i18n.current_locale() == "en" else "M月d日",
+                locale=i18n.babel_locale(),
+            )
+        )
+
+    return i18n.gettext, fmt
+
+
+def _promise_from(
+    session: Session, sku_id: str, quantity: int, now: datetime, tz: str | None
+) -> pr.Promise:
+    s = get_spec(sku_id)
+    gettext, fmt = _translate_and_format()
+    if quantity < 1:
+        raise InvalidInput(N_("Choose at least one node."), field="quantity")
+    batches = [
+        pr.Batch(expected=b.expected_on, units=b.free, id=b.id)
+        for b in open_batches(session, sku_id)
+    ]
+    return pr.promise(
+        sku_id,
+        quantity,
+        now,
+        in_stock=available_count(session, sku_id) if s.self_serve else 0,
+        batches=batches,
+        lead_business_days=lead_time_days(session, sku_id),
+        self_serve=s.self_serve,
+        tz=tz,
+        gettext=gettext,
+        format_day=fmt,
+    )
+
+
+def current_promise(
+    session: Session, sku_id: str, quantity: int, now: datetime, tz: str | None = "UTC"
+) -> pr.Promise:
+    """What we would promise right now (nothing is held)."""
+    return _promise_from(session, sku_id, quantity, now, tz)
+
+
+def promises_for_all(
+    session: Session, now: datetime, tz: str | None = "UTC"
+) -> dict[str, pr.Promise]:
+    return {s.id: current_promise(session, s.id, 1, now, tz) for s in all_specs()}
+
+
+def _lock_sku(session: Session, sku_id: str, now: datetime) -> SkuStock:
+    row = session.exec(select(SkuStock).where(SkuStock.sku_id == sku_id).with_for_update()).first()
+    if row is None:
+        lt = get_spec(sku_id).lead_time_business_days
+        row = SkuStock(
+            sku_id=sku_id,
+            lead_time_business_days=DEFAULT_LEAD_DAYS if lt is None else int(lt),
+            updated_at=now,
+        )
+        session.add(row)
+        session.flush()
+        row = session.exec(
+            select(SkuStock).where(SkuStock.sku_id == sku_id).with_for_update()
+        ).one()
+    return row
+
+
+def _active_reservation(session: Session, order_id: int) -> StockReservation | None:
+    return session.exec(
+        select(StockReservation).where(
+            StockReservation.order_id == order_id, col(StockReservation.released_at).is_(None)
+        )
+    ).first()
+
+
+def _promise_of(r: StockReservation) -> pr.Promise:
+    gettext, fmt = _translate_and_format()
+    params = json.loads(r.params_json or "{}")
+    shown = {}
+    for k, v in params.items():
+        if k in ("arrival", "ready") and isinstance(v, str):
+            try:
+                shown[k] = fmt(date.fromisoformat(v))
+                continue
+            except ValueError:
+                pass
+        shown[k] = v
+    try:
+        text = gettext(r.message).format(**shown) if r.message else r.explanation
+    except (KeyError, IndexError, ValueError):
+        text = r.explanation
+    batches = tuple((int(b), int(u)) for b, u in json.loads(r.batch_units_json or "[]"))
+    return pr.Promise(
+        sku_id=r.sku_id,
+        quantity=r.quantity,
+        available=True,
+        in_stock=r.in_stock,
+        date=r.promised_date,
+        ready_at=r.ready_at,
+        explanation=text,
+        from_stock=r.from_stock,
+        from_batches=batches,
+        message=r.message,
+        params=tuple(params.items()),
+    )
+
+
+def reserve_for_order(
+    session: Session,
+    *,
+    order_id: int,
+    sku_id: str,
+    quantity: int,
+    now: datetime,
+    tz: str | None = "UTC",
+    expected_date: date | None = None,
+) -> pr.Promise:
+    """Hold nodes (available → held) and reserve batch units for an order; return the
+    promise frozen for it. Idempotent per order: a second call returns the same promise.
+
+    Raises ``TalkToSales`` when no date can be promised, and ``StockChanged`` when
+    ``expected_date`` (what the customer saw) is earlier than what can be promised now.
+    """
+    _lock_sku(session, sku_id, now)
+    existing = _active_reservation(session, order_id)
+    if existing is not None:
+        return _promise_of(existing)
+    p = _promise_from(session, sku_id, quantity, now, tz)
+    if not p.available or p.date is None or p.ready_at is None:
+        raise TalkToSales(p)
+    if expected_date is not None and p.date > expected_date:
+        raise StockChanged(p)
+
+    nodes: Sequence[Node] = []
+    if p.from_stock:
+        q = (
+            select(Node)
+            .where(Node.sku_id == sku_id, Node.state == NodeState.available.value)
+            .order_by(col(Node.id))
+            .limit(p.from_stock)
+            .with_for_update(skip_locked=True)
+        )
+        nodes = session.exec(q).all()
+        if len(nodes) < p.from_stock:  # cannot happen under the SKU lock; never over-promise
+            raise StockChanged(p)
+    for n in nodes:
+        n.state = NodeState.held.value
+        n.order_id = order_id
+        n.updated_at = now
+        session.add(n)
+    for batch_id, units in p.from_batches:
+        b = session.get(IncomingBatch, batch_id)
+        if b is None or b.free < units:
+            raise StockChanged(p)
+        b.reserved += units
+        session.add(b)
+    params = {k: (v.isoformat() if isinstance(v, date) else v) for k, v in p.params}
+    # A reservation released earlier for this order (cancelled, then paid again) is reused.
+    old = session.exec(
+        select(StockReservation).where(StockReservation.order_id == order_id)
+    ).first()
+    r = old or StockReservation(
+        order_id=order_id,
+        sku_id=sku_id,
+        quantity=quantity,
+        promised_date=p.date,
+        ready_at=p.ready_at,
+        created_at=now,
+    )
+    r.sku_id = sku_id
+    r.quantity = quantity
+    r.from_stock = p.from_stock
+    r.batch_units_json = json.dumps([[b, u] for b, u in p.from_batches])
+    r.promised_date = p.date
+    r.ready_at = p.ready_at
+    r.in_stock = p.in_stock
+    r.explanation = p.explanation[:300]
+    r.message = p.message
+    r.params_json = json.dumps(params)
+    r.created_at = now
+    r.released_at = None
+    session.add(r)
+    session.flush()
+    return p
+
+
+def frozen_promise(session: Session, order_id: int) -> pr.Promise | None:
+    r = _active_reservation(session, order_id)
+    return _promise_of(r) if r else None
+
+
+def release_for_order(session: Session, order_id: int, now: datetime) -> int:
+    """Give back what an order holds (cancel/refund): held nodes → available, nodes being
+    provisioned → wiping (the customer's keys may be on them), batch units → free.
+    Leased nodes are untouched (a lease ends through ``mark_nodes``). Returns nodes freed."""
+    freed = 0
+    r = _active_reservation(session, order_id)
+    if r is not None:
+        _lock_sku(session, r.sku_id, now)
+    for n in nodes_for_order(session, order_id):
+        if n.state == NodeState.held.value:
+            n.state = NodeState.available.value
+            n.order_id = None
+            freed += 1
+        elif n.state == NodeState.provisioning.value:
+            n.state = NodeState.wiping.value
+        else:
+            continue
+        n.updated_at = now
+        session.add(n)
+    if r is not None:
+        for batch_id, units in json.loads(r.batch_units_json or "[]"):
+            b = session.get(IncomingBatch, int(batch_id))
+            if b is not None and b.status == BatchStatus.expected.value:
+                b.reserved = max(0, b.reserved - int(units))
+                session.add(b)
+        r.batch_units_json = "[]"
+        r.released_at = now
+        session.add(r)
+    session.flush()
+    return freed
+
+
+def nodes_for_order(session: Session, order_id: int) -> list[Node]:
+    return list(
+        session.exec(select(Node).where(Node.order_id == order_id).order_by(col(Node.id))).all()
+    )
+
+
+def waiting_units(session: Session, order_id: int) -> int:
+    """Units of the order still waiting for an incoming batch."""
+    r = _active_reservation(session, order_id)
+    if r is None:
+        return 0
+    return sum(int(u) for _b, u in json.loads(r.batch_units_json or "[]"))
+
+
+ALLOWED_ORDER_STATES = {
+    NodeState.held.value,
+    NodeState.provisioning.value,
+    NodeState.leased.value,
+    NodeState.wiping.value,
+    NodeState.available.value,
+}
+
+
+def mark_nodes(session: Session, order_id: int, state: str, now: datetime) -> list[Node]:
+    """Move every node of an order to ``state`` (ops: provisioning → leased → wiping →
+    available). ``available`` unlinks the nodes from the order."""
+    if state not in ALLOWED_ORDER_STATES:
+        raise InvalidInput(N_("Unknown node state."), field="state")
+    nodes = nodes_for_order(session, order_id)
+    for n in nodes:
+        n.state = state
+        if state == NodeState.available.value:
+            n.order_id = None
+        n.updated_at = now
+        session.add(n)
+    if state in (NodeState.wiping.value, NodeState.available.value):
+        r = _active_reservation(session, order_id)
+        if r is not None and state == NodeState.available.value:
+            r.released_at = now
+            session.add(r)
+    session.flush()
+    return nodes
+
+
+# ------------------------------------------------------------------ IPs
+
+SKU_SUBNETS = {
+    "hgx-h100": "10.20.1.0/24",
+    "hgx-h200": "10.20.2.0/24",
+    "hgx-b200": "10.20.3.0/24",
+    "hgx-b300": "10.20.4.0/24",
+    "mi355x": "10.20.5.0/24",
+    "gb300-nvl72": "10.20.6.0/24",
+}
+
+
+def subnet_for(sku_id: str) -> ipaddress.IPv4Network:
+    return ipaddress.ip_network(SKU_SUBNETS.get(sku_id, "10.20.99.0/24"))  # type: ignore[return-value]
+
+
+def free_ip_pool(session: Session, sku_id: str, limit: int = 16) -> list[str]:
+    """Unused management addresses in the SKU's private subnet (first ten reserved)."""
+    used = set(session.exec(select(Node.mgmt_ip).where(Node.mgmt_ip != "")).all())
+    out = []
+    for i, host in enumerate(subnet_for(sku_id).hosts()):
+        if i < 10:
+            continue
+        if str(host) not in used:
+            out.append(str(host))
+            if len(out) >= limit:
+                break
+    return out
+
+
+# ------------------------------------------------------------------ ops: nodes and batches
+
+
+def _valid_ip(ip: str) -> str:
+    ip = ip.strip()
+    if not ip:
+        return ""
+    try:
+        return str(ipaddress.ip_address(ip))
+    except ValueError:
+        raise InvalidInput(N_("Enter an IP address like 10.20.3.14."), field="mgmt_ip") from None
+
+
+def _next_hostname(session: Session, sku_id: str) -> str:
+    short = sku_id.replace("hgx-", "")
+    n = session.exec(select(func.count()).select_from(Node).where(Node.sku_id == sku_id)).one()
+    k = int(n) + 1
+    while session.exec(select(Node).where(Node.hostname == f"{short}-{k:03d}")).first():
+        k += 1
+    return f"{short}-{k:03d}"
+
+
+def add_node(
+    session: Session,
+    *,
+    sku_id: str,
+    now: datetime,
+    actor: Any = None,
+    hostname: str = "",
+    mgmt_ip: str = "",
+    state: str = NodeState.available.value,
+    batch_id: int | None = None,
+    order_id: int | None = None,
+    ip: str = "",
+) -> Node:
+    s = get_spec(sku_id)
+    if not s.self_serve:
+        raise InvalidInput(
+            N_("Racks are handled by sales; they are not stocked as nodes."), field="sku_id"
+        )
+    if state not in (NodeState.available.value, NodeState.maintenance.value, NodeState.held.value):
+        raise InvalidInput(N_("A new node starts as available or in maintenance."), field="state")
+    hostname = hostname.strip() or _next_hostname(session, sku_id)
+    if len(hostname) > 80:
+        raise InvalidInput(N_("Keep the host name under 80 characters."), field="hostname")
+    if session.exec(select(Node).where(Node.hostname == hostname)).first():
+        raise InvalidInput(N_("Another node already has this host name."), field="hostname")
+    ip_ = _valid_ip(mgmt_ip)
+    if not ip_:
+        pool = free_ip_pool(session, sku_id, 1)
+        ip_ = pool[0] if pool else ""
+    elif session.exec(select(Node).where(Node.mgmt_ip == ip_)).first():
+        raise InvalidInput(N_("Another node already uses this address."), field="mgmt_ip")
+    node = Node(
+        sku_id=sku_id,
+        hostname=hostname,
+        state=state,
+        mgmt_ip=ip_,
+        batch_id=batch_id,
+        order_id=order_id,
+        created_at=now,
+        updated_at=now,
+    )
+    session.add(node)
+    session.flush()
+    audit.record(
+        session,
+        action="catalog.node_added",
+        now=now,
+        actor=actor,
+        target=f"node:{node.id}",
+        ip=ip,
+        sku=sku_id,
+        hostname=hostname,
+        mgmt_ip=ip_,
+        state=state,
+    )
+    return node
+
+
+# Which states ops may set by hand on the stock page. Nodes tied to an order move with the
+# order (mark_nodes); by hand only free nodes move between available and maintenance, and a
+# node whose wipe finished goes back to available.
+MANUAL_STATES = (NodeState.available.value, NodeState.maintenance.value)
+
+
+def update_node(
+    session: Session,
+    node_id: int,
+    *,
+    now: datetime,
+    actor: Any = None,
+    state: str | None = None,
+    mgmt_ip: str | None = None,
+    note: str | None = None,
+    ip: str = "",
+) -> Node:
+    node = session.get(Node, node_id)
+    if node is None:
+        raise NotFound(N_("There is no such node."))
+    _lock_sku(session, node.sku_id, now)
+    session.refresh(node)
+    before = {"state": node.state, "mgmt_ip": node.mgmt_ip}
+    if state is not None and state != node.state:
+        if state not in MANUAL_STATES:
+            raise InvalidInput(
+                N_("By hand, a node can only be made available or put in maintenance."),
+                field="state",
+            )
+        if node.order_id is not None and node.state != NodeState.wiping.value:
+            raise Conflict(N_("This node belongs to an order; change it from the order."))
+        node.state = state
+        if state == NodeState.available.value:
+            node.order_id = None
+    if mgmt_ip is not None:
+        new_ip = _valid_ip(mgmt_ip)
+        if new_ip and new_ip != node.mgmt_ip:
+            clash = session.exec(
+                select(Node).where(Node.mgmt_ip == new_ip, Node.id != node.id)
+            ).first()
+            if clash:
+                raise InvalidInput(N_("Another node already uses this address."), field="mgmt_ip")
+        node.mgmt_ip = new_ip
+    if note is not None:
+        node.note = note.strip()[:300]
+    node.updated_at = now
+    session.add(node)
+    audit.record(
+        session,
+        action="catalog.node_changed",
+        now=now,
+        actor=actor,
+        target=f"node:{node.id}",
+        ip=ip,
+        before=before,
+        after={"state": node.state, "mgmt_ip": node.mgmt_ip},
+    )
+    session.flush()
+    return node
+
+
+def add_batch(
+    session: Session,
+    *,
+    sku_id: str,
+    quantity: int,
+    expected_on: date,
+    now: datetime,
+    actor: Any = None,
+    note: str = "",
+    ip: str = "",
+) -> IncomingBatch:
+    s = get_spec(sku_id)
+    errors = {}
+    if not s.self_serve:
+        errors["sku_id"] = N_("Racks are handled by sales; they are not stocked as nodes.")
+    if not 1 <= quantity <= 500:
+        errors["quantity"] = N_("A batch has between 1 and 500 nodes.")
+    if expected_on < now.date():
+        errors["expected_on"] = N_("The expected date cannot be in the past.")
+    if errors:
+        raise InvalidInput(errors=errors)
+    b = IncomingBatch(
+        sku_id=sku_id,
+        quantity=quantity,
+        expected_on=expected_on,
+        note=note.strip()[:300],
+        created_at=now,
+    )
+    session.add(b)
+    session.flush()
+    audit.record(
+        session,
+        action="catalog.batch_added",
+        now=now,
+        actor=actor,
+        target=f"batch:{b.id}",
+        ip=ip,
+        sku=sku_id,
+        quantity=quantity,
+        expected_on=expected_on.isoformat(),
+    )
+    return b
+
+
+def update_batch(
+    session: Session,
+    batch_id: int,
+    *,
+    now: datetime,
+    actor: Any = None,
+    quantity: int | None = None,
+    expected_on: date | None = None,
+    ip: str = "",
+) -> IncomingBatch:
+    b = session.get(IncomingBatch, batch_id)
+    if b is None:
+        raise NotFound(N_("There is no such batch."))
+    _lock_sku(session, b.sku_id, now)
+    session.refresh(b)
+    if b.status != BatchStatus.expected.value:
+        raise Conflict(N_("This batch has already arrived."))
+    errors = {}
+    if quantity is not None and not max(1, b.reserved) <= quantity <= 500:
+        errors["quantity"] = N_("Between the units already promised to orders and 500.")
+    if expected_on is not None and expected_on < now.date():
+        errors["expected_on"] = N_("The expected date cannot be in the past.")
+    if errors:
+        raise InvalidInput(errors=errors)
+    before = {"quantity": b.quantity, "expected_on": b.expected_on.isoformat()}
+    if quantity is not None:
+        b.quantity = quantity
+    if expected_on is not None:
+        b.expected_on = expected_on
+    session.add(b)
+    audit.record(
+        session,
+        action="catalog.batch_changed",
+        now=now,
+        actor=actor,
+        target=f"batch:{b.id}",
+        ip=ip,
+        before=before,
+        after={"quantity": b.quantity, "expected_on": b.expected_on.isoformat()},
+    )
+    session.flush()
+    return b
+
+
+def mark_batch_arrived(
+    session: Session, batch_id: int, *, now: datetime, actor: Any = None, ip: str = ""
+) -> list[Node]:
+    """The batch is in the data centre: create its nodes; units promised to orders become
+    nodes held for those orders (oldest reservation first), the rest are available."""
+    b = session.get(IncomingBatch, batch_id)
+    if b is None:
+        raise NotFound(N_("There is no such batch."))
+    _lock_sku(session, b.sku_id, now)
+    session.refresh(b)
+    if b.status != BatchStatus.expected.value:
+        raise Conflict(N_("This batch has already arrived."))
+    # Orders waiting on this batch, oldest first.
+    waiting: list[tuple[StockReservation, int]] = []
+    for r in session.exec(
+        select(StockReservation)
+        .where(StockReservation.sku_id == b.sku_id, col(StockReservation.released_at).is_(None))
+        .order_by(col(StockReservation.created_at), col(StockReservation.id))
+    ).all():
+        units = json.loads(r.batch_units_json or "[]")
+        for bid, u in units:
+            if int(bid) == b.id:
+                waiting.append((r, int(u)))
+    nodes = []
+    for r, units in waiting:
+        for _ in range(units):
+            nodes.append(
+                add_node(
+                    session,
+                    sku_id=b.sku_id,
+                    now=now,
+                    actor=actor,
+                    state=NodeState.held.value,
+                    batch_id=b.id,
+                    order_id=r.order_id,
+                    ip=ip,
+                )
+            )
+        rest = [[bid, u] for bid, u in json.loads(r.batch_units_json or "[]") if int(bid) != b.id]
+        r.batch_units_json = json.dumps(rest)
+        r.from_stock += units
+        session.add(r)
+    for _ in range(b.quantity - len(nodes)):
+        nodes.append(add_node(session, sku_id=b.sku_id, now=now, actor=actor, batch_id=b.id, ip=ip))
+    b.status = BatchStatus.arrived.value
+    b.arrived_at = now
+    b.reserved = 0
+    session.add(b)
+    audit.record(
+        session,
+        action="catalog.batch_arrived",
+        now=now,
+        actor=actor,
+        target=f"batch:{b.id}",
+        ip=ip,
+        nodes=len(nodes),
+    )
+    session.flush()
+    return nodes
+
+
+def set_lead_time(
+    session: Session, sku_id: str, days: int, *, now: datetime, actor: Any = None, ip: str = ""
+) -> SkuStock:
+    get_spec(sku_id)
+    if not 1 <= days <= 60:
+        raise InvalidInput(N_("Lead time is between 1 and 60 business days."), field="lead_time")
+    row = _lock_sku(session, sku_id, now)
+    old = row.lead_time_business_days
+    row.lead_time_business_days = days
+    row.updated_at = now
+    session.add(row)
+    audit.record(
+        session,
+        action="catalog.lead_time_changed",
+        now=now,
+        actor=actor,
+        target=f"sku:{sku_id}",
+        ip=ip,
+        old=old,
+        new=days,
+    )
+    session.flush()
+    return row
+
+
+def all_nodes(session: Session) -> list[Node]:
+    return list(session.exec(select(Node).order_by(col(Node.sku_id), col(Node.hostname))).all())
+
+
+def all_batches(session: Session, include_done: bool = False) -> list[IncomingBatch]:
+    q = select(IncomingBatch).order_by(col(IncomingBatch.expected_on), col(IncomingBatch.id))
+    if not include_done:
+        q = q.where(IncomingBatch.status == BatchStatus.expected.value)
+    return list(session.exec(q).all())

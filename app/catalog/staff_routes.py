@@ -1,0 +1,255 @@
+"""Staff: nodes, incoming batches, lead times and list prices (mounted under /staff).
+
+Sales and ops may look; only ops may change anything (``OpsUser`` on every POST).
+Every change is audited (``app.accounts.audit.record``) by the service.
+"""
+
+from __future__ import annotations
+
+from datetime import date
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from sqlmodel import Session
+
+from app.accounts.audit import client_ip
+from app.accounts.deps import OpsUser, StaffUser
+from app.catalog import service as svc
+from app.catalog.models import NODE_STATE_LABELS, NodeState
+from app.catalog.specs import all_specs
+from app.errors import N_, InvalidInput
+from app.money import parse_amount
+from app.web.deps import NowDep, SessionDep
+from app.web.flash import flash
+from app.web.i18n import gettext as _
+from app.web.templating import render
+
+router = APIRouter()
+
+
+def _page(
+    request: Request,
+    session: Session,
+    now: Any,
+    *,
+    form: str = "",
+    errors: dict[str, str] | None = None,
+    values: dict[str, str] | None = None,
+    status: int = 200,
+) -> Response:
+    specs = [s for s in all_specs()]
+    nodes = svc.all_nodes(session)
+    return render(
+        request,
+        "catalog/staff_nodes.html",
+        {
+            "specs": specs,
+            "stock_specs": [s for s in specs if s.self_serve],
+            "summary": svc.stock_summary(session),
+            "nodes": nodes,
+            "batches": svc.all_batches(session),
+            "prices": svc.list_prices(session),
+            "history": svc.price_history(session),
+            "lead_times": {s.id: svc.lead_time_days(session, s.id) for s in specs if s.self_serve},
+            "states": [(st.value, _(NODE_STATE_LABELS[st])) for st in NodeState],
+            "manual_states": [
+                (st, _(NODE_STATE_LABELS[NodeState(st)])) for st in svc.MANUAL_STATES
+            ],
+            "state_label": lambda st: _(NODE_STATE_LABELS.get(NodeState(st), st)),
+            "promises": svc.promises_for_all(session, now),
+            "can_edit": bool(request.state.user and request.state.user.is_ops),
+            "form": form,
+            "errors": {k: _(v) for k, v in (errors or {}).items()},
+            "values": values or {},
+            "today": now.date().isoformat(),
+        },
+        status_code=status,
+    )
+
+
+def _back(anchor: str = "") -> Response:
+    return RedirectResponse(f"/staff/nodes{anchor}", status_code=303)
+
+
+async def _form(request: Request) -> dict[str, str]:
+    data = await request.form()
+    return {k: str(v) for k, v in data.items() if k != "csrf_token"}
+
+
+def _int(value: str, field: str, message: str) -> int:
+    try:
+        return int(value.strip())
+    except (ValueError, AttributeError):
+        raise InvalidInput(errors={field: message}) from None
+
+
+def _date(value: str, field: str) -> date:
+    try:
+        return date.fromisoformat(value.strip())
+    except ValueError:
+        raise InvalidInput(errors={field: N_("Enter a date (YYYY-MM-DD).")}) from None
+
+
+@router.get("/nodes", response_class=HTMLResponse)
+def stock_page(request: Request, session: SessionDep, now: NowDep, user: StaffUser) -> Response:
+    return _page(request, session, now)
+
+
+@router.post("/nodes/add", response_class=HTMLResponse)
+async def node_add(request: Request, session: SessionDep, now: NowDep, user: OpsUser) -> Response:
+    f = await _form(request)
+    try:
+        node = svc.add_node(
+            session,
+            sku_id=f.get("sku_id", ""),
+            hostname=f.get("hostname", ""),
+            mgmt_ip=f.get("mgmt_ip", ""),
+            state=f.get("state", NodeState.available.value),
+            now=now,
+            actor=user,
+            ip=client_ip(request),
+        )
+    except InvalidInput as e:
+        session.rollback()
+        return _page(request, session, now, form="node-add", errors=e.errors, values=f, status=422)
+    flash(request, _("Node {name} added.").format(name=node.hostname), "success")
+    return _back("#nodes")
+
+
+@router.post("/nodes/{node_id}", response_class=HTMLResponse)
+async def node_change(
+    request: Request, node_id: int, session: SessionDep, now: NowDep, user: OpsUser
+) -> Response:
+    f = await _form(request)
+    try:
+        node = svc.update_node(
+            session,
+            node_id,
+            now=now,
+            actor=user,
+            state=f.get("state") or None,
+            mgmt_ip=f.get("mgmt_ip") if "mgmt_ip" in f else None,
+            note=f.get("note") if "note" in f else None,
+            ip=client_ip(request),
+        )
+    except InvalidInput as e:
+        session.rollback()
+        return _page(
+            request, session, now, form=f"node-{node_id}", errors=e.errors, values=f, status=422
+        )
+    flash(request, _("Node {name} saved.").format(name=node.hostname), "success")
+    return _back(f"#node-{node_id}")
+
+
+@router.post("/batches/add", response_class=HTMLResponse)
+async def batch_add(request: Request, session: SessionDep, now: NowDep, user: OpsUser) -> Response:
+    f = await _form(request)
+    try:
+        qty = _int(f.get("quantity", ""), "quantity", N_("Enter a whole number of nodes."))
+        when = _date(f.get("expected_on", ""), "expected_on")
+        svc.add_batch(
+            session,
+            sku_id=f.get("sku_id", ""),
+            quantity=qty,
+            expected_on=when,
+            now=now,
+            actor=user,
+            note=f.get("note", ""),
+            ip=client_ip(request),
+        )
+    except InvalidInput as e:
+        session.rollback()
+        return _page(request, session, now, form="batch-add", errors=e.errors, values=f, status=422)
+    flash(request, _("Incoming batch added."), "success")
+    return _back("#batches")
+
+
+@router.post("/batches/{batch_id}", response_class=HTMLResponse)
+async def batch_change(
+    request: Request, batch_id: int, session: SessionDep, now: NowDep, user: OpsUser
+) -> Response:
+    f = await _form(request)
+    try:
+        qty = _int(f.get("quantity", ""), "quantity", N_("Enter a whole number of nodes."))
+        when = _date(f.get("expected_on", ""), "expected_on")
+        svc.update_batch(
+            session,
+            batch_id,
+            now=now,
+            actor=user,
+            quantity=qty,
+            expected_on=when,
+            ip=client_ip(request),
+        )
+    except InvalidInput as e:
+        session.rollback()
+        return _page(
+            request, session, now, form=f"batch-{batch_id}", errors=e.errors, values=f, status=422
+        )
+    flash(request, _("Batch saved."), "success")
+    return _back("#batches")
+
+
+@router.post("/batches/{batch_id}/arrived", response_class=HTMLResponse)
+def batch_arrived(
+    request: Request, batch_id: int, session: SessionDep, now: NowDep, user: OpsUser
+) -> Response:
+    nodes = svc.mark_batch_arrived(session, batch_id, now=now, actor=user, ip=client_ip(request))
+    flash(request, _("Batch arrived: {n} nodes added to stock.").format(n=len(nodes)), "success")
+    return _back("#nodes")
+
+
+@router.post("/prices/{sku_id}", response_class=HTMLResponse)
+async def price_change(
+    request: Request, sku_id: str, session: SessionDep, now: NowDep, user: OpsUser
+) -> Response:
+    f = await _form(request)
+    try:
+        try:
+            cents = parse_amount(f.get("price", ""))
+        except ValueError:
+            raise InvalidInput(
+                errors={"price": N_("Enter a price in US$, for example 34900.")}
+            ) from None
+        try:
+            change = svc.set_list_price(
+                session,
+                sku_id=sku_id,
+                cents=cents,
+                reason=f.get("reason", ""),
+                actor=user,
+                now=now,
+                ip=client_ip(request),
+            )
+        except InvalidInput as e:
+            if "cents" in e.errors:
+                e.errors["price"] = e.errors.pop("cents")
+            raise
+    except InvalidInput as e:
+        session.rollback()
+        return _page(
+            request, session, now, form=f"price-{sku_id}", errors=e.errors, values=f, status=422
+        )
+    if change is None:
+        flash(request, _("The price is unchanged."), "info")
+    else:
+        flash(request, _("List price changed; it applies to new orders and quotes."), "success")
+    return _back("#prices")
+
+
+@router.post("/lead-times/{sku_id}", response_class=HTMLResponse)
+async def lead_time_change(
+    request: Request, sku_id: str, session: SessionDep, now: NowDep, user: OpsUser
+) -> Response:
+    f = await _form(request)
+    try:
+        days = _int(f.get("days", ""), "lead_time", N_("Enter a whole number of business days."))
+        svc.set_lead_time(session, sku_id, days, now=now, actor=user, ip=client_ip(request))
+    except InvalidInput as e:
+        session.rollback()
+        return _page(
+            request, session, now, form=f"lead-{sku_id}", errors=e.errors, values=f, status=422
+        )
+    flash(request, _("Lead time saved."), "success")
+    return _back("#prices")
