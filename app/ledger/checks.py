@@ -1,0 +1,128 @@
+"""Reconciliation: the invariants ``python -m app ledger check`` and the simulator verify."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy import text
+from sqlmodel import Session
+
+
+@dataclass(frozen=True)
+class Violation:
+    check: str
+    detail: str
+
+
+# (name, description, SQL returning one row per violation: first column is an id, rest detail)
+CHECKS: tuple[tuple[str, str, str], ...] = (
+    (
+        "zero_sum",
+        "every entry has two or more postings summing to zero",
+        """SELECT e.id, COALESCE(SUM(p.amount_cents), 0), COUNT(p.id)
+           FROM ledger_entries e LEFT JOIN ledger_postings p ON p.entry_id = e.id
+           GROUP BY e.id HAVING COALESCE(SUM(p.amount_cents), 0) <> 0 OR COUNT(p.id) < 2""",
+    ),
+    (
+        "entry_amount",
+        "each entry's amount equals the sum of its credits",
+        """SELECT e.id, e.amount_cents, SUM(CASE WHEN p.amount_cents > 0 THEN p.amount_cents ELSE 0 END)
+           FROM ledger_entries e JOIN ledger_postings p ON p.entry_id = e.id
+           GROUP BY e.id, e.amount_cents
+           HAVING e.amount_cents <> SUM(CASE WHEN p.amount_cents > 0 THEN p.amount_cents ELSE 0 END)""",
+    ),
+    (
+        "ledger_balanced",
+        "all postings together sum to zero (money enters only through system accounts)",
+        """SELECT 0, SUM(amount_cents) FROM ledger_postings HAVING SUM(amount_cents) <> 0""",
+    ),
+    (
+        "cached_balances",
+        "each customer account's cached balance equals the sum of its postings",
+        """SELECT a.id, a.balance_cents, COALESCE(SUM(p.amount_cents), 0)
+           FROM ledger_accounts a LEFT JOIN ledger_postings p ON p.account_id = a.id
+           WHERE a.kind <> 'system'
+           GROUP BY a.id, a.balance_cents
+           HAVING a.balance_cents <> COALESCE(SUM(p.amount_cents), 0)""",
+    ),
+    (
+        "running_balances",
+        "each posting's balance-after equals the running sum of its account",
+        """SELECT p.id, p.balance_after_cents,
+                  (SELECT SUM(q.amount_cents) FROM ledger_postings q
+                    WHERE q.account_id = p.account_id AND q.id <= p.id)
+           FROM ledger_postings p JOIN ledger_accounts a ON a.id = p.account_id
+           WHERE a.kind <> 'system' AND p.balance_after_cents IS DISTINCT FROM
+                 (SELECT SUM(q.amount_cents) FROM ledger_postings q
+                   WHERE q.account_id = p.account_id AND q.id <= p.id)""",
+    ),
+    (
+        "non_negative",
+        "no customer balance (cached, summed, or after any posting) is negative",
+        """SELECT a.id, a.balance_cents, MIN(p.balance_after_cents)
+           FROM ledger_accounts a LEFT JOIN ledger_postings p ON p.account_id = a.id
+           WHERE a.kind <> 'system'
+           GROUP BY a.id, a.balance_cents
+           HAVING a.balance_cents < 0 OR MIN(p.balance_after_cents) < 0
+               OR COALESCE(SUM(p.amount_cents), 0) < 0""",
+    ),
+    (
+        "holds_resolved_once",
+        "each resolved hold has exactly one matching resolution entry; pending ones none",
+        """SELECT h.id, h.status, COUNT(e.id)
+           FROM ledger_holds h LEFT JOIN ledger_entries e
+             ON e.hold_id = h.id AND e.kind IN ('hold_post', 'hold_void')
+           GROUP BY h.id, h.status
+           HAVING (h.status = 'pending' AND COUNT(e.id) <> 0)
+               OR (h.status <> 'pending' AND COUNT(e.id) <> 1)
+               OR (h.status = 'posted' AND SUM(CASE WHEN e.kind = 'hold_post' THEN 1 ELSE 0 END) <> 1)
+               OR (h.status = 'voided' AND SUM(CASE WHEN e.kind = 'hold_void' THEN 1 ELSE 0 END) <> 1)""",
+    ),
+    (
+        "held_matches_holds",
+        "each customer's held balance equals the sum of their pending holds",
+        """SELECT a.user_id, a.balance_cents, COALESCE(SUM(h.amount_cents), 0)
+           FROM ledger_accounts a LEFT JOIN ledger_holds h
+             ON h.user_id = a.user_id AND h.status = 'pending'
+           WHERE a.kind = 'held'
+           GROUP BY a.user_id, a.balance_cents
+           HAVING a.balance_cents <> COALESCE(SUM(h.amount_cents), 0)""",
+    ),
+    (
+        "invoice_credited_once",
+        "each invoice is credited at most once",
+        """SELECT invoice_id, COUNT(*) FROM ledger_entries
+           WHERE kind = 'topup' GROUP BY invoice_id HAVING COUNT(*) > 1 OR invoice_id IS NULL""",
+    ),
+    (
+        "invoice_credit_matches",
+        "each top-up credit matches its invoice (customer, amount, crypto received)",
+        """SELECT e.id, e.amount_cents, i.credited_cents
+           FROM ledger_entries e LEFT JOIN payments_invoices i ON i.id = e.credit_invoice_id
+           WHERE e.kind = 'topup' AND (i.id IS NULL OR i.credited_cents IS NULL
+                 OR i.credited_cents <> e.amount_cents OR i.user_id <> e.user_id
+                 OR i.credit_entry_id IS DISTINCT FROM e.id)""",
+    ),
+    (
+        "invoice_credit_exists",
+        "each invoice marked credited has its ledger entry",
+        """SELECT i.id, i.credited_cents, i.credit_entry_id
+           FROM payments_invoices i LEFT JOIN ledger_entries e ON e.credit_invoice_id = i.id
+           WHERE i.credit_entry_id IS NOT NULL AND e.id IS NULL""",
+    ),
+)
+
+
+def run_checks(session: Session, *, only: set[str] | None = None) -> list[Violation]:
+    """Run every invariant check; an empty list means the ledger reconciles."""
+    out: list[Violation] = []
+    for name, _desc, sql in CHECKS:
+        if only is not None and name not in only:
+            continue
+        for row in session.exec(text(sql)).all():  # type: ignore[call-overload]
+            out.append(Violation(name, ", ".join(str(v) for v in row)))
+    return out
+
+
+def describe() -> list[tuple[str, str]]:
+    return [(name, desc) for name, desc, _ in CHECKS]

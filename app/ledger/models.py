@@ -1,0 +1,134 @@
+"""Ledger tables: accounts, journal entries, postings (append-only), holds, idempotency.
+
+Database guarantees (belt and braces under the service's row locks):
+- ``ck_ledger_accounts_nonneg``: a customer account (available/held) never goes below zero;
+- ``uq_ledger_entries_credit_invoice_id``: one top-up credit per invoice;
+- ``uq_ledger_entries_resolves_hold_id``: one resolution (post or void) per hold;
+- ``uq_ledger_idem_user_key``: one result per idempotency key and customer;
+- ``uq_ledger_postings_entry_account``: one posting per account in an entry.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import BigInteger, CheckConstraint, Column, DateTime, String, UniqueConstraint
+from sqlmodel import Field, SQLModel
+
+
+def _dt(nullable: bool = False, index: bool = False) -> Column:  # type: ignore[type-arg]
+    return Column(DateTime(timezone=True), nullable=nullable, index=index)
+
+
+class LedgerAccount(SQLModel, table=True):
+    """A customer has two accounts (``available``, ``held``); system accounts have a code.
+
+    ``balance_cents`` is a cache of the sum of the account's postings for customer accounts,
+    written in the same statement that checks it (conditional UPDATE); ``ledger check``
+    compares it with the sum. System accounts are not cached (no hot row every customer's
+    transaction would queue on); their balances are derived by summing.
+    """
+
+    __tablename__ = "ledger_accounts"
+    __table_args__ = (
+        UniqueConstraint("user_id", "kind", name="uq_ledger_accounts_user_kind"),
+        CheckConstraint("kind = 'system' OR balance_cents >= 0", name="nonneg"),
+    )
+    id: int | None = Field(default=None, primary_key=True)
+    code: str = Field(sa_column=Column(String(64), unique=True, nullable=False))
+    kind: str = Field(max_length=16)  # available | held | system
+    user_id: int | None = Field(default=None, foreign_key="users.id", index=True)
+    name: str = Field(default="", max_length=120)
+    balance_cents: int = Field(default=0, sa_column=Column(BigInteger, nullable=False, default=0))
+    created_at: datetime = Field(sa_column=_dt())
+
+
+class JournalEntry(SQLModel, table=True):
+    """One movement of money: two or more postings summing to zero. Never updated."""
+
+    __tablename__ = "ledger_entries"
+    id: int | None = Field(default=None, primary_key=True)
+    kind: str = Field(max_length=24, index=True)  # EntryKind
+    reason: str = Field(default="", max_length=300)  # reason code / text shown on statements
+    user_id: int | None = Field(default=None, foreign_key="users.id", index=True)
+    order_id: int | None = Field(default=None, index=True)
+    invoice_id: int | None = Field(default=None, index=True)
+    quote_id: int | None = Field(default=None, index=True)
+    hold_id: int | None = Field(default=None, index=True)
+    actor_id: int | None = Field(default=None, foreign_key="users.id")
+    # Exactly-once guards (NULL for other kinds; NULLs never collide).
+    credit_invoice_id: int | None = Field(default=None, sa_column=Column(BigInteger, unique=True))
+    resolves_hold_id: int | None = Field(default=None, sa_column=Column(BigInteger, unique=True))
+    corrects_entry_id: int | None = Field(default=None)
+    # A crypto receipt converted once at the invoice's locked rate, stored exactly.
+    crypto_currency: str = Field(default="", max_length=8)
+    crypto_amount: str = Field(default="", max_length=40)  # integer, smallest unit
+    rate: str = Field(default="", max_length=40)  # decimal, US$ per whole coin
+    amount_cents: int = Field(sa_column=Column(BigInteger, nullable=False))  # the moved amount
+    created_at: datetime = Field(sa_column=_dt(index=True))
+
+
+class Posting(SQLModel, table=True):
+    """One leg of an entry. ``balance_after_cents`` is the account's balance right after it
+    (customer accounts only, read from the same locked UPDATE)."""
+
+    __tablename__ = "ledger_postings"
+    __table_args__ = (
+        UniqueConstraint("entry_id", "account_id", name="uq_ledger_postings_entry_account"),
+    )
+    id: int | None = Field(default=None, primary_key=True)
+    entry_id: int = Field(foreign_key="ledger_entries.id", index=True)
+    account_id: int = Field(foreign_key="ledger_accounts.id", index=True)
+    amount_cents: int = Field(sa_column=Column(BigInteger, nullable=False))
+    balance_after_cents: int | None = Field(default=None, sa_column=Column(BigInteger))
+    created_at: datetime = Field(sa_column=_dt())
+
+
+class Hold(SQLModel, table=True):
+    """A reservation: pending → posted | voided, exactly once."""
+
+    __tablename__ = "ledger_holds"
+    id: int | None = Field(default=None, primary_key=True)
+    user_id: int = Field(foreign_key="users.id", index=True)
+    amount_cents: int = Field(sa_column=Column(BigInteger, nullable=False))
+    status: str = Field(default="pending", max_length=16, index=True)
+    reason: str = Field(default="", max_length=300)
+    order_id: int | None = Field(default=None, index=True)
+    idempotency_key: str = Field(max_length=120)
+    entry_id: int | None = Field(default=None)  # the hold entry (available → held)
+    resolve_entry_id: int | None = Field(default=None)  # the post/void entry
+    resolve_reason: str = Field(default="", max_length=300)
+    created_at: datetime = Field(sa_column=_dt())
+    resolved_at: datetime | None = Field(default=None, sa_column=_dt(nullable=True))
+    actor_id: int | None = Field(default=None)
+    resolved_by: int | None = Field(default=None)
+
+
+class IdempotencyRecord(SQLModel, table=True):
+    """The first *successful* result of a money-moving command, per customer and key."""
+
+    __tablename__ = "ledger_idempotency"
+    __table_args__ = (UniqueConstraint("user_id", "key", name="uq_ledger_idem_user_key"),)
+    id: int | None = Field(default=None, primary_key=True)
+    user_id: int = Field(foreign_key="users.id", index=True)
+    key: str = Field(max_length=120)
+    command: str = Field(max_length=24)
+    fingerprint: str = Field(max_length=64)
+    hold_id: int | None = None
+    entry_id: int | None = None
+    created_at: datetime = Field(sa_column=_dt())
+
+
+class DeclinedAttempt(SQLModel, table=True):
+    """A debit refused for insufficient funds (kept for support and for the statement)."""
+
+    __tablename__ = "ledger_declined"
+    id: int | None = Field(default=None, primary_key=True)
+    user_id: int = Field(foreign_key="users.id", index=True)
+    key: str = Field(max_length=120)
+    command: str = Field(max_length=24)
+    amount_cents: int = Field(sa_column=Column(BigInteger, nullable=False))
+    available_cents: int = Field(sa_column=Column(BigInteger, nullable=False))
+    order_id: int | None = None
+    reason: str = Field(default="", max_length=300)
+    created_at: datetime = Field(sa_column=_dt(index=True))

@@ -1,0 +1,786 @@
+"""The ledger service: every money movement of a customer goes through here.
+
+Contracts (see docs/architecture.md "Seams"): all functions take the caller's session and
+``now`` and never commit — the request (or ``app.db.transaction``) owns the transaction, so
+an order's state, its ledger entry and its inventory hold commit together or not at all.
+
+How "never negative" holds under concurrency
+--------------------------------------------
+Every command on a customer first locks the customer's *available* account row
+(``SELECT … FOR UPDATE`` on PostgreSQL; SQLite transactions already start with
+``BEGIN IMMEDIATE`` so writers are serialised). The debit itself is one conditional
+statement, ``UPDATE ledger_accounts SET balance_cents = balance_cents - :a WHERE id = :id
+AND balance_cents >= :a RETURNING balance_cents``: no row back means insufficient funds.
+A ``CHECK (balance_cents >= 0)`` on customer accounts backs this up in the database. The
+per-customer lock (always *available* before *held*) also serialises idempotency look-ups.
+
+Idempotency keys
+----------------
+Keys are scoped to the customer. The first *successful* command with a key is recorded
+(``ledger_idempotency``); a replay with the same parameters (command, amount, order)
+returns that first result, a replay with different parameters raises
+``IdempotencyConflict`` (409). A refused attempt (insufficient funds) is recorded in
+``ledger_declined`` — in the caller's transaction, so it persists when the caller handles
+the error (the checkout does: it re-renders the review with a top-up offer) — but does *not*
+bind the key: after a top-up, the same key (the same checkout form) is a new attempt that
+can succeed. Two attempts can never both succeed, because success binds the key under the
+customer's lock.
+
+Holds resolve exactly once
+--------------------------
+``post_hold``/``void_hold`` on a pending hold apply once (conditional status UPDATE plus a
+unique ``resolves_hold_id`` on the entry). Calling the *same* resolution again is an
+idempotent no-op returning the first entry (a retried delivery or cancel click); calling
+the *other* one raises ``HoldAlreadyResolved`` (409).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import func, update
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session, col, select
+
+from app import errors
+from app.errors import N_
+from app.ledger.models import (
+    DeclinedAttempt,
+    Hold,
+    IdempotencyRecord,
+    JournalEntry,
+    LedgerAccount,
+    Posting,
+)
+from app.ledger.postings import (
+    AccountKind,
+    EntryKind,
+    HoldStatus,
+    SystemAccount,
+    legs_for,
+    resolve_transition,
+)
+from app.money import format_cents
+
+SYSTEM_NAMES = {
+    SystemAccount.crypto_receipts: N_("Crypto receipts"),
+    SystemAccount.promotions: N_("Promotions"),
+    SystemAccount.adjustments: N_("Manual adjustments"),
+    SystemAccount.revenue: N_("Revenue"),
+}
+MAX_CENTS = 10**12  # US$10 billion: anything larger is a typo, not a payment
+
+
+class InsufficientBalance(errors.InsufficientBalance):
+    default_message = N_("Your balance is too low for this payment: {shortfall} more is needed.")
+
+    def __init__(
+        self, message: str | None = None, *, shortfall_cents: int, available_cents: int = 0
+    ):
+        self.shortfall_cents = shortfall_cents
+        self.available_cents = available_cents
+        super().__init__(
+            message,
+            shortfall=format_cents(shortfall_cents),
+            shortfall_cents=shortfall_cents,
+        )
+
+
+class IdempotencyConflict(errors.Conflict):
+    code = "idempotency_conflict"
+    default_message = N_(
+        "This request was already made with different details. Reload the page and try again."
+    )
+
+
+class HoldAlreadyResolved(errors.Conflict):
+    code = "hold_already_resolved"
+    default_message = N_("This reservation was already settled another way.")
+
+
+class _Short(Exception):
+    def __init__(self, available: int) -> None:
+        self.available = available
+
+
+@dataclass(frozen=True)
+class StatementLine:
+    entry_id: int
+    at: datetime
+    kind: str
+    reason: str
+    available_delta: int
+    held_delta: int
+    available_after: int | None
+    held_after: int | None
+    order_id: int | None
+    invoice_id: int | None
+    hold_id: int | None
+    quote_id: int | None
+    crypto_currency: str
+    crypto_amount: str
+    rate: str
+    actor_id: int | None
+
+
+# --- accounts -----------------------------------------------------------------------------
+
+
+def _code(user_id: int, kind: AccountKind) -> str:
+    return f"user:{user_id}:{kind.value}"
+
+
+def system_account(session: Session, which: SystemAccount, now: datetime) -> LedgerAccount:
+    acc = session.exec(select(LedgerAccount).where(LedgerAccount.code == which.value)).first()
+    if acc is not None:
+        return acc
+    return _create_account(
+        session,
+        LedgerAccount(
+            code=which.value, kind=AccountKind.system.value, name=SYSTEM_NAMES[which], created_at=now
+        ),
+    )
+
+
+def _create_account(session: Session, acc: LedgerAccount) -> LedgerAccount:
+    """Insert an account, or return the one a concurrent transaction created first."""
+    try:
+        with session.begin_nested():
+            session.add(acc)
+            session.flush()
+        return acc
+    except IntegrityError:
+        found = session.exec(select(LedgerAccount).where(LedgerAccount.code == acc.code)).first()
+        assert found is not None
+        return found
+
+
+def _find(session: Session, user_id: int, kind: AccountKind, lock: bool = False) -> LedgerAccount | None:
+    stmt = select(LedgerAccount).where(LedgerAccount.code == _code(user_id, kind))
+    if lock:
+        stmt = stmt.with_for_update()
+    return session.exec(stmt.execution_options(populate_existing=True)).first()
+
+
+def _lock_customer(session: Session, user_id: int, now: datetime) -> tuple[LedgerAccount, LedgerAccount]:
+    """Lock the customer's available account (the per-customer mutex); create both if new."""
+    avail = _find(session, user_id, AccountKind.available, lock=True)
+    if avail is None:
+        for kind in (AccountKind.available, AccountKind.held):
+            _create_account(
+                session,
+                LedgerAccount(
+                    code=_code(user_id, kind), kind=kind.value, user_id=user_id, created_at=now
+                ),
+            )
+        avail = _find(session, user_id, AccountKind.available, lock=True)
+    held = _find(session, user_id, AccountKind.held)
+    assert avail is not None and held is not None
+    return avail, held
+
+
+# --- the one write path -------------------------------------------------------------------
+
+
+def _move(
+    session: Session,
+    kind: EntryKind,
+    amount_cents: int,
+    *,
+    user_id: int,
+    now: datetime,
+    avail: LedgerAccount,
+    held: LedgerAccount,
+    before_entry: Any = None,
+    **entry_fields: Any,
+) -> JournalEntry:
+    """Apply the legs of one entry: balances (conditional debits) first, then the rows."""
+    legs = legs_for(kind, amount_cents)
+    resolved: list[tuple[LedgerAccount, int, int | None]] = []
+    for leg in legs:
+        if leg.account == AccountKind.available.value:
+            acc = avail
+        elif leg.account == AccountKind.held.value:
+            acc = held
+        else:
+            resolved.append((system_account(session, SystemAccount(leg.account), now), leg.amount_cents, None))
+            continue
+        stmt = (
+            update(LedgerAccount)
+            .where(col(LedgerAccount.id) == acc.id)
+            .values(balance_cents=LedgerAccount.balance_cents + leg.amount_cents)
+            .returning(LedgerAccount.balance_cents)
+            .execution_options(synchronize_session=False)
+        )
+        if leg.amount_cents < 0:
+            stmt = stmt.where(col(LedgerAccount.balance_cents) >= -leg.amount_cents)
+        row = session.exec(stmt).first()  # type: ignore[call-overload]
+        if row is None:
+            current = _find(session, user_id, AccountKind(acc.kind))
+            raise _Short(current.balance_cents if current else 0)
+        acc.balance_cents = int(row[0])
+        resolved.append((acc, leg.amount_cents, int(row[0])))
+    extra = before_entry() if before_entry else {}
+    entry = JournalEntry(
+        kind=kind.value,
+        user_id=user_id,
+        amount_cents=abs(amount_cents),
+        created_at=now,
+        **{**entry_fields, **extra},
+    )
+    session.add(entry)
+    session.flush()
+    for acc, amount, after in resolved:
+        session.add(
+            Posting(
+                entry_id=entry.id,  # type: ignore[arg-type]
+                account_id=acc.id,  # type: ignore[arg-type]
+                amount_cents=amount,
+                balance_after_cents=after,
+                created_at=now,
+            )
+        )
+    session.flush()
+    return entry
+
+
+def _check_amount(amount_cents: int, *, signed: bool = False) -> None:
+    if not isinstance(amount_cents, int) or isinstance(amount_cents, bool):
+        raise errors.InvalidInput(N_("The amount must be a whole number of cents."), field="amount")
+    if (amount_cents == 0) if signed else (amount_cents <= 0):
+        raise errors.InvalidInput(N_("The amount must be more than zero."), field="amount")
+    if abs(amount_cents) > MAX_CENTS:
+        raise errors.InvalidInput(N_("The amount is too large."), field="amount")
+
+
+def _check_key(key: str) -> None:
+    if not key or len(key) > 120:
+        raise errors.InvalidInput(N_("A request key (1–120 characters) is required."), field="idempotency_key")
+
+
+def _fingerprint(command: str, **params: Any) -> str:
+    raw = json.dumps({"command": command, **params}, sort_keys=True, default=str)
+    return hashlib.sha256(raw.encode()).hexdigest()
+
+
+def _replay(
+    session: Session, user_id: int, key: str, command: str, fingerprint: str
+) -> IdempotencyRecord | None:
+    rec = session.exec(
+        select(IdempotencyRecord).where(
+            IdempotencyRecord.user_id == user_id, IdempotencyRecord.key == key
+        )
+    ).first()
+    if rec is None:
+        return None
+    if rec.command != command or rec.fingerprint != fingerprint:
+        raise IdempotencyConflict()
+    return rec
+
+
+def _decline(
+    session: Session,
+    *,
+    user_id: int,
+    key: str,
+    command: str,
+    amount_cents: int,
+    available: int,
+    now: datetime,
+    order_id: int | None,
+    reason: str,
+) -> InsufficientBalance:
+    session.add(
+        DeclinedAttempt(
+            user_id=user_id,
+            key=key,
+            command=command,
+            amount_cents=amount_cents,
+            available_cents=available,
+            order_id=order_id,
+            reason=reason[:300],
+            created_at=now,
+        )
+    )
+    session.flush()
+    return InsufficientBalance(shortfall_cents=amount_cents - available, available_cents=available)
+
+
+# --- reads --------------------------------------------------------------------------------
+
+
+def available_cents(session: Session, user_id: int) -> int:
+    acc = _find(session, user_id, AccountKind.available)
+    return acc.balance_cents if acc else 0
+
+
+def held_cents(session: Session, user_id: int) -> int:
+    acc = _find(session, user_id, AccountKind.held)
+    return acc.balance_cents if acc else 0
+
+
+def balance_summary(session: Session, user_id: int) -> tuple[int, int]:
+    return available_cents(session, user_id), held_cents(session, user_id)
+
+
+def get_hold(session: Session, hold_id: int) -> Hold | None:
+    return session.get(Hold, hold_id)
+
+
+def statement(session: Session, user_id: int, limit: int = 50, offset: int = 0) -> list[StatementLine]:
+    """The customer's entries, newest first, with the change to available and held."""
+    entries = list(
+        session.exec(
+            select(JournalEntry)
+            .where(JournalEntry.user_id == user_id)
+            .order_by(col(JournalEntry.id).desc())
+            .limit(max(1, min(limit, 500)))
+            .offset(max(0, offset))
+        )
+    )
+    if not entries:
+        return []
+    avail = _find(session, user_id, AccountKind.available)
+    held = _find(session, user_id, AccountKind.held)
+    ids = [e.id for e in entries]
+    acc_ids = {a.id: a.kind for a in (avail, held) if a is not None}
+    postings = session.exec(
+        select(Posting).where(col(Posting.entry_id).in_(ids), col(Posting.account_id).in_(list(acc_ids)))
+    ).all()
+    by_entry: dict[int, dict[str, Posting]] = {}
+    for p in postings:
+        by_entry.setdefault(p.entry_id, {})[acc_ids[p.account_id]] = p
+    lines = []
+    for e in entries:
+        ps = by_entry.get(e.id or 0, {})
+        a, h = ps.get("available"), ps.get("held")
+        lines.append(
+            StatementLine(
+                entry_id=e.id or 0,
+                at=e.created_at,
+                kind=e.kind,
+                reason=e.reason,
+                available_delta=a.amount_cents if a else 0,
+                held_delta=h.amount_cents if h else 0,
+                available_after=a.balance_after_cents if a else None,
+                held_after=h.balance_after_cents if h else None,
+                order_id=e.order_id,
+                invoice_id=e.invoice_id,
+                hold_id=e.hold_id,
+                quote_id=e.quote_id,
+                crypto_currency=e.crypto_currency,
+                crypto_amount=e.crypto_amount,
+                rate=e.rate,
+                actor_id=e.actor_id,
+            )
+        )
+    return lines
+
+
+def statement_count(session: Session, user_id: int) -> int:
+    return int(
+        session.exec(
+            select(func.count()).select_from(JournalEntry).where(JournalEntry.user_id == user_id)
+        ).one()
+    )
+
+
+# --- commands -----------------------------------------------------------------------------
+
+
+def place_hold(
+    session: Session,
+    *,
+    user_id: int,
+    amount_cents: int,
+    idempotency_key: str,
+    now: datetime,
+    reason: str,
+    order_id: int | None = None,
+    actor_id: int | None = None,
+) -> Hold:
+    """Reserve money: it leaves *available* at once. Raises ``InsufficientBalance``."""
+    _check_amount(amount_cents)
+    _check_key(idempotency_key)
+    avail, held = _lock_customer(session, user_id, now)
+    fp = _fingerprint("hold", amount=amount_cents, order_id=order_id)
+    prior = _replay(session, user_id, idempotency_key, "hold", fp)
+    if prior is not None:
+        hold = session.get(Hold, prior.hold_id)
+        assert hold is not None
+        return hold
+    hold = Hold(
+        user_id=user_id,
+        amount_cents=amount_cents,
+        reason=reason[:300],
+        order_id=order_id,
+        idempotency_key=idempotency_key,
+        created_at=now,
+        actor_id=actor_id,
+    )
+
+    def _insert_hold() -> dict[str, Any]:
+        session.add(hold)
+        session.flush()
+        return {"hold_id": hold.id}
+
+    try:
+        entry = _move(
+            session,
+            EntryKind.hold,
+            amount_cents,
+            user_id=user_id,
+            now=now,
+            avail=avail,
+            held=held,
+            before_entry=_insert_hold,
+            reason=reason[:300],
+            order_id=order_id,
+            actor_id=actor_id,
+        )
+    except _Short as s:
+        raise _decline(
+            session,
+            user_id=user_id,
+            key=idempotency_key,
+            command="hold",
+            amount_cents=amount_cents,
+            available=s.available,
+            now=now,
+            order_id=order_id,
+            reason=reason,
+        ) from None
+    hold.entry_id = entry.id
+    session.add(hold)
+    session.add(
+        IdempotencyRecord(
+            user_id=user_id,
+            key=idempotency_key,
+            command="hold",
+            fingerprint=fp,
+            hold_id=hold.id,
+            entry_id=entry.id,
+            created_at=now,
+        )
+    )
+    session.flush()
+    return hold
+
+
+def _resolve(
+    session: Session,
+    hold_id: int,
+    wanted: HoldStatus,
+    *,
+    now: datetime,
+    reason: str,
+    actor_id: int | None,
+) -> JournalEntry:
+    hold = session.get(Hold, hold_id)
+    if hold is None:
+        raise errors.NotFound(N_("No such reservation."))
+    avail, held = _lock_customer(session, hold.user_id, now)
+    session.refresh(hold)  # re-read under the customer's lock
+    outcome = resolve_transition(HoldStatus(hold.status), wanted)
+    if outcome == "replay":
+        first = session.get(JournalEntry, hold.resolve_entry_id)
+        assert first is not None
+        return first
+    if outcome == "conflict":
+        raise HoldAlreadyResolved()
+    res = session.exec(  # type: ignore[call-overload]
+        update(Hold)
+        .where(col(Hold.id) == hold_id, col(Hold.status) == HoldStatus.pending.value)
+        .values(status=wanted.value, resolved_at=now, resolved_by=actor_id, resolve_reason=reason[:300])
+        .execution_options(synchronize_session=False)
+    )
+    if res.rowcount != 1:  # pragma: no cover - impossible under the customer's lock
+        raise HoldAlreadyResolved()
+    kind = EntryKind.hold_post if wanted is HoldStatus.posted else EntryKind.hold_void
+    try:
+        entry = _move(
+            session,
+            kind,
+            hold.amount_cents,
+            user_id=hold.user_id,
+            now=now,
+            avail=avail,
+            held=held,
+            reason=reason[:300] or hold.reason,
+            order_id=hold.order_id,
+            hold_id=hold.id,
+            resolves_hold_id=hold.id,
+            actor_id=actor_id,
+        )
+    except _Short:  # pragma: no cover - the held account always covers its pending holds
+        raise errors.Conflict(N_("The reservation does not match the held balance.")) from None
+    session.refresh(hold)
+    hold.resolve_entry_id = entry.id
+    session.add(hold)
+    session.flush()
+    return entry
+
+
+def post_hold(session: Session, hold_id: int, *, now: datetime, actor_id: int | None = None) -> JournalEntry:
+    """Capture a pending hold (held → revenue). Same call again: returns the first entry."""
+    return _resolve(session, hold_id, HoldStatus.posted, now=now, reason="", actor_id=actor_id)
+
+
+def void_hold(
+    session: Session, hold_id: int, *, now: datetime, reason: str, actor_id: int | None = None
+) -> JournalEntry:
+    """Release a pending hold back to available (a full refund of the reservation)."""
+    return _resolve(session, hold_id, HoldStatus.voided, now=now, reason=reason, actor_id=actor_id)
+
+
+def charge(
+    session: Session,
+    *,
+    user_id: int,
+    amount_cents: int,
+    idempotency_key: str,
+    now: datetime,
+    reason: str,
+    order_id: int | None = None,
+    actor_id: int | None = None,
+) -> JournalEntry:
+    """A direct debit (available → revenue), e.g. a monthly renewal."""
+    _check_amount(amount_cents)
+    _check_key(idempotency_key)
+    avail, held = _lock_customer(session, user_id, now)
+    fp = _fingerprint("charge", amount=amount_cents, order_id=order_id)
+    prior = _replay(session, user_id, idempotency_key, "charge", fp)
+    if prior is not None:
+        entry = session.get(JournalEntry, prior.entry_id)
+        assert entry is not None
+        return entry
+    try:
+        entry = _move(
+            session,
+            EntryKind.charge,
+            amount_cents,
+            user_id=user_id,
+            now=now,
+            avail=avail,
+            held=held,
+            reason=reason[:300],
+            order_id=order_id,
+            actor_id=actor_id,
+        )
+    except _Short as s:
+        raise _decline(
+            session,
+            user_id=user_id,
+            key=idempotency_key,
+            command="charge",
+            amount_cents=amount_cents,
+            available=s.available,
+            now=now,
+            order_id=order_id,
+            reason=reason,
+        ) from None
+    session.add(
+        IdempotencyRecord(
+            user_id=user_id,
+            key=idempotency_key,
+            command="charge",
+            fingerprint=fp,
+            entry_id=entry.id,
+            created_at=now,
+        )
+    )
+    session.flush()
+    return entry
+
+
+def credit_topup(
+    session: Session,
+    *,
+    user_id: int,
+    amount_cents: int,
+    invoice_id: int,
+    now: datetime,
+    crypto_amount: int | str,
+    currency: str,
+    rate: str,
+    reason: str = "",
+) -> JournalEntry:
+    """Credit a settled top-up invoice, at most once per invoice id (unique in the DB).
+
+    A second call for the same invoice returns the first entry when it agrees, and raises
+    ``Conflict`` when it does not (a bug upstream, never a second credit).
+    """
+    _check_amount(amount_cents)
+    avail, held = _lock_customer(session, user_id, now)
+    first = session.exec(select(JournalEntry).where(JournalEntry.credit_invoice_id == invoice_id)).first()
+    if first is not None:
+        if first.user_id != user_id or first.amount_cents != amount_cents:
+            raise errors.Conflict(N_("This invoice was already credited with a different amount."))
+        return first
+    return _move(
+        session,
+        EntryKind.topup,
+        amount_cents,
+        user_id=user_id,
+        now=now,
+        avail=avail,
+        held=held,
+        reason=reason[:300] or "crypto top-up",
+        invoice_id=invoice_id,
+        credit_invoice_id=invoice_id,
+        crypto_currency=currency,
+        crypto_amount=str(int(crypto_amount)),
+        rate=str(rate),
+    )
+
+
+def grant_promotion(
+    session: Session,
+    *,
+    user_id: int,
+    amount_cents: int,
+    reason: str,
+    now: datetime,
+    idempotency_key: str,
+    actor_id: int | None = None,
+) -> JournalEntry:
+    """Credit from the promotions account (demo balance, goodwill credits)."""
+    _check_amount(amount_cents)
+    _check_key(idempotency_key)
+    avail, held = _lock_customer(session, user_id, now)
+    fp = _fingerprint("promotion", amount=amount_cents)
+    prior = _replay(session, user_id, idempotency_key, "promotion", fp)
+    if prior is not None:
+        entry = session.get(JournalEntry, prior.entry_id)
+        assert entry is not None
+        return entry
+    entry = _move(
+        session,
+        EntryKind.promotion,
+        amount_cents,
+        user_id=user_id,
+        now=now,
+        avail=avail,
+        held=held,
+        reason=reason[:300],
+        actor_id=actor_id,
+    )
+    session.add(
+        IdempotencyRecord(
+            user_id=user_id,
+            key=idempotency_key,
+            command="promotion",
+            fingerprint=fp,
+            entry_id=entry.id,
+            created_at=now,
+        )
+    )
+    session.flush()
+    return entry
+
+
+def adjust(
+    session: Session,
+    *,
+    user_id: int,
+    amount_cents: int,
+    reason: str,
+    actor: Any,
+    now: datetime,
+    idempotency_key: str,
+    ip: str = "",
+    corrects_entry_id: int | None = None,
+) -> JournalEntry:
+    """An ops correction against ``system:adjustments`` (signed; a debit cannot overdraw)."""
+    from app.accounts import audit
+
+    _check_amount(amount_cents, signed=True)
+    _check_key(idempotency_key)
+    reason = (reason or "").strip()
+    if not reason:
+        raise errors.InvalidInput(N_("A reason is required."), field="reason")
+    if getattr(actor, "id", None) is None:
+        raise errors.Forbidden()
+    avail, held = _lock_customer(session, user_id, now)
+    fp = _fingerprint("adjust", amount=amount_cents, reason=reason)
+    prior = _replay(session, user_id, idempotency_key, "adjust", fp)
+    if prior is not None:
+        entry = session.get(JournalEntry, prior.entry_id)
+        assert entry is not None
+        return entry
+    try:
+        entry = _move(
+            session,
+            EntryKind.adjustment,
+            amount_cents,
+            user_id=user_id,
+            now=now,
+            avail=avail,
+            held=held,
+            reason=reason[:300],
+            actor_id=actor.id,
+            corrects_entry_id=corrects_entry_id,
+        )
+    except _Short as s:
+        raise _decline(
+            session,
+            user_id=user_id,
+            key=idempotency_key,
+            command="adjust",
+            amount_cents=-amount_cents,
+            available=s.available,
+            now=now,
+            order_id=None,
+            reason=reason,
+        ) from None
+    session.add(
+        IdempotencyRecord(
+            user_id=user_id,
+            key=idempotency_key,
+            command="adjust",
+            fingerprint=fp,
+            entry_id=entry.id,
+            created_at=now,
+        )
+    )
+    audit.record(
+        session,
+        action="ledger.adjust",
+        now=now,
+        actor=actor,
+        target=f"user:{user_id}",
+        ip=ip,
+        amount_cents=amount_cents,
+        reason=reason,
+        entry_id=entry.id,
+    )
+    session.flush()
+    return entry
+
+
+def journal(session: Session, limit: int = 50, offset: int = 0) -> list[tuple[JournalEntry, list[tuple[Posting, LedgerAccount]]]]:
+    """Staff: the whole journal, newest first, each entry with its postings."""
+    entries = list(
+        session.exec(
+            select(JournalEntry).order_by(col(JournalEntry.id).desc()).limit(limit).offset(offset)
+        )
+    )
+    ids = [e.id for e in entries]
+    rows = session.exec(
+        select(Posting, LedgerAccount)
+        .join(LedgerAccount, col(LedgerAccount.id) == Posting.account_id)
+        .where(col(Posting.entry_id).in_(ids))
+        .order_by(col(Posting.id))
+    ).all()
+    by: dict[int, list[tuple[Posting, LedgerAccount]]] = {}
+    for p, a in rows:
+        by.setdefault(p.entry_id, []).append((p, a))
+    return [(e, by.get(e.id or 0, [])) for e in entries]
+
+
+def journal_count(session: Session) -> int:
+    return int(session.exec(select(func.count()).select_from(JournalEntry)).one())
