@@ -38,9 +38,9 @@ SHARDING_TEXT = {
     "zero3": N_("FSDP / ZeRO-3 (everything sharded)"),
 }
 RECOMPUTE_TEXT = {
-    "none": N_("none"),
-    "selective": N_("selective"),
-    "full": N_("full"),
+    "none": N_("No recompute"),
+    "selective": N_("Selective recompute"),
+    "full": N_("Full recompute"),
 }
 
 
@@ -124,7 +124,7 @@ def layout_rows(layout: dict[str, Any]) -> list[tuple[str, str]]:
         off.append(_("optimizer to CPU memory"))
     if layout.get("offload_params"):
         off.append(_("parameters to CPU memory"))
-    rows.append((_("Offload"), ", ".join(off) if off else _("none")))
+    rows.append((_("Offload"), ", ".join(off) if off else _("No offload")))
     return rows
 
 
