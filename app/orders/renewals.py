@@ -1,0 +1,306 @@
+"""Monthly renewals and late notices, run by the worker.
+
+At each period end the next month is charged from the prepaid balance, once per order and
+period however many workers run:
+
+- the due orders are locked (``FOR UPDATE SKIP LOCKED`` on PostgreSQL; SQLite serialises
+  writers with ``BEGIN IMMEDIATE``), so two workers never handle the same order at once;
+- the charge has the idempotency key ``renewal:{order_id}:{period_index}`` in the ledger;
+- ``RenewalCharge`` has a unique (order_id, period_index): a second attempt at the same
+  period cannot insert a second row.
+
+Short balance: a notice, a grace period of ``GRACE_DAYS`` with a retry on every run, then
+suspension and the end of the lease. A lease cancelled by the customer ends at its period
+end with no charge.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session, col, select
+
+from app.clock import utc
+from app.db import is_postgres
+from app.errors import N_, InsufficientBalance
+from app.orders import ops
+from app.orders.lifecycle import GRACE_DAYS, PRE_DELIVERY, OrderStatus
+from app.orders.models import Order, RenewalCharge
+from app.orders.periods import add_months
+
+log = logging.getLogger("app.renewals")
+
+
+@dataclass
+class RenewalReport:
+    renewed: int = 0
+    short: int = 0
+    retried: int = 0
+    suspended: int = 0
+    ended: int = 0
+    skipped: int = 0
+    order_ids: list[int] = field(default_factory=list)
+
+    def total(self) -> int:
+        return self.renewed + self.short + self.suspended + self.ended
+
+
+def _lock(stmt, session: Session):  # type: ignore[no-untyped-def]
+    if is_postgres(session):
+        return stmt.with_for_update(skip_locked=True)
+    return stmt
+
+
+def due_order_ids(session: Session, now: datetime, limit: int = 500) -> list[int]:
+    stmt = (
+        select(Order.id)
+        .where(
+            col(Order.status).in_(
+                [OrderStatus.delivered.value, OrderStatus.ending.value, OrderStatus.suspended.value]
+            ),
+            col(Order.period_end).is_not(None),
+            col(Order.period_end) <= now,
+        )
+        .order_by(col(Order.period_end), col(Order.id))
+        .limit(limit)
+    )
+    return [i for i in session.exec(stmt).all() if i is not None]
+
+
+def _lock_order(session: Session, order_id: int, now: datetime) -> Order | None:
+    """Lock one due order; None when another worker holds it or it is no longer due."""
+    stmt = _lock(select(Order).where(Order.id == order_id), session)
+    order = session.exec(stmt).first()
+    if order is None:
+        return None
+    session.refresh(order)
+    if order.period_end is None or utc(order.period_end) > now:
+        return None
+    return order
+
+
+def run_due_renewals(session: Session, now: datetime, *, limit: int = 500) -> RenewalReport:
+    """Handle every lease whose period has ended. Safe to run from several workers."""
+    report = RenewalReport()
+    for order_id in due_order_ids(session, now, limit):
+        sp = session.begin_nested()
+        try:
+            order = _lock_order(session, order_id, now)
+            if order is None:
+                report.skipped += 1
+                sp.rollback()
+                continue
+            outcome = _renew_one(session, order, now)
+            sp.commit()
+        except IntegrityError:
+            # Another worker recorded this period first: nothing to do.
+            sp.rollback()
+            report.skipped += 1
+            continue
+        setattr(report, outcome, getattr(report, outcome) + 1)
+        report.order_ids.append(order_id)
+    return report
+
+
+def _renew_one(session: Session, order: Order, now: datetime) -> str:
+    from app.ledger import service as ledger
+
+    assert order.period_end is not None and order.id is not None
+    period_end = utc(order.period_end)
+    if order.status == OrderStatus.ending.value or order.cancel_at_period_end:
+        ops.finish_lease(
+            session, order, period_end, why=N_("The lease ended at the end of the paid month.")
+        )
+        ops._tell(
+            session,
+            order,
+            "order.ended",
+            N_(
+                "Order #{id}: the lease ended at the end of the paid month, as you asked. "
+                "Nothing more will be charged; the disks will be securely wiped."
+            ),
+            now,
+            email=True,
+        )
+        return "ended"
+
+    period_index = order.periods_paid  # 1 = the first renewal (second month)
+    charge = session.exec(
+        select(RenewalCharge).where(
+            RenewalCharge.order_id == order.id, RenewalCharge.period_index == period_index
+        )
+    ).first()
+    if charge is not None and charge.status == "paid":
+        # Already charged (should not happen: the period would have moved on). Repair.
+        _advance(order)
+        session.add(order)
+        return "renewed"
+    first_attempt = charge is None
+    if charge is None:
+        charge = RenewalCharge(
+            order_id=order.id,
+            period_index=period_index,
+            attempted_at=now,
+            status="pending",
+            amount_cents=order.monthly_total_cents,
+        )
+        session.add(charge)
+        session.flush()  # the unique (order_id, period_index) guards against a second worker
+
+    customer = ops._customer(session, order)
+    try:
+        if not first_attempt:
+            # A retry: only ask the ledger when the balance now covers it (the ledger
+            # records every declined attempt; one per period is enough).
+            available = ledger.available_cents(session, order.user_id)
+            if available < order.monthly_total_cents:
+                raise InsufficientBalance(
+                    shortfall_cents=order.monthly_total_cents - available,
+                    available_cents=available,
+                )
+        entry = ledger.charge(
+            session,
+            user_id=order.user_id,
+            amount_cents=order.monthly_total_cents,
+            idempotency_key=f"renewal:{order.id}:{period_index}",
+            now=now,
+            reason=f"Renewal of order #{order.id}, month {period_index + 1}",
+            order_id=order.id,
+        )
+    except InsufficientBalance as e:
+        charge.attempted_at = now
+        charge.status = "short"
+        session.add(charge)
+        shortfall = int(getattr(e, "params", {}).get("shortfall_cents", 0) or 0) or int(
+            getattr(e, "shortfall_cents", 0) or 0
+        )
+        if first_attempt or order.grace_until is None:
+            order.grace_until = period_end + timedelta(days=GRACE_DAYS)
+            session.add(order)
+            ops._event(
+                session,
+                order,
+                "renewal_short",
+                N_("Renewal of month {month} failed: the balance is too low."),
+                now,
+                month=period_index + 1,
+            )
+            ops._tell(
+                session,
+                order,
+                "order.renewal_short",
+                N_(
+                    "Order #{id}: your balance is too low to renew the lease ({amount} due, "
+                    "{shortfall} short). Top up before {grace} or the lease will be suspended "
+                    "and ended."
+                ),
+                now,
+                email=True,
+                amount=ops.fmt_money(customer, order.monthly_total_cents),
+                shortfall=ops.fmt_money(customer, shortfall or order.monthly_total_cents),
+                grace=ops.fmt_day(customer, order.grace_until.date()),
+            )
+            return "short"
+        if now < utc(order.grace_until):
+            return "retried"
+        # Grace is over: suspend, then end the lease.
+        ops._move(order, OrderStatus.suspended)
+        ops._event(
+            session,
+            order,
+            "suspended",
+            N_("Suspended: the renewal stayed unpaid after the grace period."),
+            now,
+        )
+        ops.finish_lease(session, order, now, why=N_("The lease ended: the renewal was not paid."))
+        ops._tell(
+            session,
+            order,
+            "order.suspended",
+            N_(
+                "Order #{id}: the renewal stayed unpaid after the grace period, so the lease "
+                "was suspended and has ended. The disks will be securely wiped."
+            ),
+            now,
+            email=True,
+        )
+        return "suspended"
+
+    charge.status = "paid"
+    charge.attempted_at = now
+    charge.ledger_entry_id = getattr(entry, "id", None)
+    session.add(charge)
+    was_short = not first_attempt
+    if order.status == OrderStatus.suspended.value:
+        ops._move(order, OrderStatus.delivered)
+    _advance(order)
+    order.grace_until = None
+    session.add(order)
+    ops._event(
+        session,
+        order,
+        "renewed",
+        N_("Renewed: month {month} charged to the balance."),
+        now,
+        month=period_index + 1,
+    )
+    ops._tell(
+        session,
+        order,
+        "order.renewed",
+        N_("Order #{id}: the lease is renewed until {end}; {amount} was charged to your balance."),
+        now,
+        email=was_short,
+        end=ops.fmt_day(customer, utc(order.period_end).date() if order.period_end else now.date()),
+        amount=ops.fmt_money(customer, order.monthly_total_cents),
+    )
+    return "renewed"
+
+
+def _advance(order: Order) -> None:
+    """Move to the next period, anchored on the delivery instant (no drift)."""
+    anchor = utc(order.delivered_at or order.period_start or order.period_end)  # type: ignore[arg-type]
+    order.periods_paid += 1
+    order.period_start = order.period_end
+    order.period_end = add_months(anchor, order.periods_paid)
+
+
+def send_late_notices(session: Session, now: datetime, *, limit: int = 500) -> int:
+    """Tell each customer once that their order missed its promised date (with the refund
+    offer)."""
+    stmt = (
+        select(Order)
+        .where(
+            col(Order.status).in_([s.value for s in PRE_DELIVERY]),
+            col(Order.promised_date).is_not(None),
+            col(Order.promised_date) < now.date(),
+            col(Order.late_notified_at).is_(None),
+        )
+        .order_by(col(Order.promised_date), col(Order.id))
+        .limit(limit)
+    )
+    sent = 0
+    for order in session.exec(_lock(stmt, session)).all():
+        order.late_notified_at = now
+        session.add(order)
+        customer = ops._customer(session, order)
+        ops._event(session, order, "late", N_("The promised delivery date has passed."), now)
+        ops._tell(
+            session,
+            order,
+            "order.late",
+            N_(
+                "Order #{id} missed its promised delivery date ({promised}). You may cancel it "
+                "in the console for a full refund to your balance, or keep waiting: we are "
+                "still working on it."
+            ),
+            now,
+            email=True,
+            promised=ops.fmt_day(customer, order.promised_date) if order.promised_date else "",
+        )
+        sent += 1
+    session.flush()
+    return sent

@@ -1,0 +1,124 @@
+"""``python -m app worker``: runs what is due — renewals, late notices, invoice expiry and
+the email outbox — each job in its own transaction.
+
+Several workers may run at once on PostgreSQL: every job locks the rows it works on
+(``FOR UPDATE SKIP LOCKED``) and renewals are also guarded by a unique (order, period)
+row and a ledger idempotency key, so each job is done once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import threading
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy.engine import Engine
+from sqlmodel import Session
+
+from app.clock import Clock, SimulatedClock, SystemClock
+from app.db import make_engine, transaction
+from app.settings import Settings
+
+log = logging.getLogger("app.worker")
+
+Job = Callable[[Session, datetime], Any]
+
+
+def jobs(settings: Settings) -> list[tuple[str, Job]]:
+    from app.notifications.service import send_outbox
+    from app.orders.renewals import run_due_renewals, send_late_notices
+    from app.payments.service import expire_due
+
+    def outbox(session: Session, now: datetime) -> int:
+        return send_outbox(
+            session,
+            host=settings.smtp_host,
+            port=settings.smtp_port,
+            sender=settings.mail_from,
+            now=now,
+        )
+
+    def renewals(session: Session, now: datetime) -> int:
+        return run_due_renewals(session, now).total()
+
+    return [
+        ("renewals", renewals),
+        ("late_notices", send_late_notices),
+        ("invoice_expiry", expire_due),
+        ("outbox", outbox),
+    ]
+
+
+def run_once(
+    engine: Engine, clock: Clock, settings: Settings, *, only: set[str] | None = None
+) -> dict[str, Any]:
+    """Run every due job once, each in its own transaction; a failing job is logged and
+    the others still run. Returns what each job did (or the error)."""
+    results: dict[str, Any] = {}
+    for name, job in jobs(settings):
+        if only is not None and name not in only:
+            continue
+        try:
+            with transaction(engine) as session:
+                results[name] = job(session, clock.now())
+        except Exception as e:  # keep the loop alive; the job is retried next round
+            log.exception("job %s failed", name)
+            results[name] = f"error: {e.__class__.__name__}"
+    return results
+
+
+def run_forever(
+    engine: Engine, clock: Clock, settings: Settings, interval: float, stop: threading.Event
+) -> None:
+    while not stop.is_set():
+        results = run_once(engine, clock, settings)
+        busy = {k: v for k, v in results.items() if v}
+        if busy:
+            log.info("worker round: %s", busy)
+        stop.wait(interval)
+
+
+def cmd_worker(args: argparse.Namespace) -> int:
+    from app.main import import_models
+
+    import_models()
+    settings = Settings()
+    logging.basicConfig(
+        level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s"
+    )
+    engine = make_engine(settings.database_url, busy_timeout_ms=settings.sqlite_busy_timeout_ms)
+    clock: Clock = SimulatedClock(engine) if settings.simulation else SystemClock()
+    try:
+        if args.once:
+            results = run_once(engine, clock, settings)
+            for name, value in results.items():
+                print(f"{name}: {value}")
+            return 1 if any(str(v).startswith("error") for v in results.values()) else 0
+        stop = threading.Event()
+
+        def _stop(_sig: int, _frame: Any) -> None:
+            log.info("worker stopping")
+            stop.set()
+
+        signal.signal(signal.SIGTERM, _stop)
+        signal.signal(signal.SIGINT, _stop)
+        log.info("worker started (every %ss)", args.interval)
+        run_forever(engine, clock, settings, args.interval, stop)
+        return 0
+    finally:
+        engine.dispose()
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "worker", help="run due jobs: renewals, late notices, invoice expiry, email outbox"
+    )
+    p.add_argument("--once", action="store_true", help="run every job once and exit")
+    p.add_argument(
+        "--interval", type=float, default=10.0, help="seconds between rounds (default 10)"
+    )
+    p.set_defaults(func=cmd_worker)
