@@ -22,6 +22,8 @@ class Order(SQLModel, table=True):
     user_id: int = Field(foreign_key="users.id", index=True)
     # The form carries a key from the page; a resubmitted form finds the same order.
     idempotency_key: str = Field(max_length=80)
+    # SHA-256 of the normalised request: same key + same body → same order; else 409.
+    request_hash: str = Field(default="", max_length=64)
     status: str = Field(default=OrderStatus.awaiting_payment.value, max_length=24, index=True)
 
     sku_id: str = Field(max_length=32, index=True)
@@ -43,6 +45,7 @@ class Order(SQLModel, table=True):
     unit_price_cents: int  # per node per month
     monthly_total_cents: int
     quote_id: int | None = Field(default=None, index=True)
+    quote_expires_at: datetime | None = Field(default=None, sa_column=_dt())
     first_hold_id: int | None = None
     pay_attempts: int = 0
 
@@ -67,6 +70,8 @@ class Order(SQLModel, table=True):
     periods_paid: int = 0
     cancel_at_period_end: bool = False
     grace_until: datetime | None = Field(default=None, sa_column=_dt())
+    # The one "your order is late" notice (sent by the worker once per order).
+    late_notified_at: datetime | None = Field(default=None, sa_column=_dt())
 
 
 class OrderHost(SQLModel, table=True):
