@@ -46,6 +46,8 @@ REQUEST_KEYS = {
     "lora_rank",
     "attention_flops",
     "token_bytes",
+    "max_days",
+    "rocm_ok",
 }
 ARCH_KEYS = {
     "vocab_size",
@@ -86,6 +88,11 @@ MAX_CUSTOM_SEQ = 1_048_576
 MAX_NODES = 1024
 SINGLE_GPU_MAX_DAYS = 7.0
 SEARCH_BUDGET = 24  # node counts priced per SKU after the first that fits
+# Costs within this fraction count as equal; among equals the faster layout wins (rentals
+# are whole node-months, so 1 node for 24 months and 24 nodes for 1 month cost the same).
+COST_TIE = 0.02
+# Beyond this many nodes a cluster is a sales conversation, not a self-serve checkout.
+SELF_SERVE_MAX_NODES = 16
 
 
 @dataclass(frozen=True)
@@ -101,6 +108,8 @@ class Request:
     fixed: dict[str, Any]  # layout knobs the user pinned
     attention_flops: bool
     token_bytes: int | None
+    max_days: float | None = None
+    rocm_ok: bool = False
 
 
 # --- validation -----------------------------------------------------------------------------
@@ -361,6 +370,8 @@ def parse(req: Any) -> Request:
     lora_rank = v.int_(req, "lora_rank", "lora_rank", lo=1, hi=4096, default=16) or 16
     token_bytes = v.int_(req, "token_bytes", "token_bytes", lo=1, hi=8)
     mfu = v.num(req, "mfu", "mfu", lo=0, hi=1)
+    max_days = v.num(req, "max_days", "max_days", lo=0, hi=3650)
+    rocm_ok = v.bool_(req, "rocm_ok", "rocm_ok", False)
     nodes = v.int_(req, "nodes", "nodes", lo=1, hi=MAX_NODES)
     sku = req.get("sku")
     ids = [s.id for s in all_specs()]
@@ -416,7 +427,21 @@ def parse(req: Any) -> Request:
     }
     fixed["offload_params"] = off_par
     fixed.setdefault("micro_batch_size", mbs)
-    return Request(job, source, derived, tokens, mfu, sku, nodes, par, fixed, att, token_bytes)
+    return Request(
+        job,
+        source,
+        derived,
+        tokens,
+        mfu,
+        sku,
+        nodes,
+        par,
+        fixed,
+        att,
+        token_bytes,
+        max_days,
+        rocm_ok,
+    )
 
 
 # --- evaluation -----------------------------------------------------------------------------
@@ -518,6 +543,9 @@ def _option(
             n_min = (
                 math.ceil(4.0 * r.job.counts.total / (g * usable)) if r.job.method == "full" else 1
             )
+            if r.max_days:
+                # a deadline: at least the nodes that could finish in time at full efficiency
+                n_min = max(n_min, math.ceil(one_node_hours / (r.max_days * 24)))
             ns = [n for n in layout.node_candidates() if n >= n_min] or [MAX_NODES]
 
         def best(n: int, want: int = 1) -> list[layout.Candidate]:
@@ -598,7 +626,7 @@ def _option(
                 budget = SEARCH_BUDGET
                 while heap:
                     _guess, bound, n = heapq.heappop(heap)
-                    if bound > best_cost:
+                    if bound > best_cost * (1 + COST_TIE):
                         continue
                     if budget <= 0:
                         notes.append("node-count search stopped at its evaluation budget")
@@ -611,7 +639,7 @@ def _option(
                     if e not in effs:
                         push(e)
                     hours, _m, cost = months_cost(n, e)
-                    if (cost, hours) < best_key:
+                    if _better(cost, hours, best_key):
                         best_key, best_cost, n_best, chosen = (cost, hours), cost, n, found[0]
             both = best(n_best, want=2)
             if len(both) > 1:
@@ -692,6 +720,18 @@ def _option(
             "memory_total_bytes": runner.memory.total,
             "layout_efficiency": round(runner.efficiency, 4),
         }
+    if r.max_days and hours > r.max_days * 24 * 1.0001:
+        notes.append(
+            f"misses your {r.max_days:g}-day target ({hours / 24:.1f} days): more nodes would be "
+            "needed than scale efficiently, or memory limits the layout"
+        )
+    opt["meets_deadline"] = (hours <= r.max_days * 24 * 1.0001) if r.max_days else None
+    if spec.self_serve and n > SELF_SERVE_MAX_NODES:
+        opt["talk_to_sales"] = True
+        notes.append(
+            f"{n} nodes is more than the {SELF_SERVE_MAX_NODES} we sell self-serve: talk to sales "
+            "for a cluster (private network, delivery plan)"
+        )
     if not spec.self_serve:
         notes.append(
             f"{spec.name}: {min_months}-{spec.raw.get('max_term_months')} month terms, "
@@ -836,6 +876,24 @@ def _assumptions(r: Request) -> list[str]:
     return out
 
 
+def _better(cost: float, hours: float, best: tuple[float, float]) -> bool:
+    """Cheaper by more than the tie margin, or about as cheap and faster."""
+    best_cost, best_hours = best
+    if cost < best_cost * (1 - COST_TIE):
+        return True
+    return cost <= best_cost * (1 + COST_TIE) and hours < best_hours
+
+
+def _rank(options: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Cheapest first; options within the tie margin of the cheapest are ordered by speed."""
+    by_cost = sorted(options, key=lambda o: (o["rental_cost_usd"], o["training_days"]))
+    floor = by_cost[0]["rental_cost_usd"] * (1 + COST_TIE)
+    near = sorted(
+        (o for o in by_cost if o["rental_cost_usd"] <= floor), key=lambda o: o["training_days"]
+    )
+    return near + [o for o in by_cost if o["rental_cost_usd"] > floor]
+
+
 def size(request: dict[str, Any], *, prices: dict[str, int] | None = None) -> dict[str, Any]:
     """Size a training job on every SKU (or the one asked for). Raises SizingError."""
     r = parse(request)
@@ -872,19 +930,31 @@ def size(request: dict[str, Any], *, prices: dict[str, int] | None = None) -> di
             o["notes"].append("no full checkpoint fits on NVMe beside the dataset")
     single, single_why = _single_gpu(r, flops)
     fitting = [o for o in options if o["fits"]]
-    self_serve = [o for o in fitting if o["self_serve"]]
-    pool = self_serve or fitting
-
-    def key(o: dict[str, Any]) -> tuple[float, float]:
-        return (o["rental_cost_usd"], o["training_days"])
+    # Recommend what a customer can check out: self-serve, within the self-serve node count,
+    # meeting the deadline if one was given, and AMD only when the stack already runs on ROCm.
+    tiers = [
+        [
+            o
+            for o in fitting
+            if not o["talk_to_sales"]
+            and (r.rocm_ok or o["sku"] != "mi355x")
+            and o.get("meets_deadline") is not False
+        ],
+        [o for o in fitting if not o["talk_to_sales"] and (r.rocm_ok or o["sku"] != "mi355x")],
+        [o for o in fitting if o["self_serve"]],
+        fitting,
+    ]
+    pool = next((t for t in tiers if t), [])
 
     rec: dict[str, Any]
     if pool:
-        pool.sort(key=key)
+        pool = _rank(pool)
         best = pool[0]
         lay_txt = best.get("layout_description", "")
         reason = (
-            f"{best['name']}: cheapest option that fits — {best['nodes']} × "
+            f"{best['name']}: cheapest option that fits"
+            f"{' your deadline' if r.max_days and best.get('meets_deadline') else ''} — "
+            f"{best['nodes']} × "
             f"{best['name']} ({best['gpus']} GPUs), {lay_txt}; "
             f"{best['training_days']:.1f} days at {best['effective_mfu'] * 100:.0f} % "
             f"effective MFU, {best['months']} month(s) per node, "
@@ -892,6 +962,24 @@ def size(request: dict[str, Any], *, prices: dict[str, int] | None = None) -> di
         )
         if not best["self_serve"]:
             reason += " Nothing self-serve fits: this rack is a sales conversation."
+        elif best["talk_to_sales"]:
+            reason += (
+                f" More than {SELF_SERVE_MAX_NODES} nodes: a cluster like this is arranged with"
+                " sales."
+            )
+        amd = next((o for o in fitting if o["sku"] == "mi355x"), None)
+        if (
+            amd is not None
+            and not r.rocm_ok
+            and not amd["talk_to_sales"]
+            and amd["rental_cost_usd"] < best["rental_cost_usd"]
+        ):
+            reason += (
+                f" 8 × MI355X would cost US${amd['rental_cost_usd']:,.2f}, but only suits a"
+                " training stack that already runs on ROCm (say so to include it)."
+            )
+        if r.max_days and best.get("meets_deadline") is False:
+            reason += f" Nothing finishes within {r.max_days:g} days; this is the fastest we found."
         if "runner_up" in best:
             reason += f" Runner-up layout on the same node: {best['runner_up']['description']}."
         rec = {
