@@ -84,9 +84,7 @@ def paid_order(
         assert not errors, errors
         u = s.get(User, user.id)
         assert u is not None
-        order, _created = service.create_order(
-            s, user=u, draft=draft, idempotency_key=key, now=now
-        )
+        order, _created = service.create_order(s, user=u, draft=draft, idempotency_key=key, now=now)
         s.flush()
         need = order.monthly_total_cents if fund_cents is None else fund_cents
         if need:
@@ -98,8 +96,6 @@ def paid_order(
                 now=now,
                 idempotency_key=f"fund-{key}",
             )
-        service.pay_order(
-            s, user=u, order_id=order.id or 0, idempotency_key=f"pay-{key}", now=now
-        )
+        service.pay_order(s, user=u, order_id=order.id or 0, idempotency_key=f"pay-{key}", now=now)
         s.commit()
         return order

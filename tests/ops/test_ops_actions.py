@@ -8,8 +8,8 @@ from datetime import timedelta
 from sqlmodel import Session, col, select
 
 from app.accounts.audit import AuditEvent
-from app.clock import utc
 from app.catalog.models import Node
+from app.clock import utc
 from app.notifications.models import Notification, OutboxEmail
 from app.orders.models import Order, OrderEvent, OrderHost
 from tests.ops.helpers import fingerprint, paid_order, seed_catalog
@@ -25,7 +25,9 @@ def _order(engine, order_id: int) -> Order:  # type: ignore[no-untyped-def]
 def _audits(engine, order_id: int) -> list[str]:  # type: ignore[no-untyped-def]
     with Session(engine) as s:
         rows = s.exec(
-            select(AuditEvent).where(AuditEvent.target == f"order:{order_id}").order_by(col(AuditEvent.id))
+            select(AuditEvent)
+            .where(AuditEvent.target == f"order:{order_id}")
+            .order_by(col(AuditEvent.id))
         ).all()
         return [r.action for r in rows]
 
@@ -39,7 +41,9 @@ def _creds(order_id: int, ips: list[str], *, user: str = "ubuntu", host_ids=None
     data = {"count": str(len(ips)), "ssh_user": user, "ssh_port": "22"}
     for i, ip in enumerate(ips):
         data[f"ip_{i}"] = ip
-        data[f"fp_{i}"] = f"256 {fingerprint(ip + 'ed')} root@node (ED25519)\n{fingerprint(ip + 'rsa')}"
+        data[f"fp_{i}"] = (
+            f"256 {fingerprint(ip + 'ed')} root@node (ED25519)\n{fingerprint(ip + 'rsa')}"
+        )
         if host_ids:
             data[f"host_id_{i}"] = str(host_ids[i])
     return data
@@ -85,12 +89,19 @@ def test_ops_work_an_order_from_paid_to_delivered(
         ]
         other_sku = s.exec(select(Node).where(Node.sku_id == "hgx-b200")).first()
     chosen = (held + free)[:2]
-    bad = client.post(f"/staff/ops/orders/{order.id}/nodes", data={"node_ids": [str(other_sku.id), str(chosen[0])]})
+    bad = client.post(
+        f"/staff/ops/orders/{order.id}/nodes",
+        data={"node_ids": [str(other_sku.id), str(chosen[0])]},
+    )
     assert bad.status_code == 422 and "not free for this order" in bad.text
-    r = client.post(f"/staff/ops/orders/{order.id}/nodes", data={"node_ids": [str(i) for i in chosen]})
+    r = client.post(
+        f"/staff/ops/orders/{order.id}/nodes", data={"node_ids": [str(i) for i in chosen]}
+    )
     assert r.status_code == 303, r.text
     with Session(engine) as s:
-        hosts = s.exec(select(OrderHost).where(OrderHost.order_id == order.id).order_by(col(OrderHost.id))).all()
+        hosts = s.exec(
+            select(OrderHost).where(OrderHost.order_id == order.id).order_by(col(OrderHost.id))
+        ).all()
         assert sorted(h.node_id for h in hosts) == sorted(chosen)
         assert all(h.ip.startswith("10.20.1.") for h in hosts)  # from the node's address
         host_ids = [h.id for h in hosts]
@@ -142,13 +153,19 @@ def test_ops_work_an_order_from_paid_to_delivered(
         "order.delivered",
     ]
     with Session(engine) as s:
-        kinds = [e.kind for e in s.exec(select(OrderEvent).where(OrderEvent.order_id == order.id)).all()]
+        kinds = [
+            e.kind for e in s.exec(select(OrderEvent).where(OrderEvent.order_id == order.id)).all()
+        ]
         emails = s.exec(select(OutboxEmail).where(OutboxEmail.to_addr == customer.email)).all()
-    assert {"acknowledged", "provisioning", "nodes_assigned", "credentials", "delivered"} <= set(kinds)
+    assert {"acknowledged", "provisioning", "nodes_assigned", "credentials", "delivered"} <= set(
+        kinds
+    )
     assert any("delivered" in e.body for e in emails)
 
 
-def test_bad_credentials_are_refused_and_change_nothing(client, engine, make_user, login, clock) -> None:  # type: ignore[no-untyped-def]
+def test_bad_credentials_are_refused_and_change_nothing(
+    client, engine, make_user, login, clock
+) -> None:  # type: ignore[no-untyped-def]
     seed_catalog(engine, clock.now())
     customer = make_user()
     order = paid_order(engine, customer, clock.now())
@@ -168,7 +185,10 @@ def test_bad_credentials_are_refused_and_change_nothing(client, engine, make_use
         )
     # Two nodes cannot share an address.
     two = paid_order(engine, customer, clock.now(), nodes=2, key="k2")
-    r = client.post(f"/staff/ops/orders/{two.id}/credentials", data=_creds(two.id, ["203.0.113.5", "203.0.113.5"]))
+    r = client.post(
+        f"/staff/ops/orders/{two.id}/credentials",
+        data=_creds(two.id, ["203.0.113.5", "203.0.113.5"]),
+    )
     assert r.status_code == 422 and "its own IP address" in r.text
 
 
@@ -215,14 +235,19 @@ def test_delay_tells_the_customer_and_late_delivery_still_works(
     assert "burn-in" in email.body and "full refund" in email.body
 
     # Past the promise: the customer is offered the refund in the console.
-    clock.set(clock.now().replace(hour=9) + timedelta(days=(order.promised_date - clock.now().date()).days + 1))
+    clock.set(
+        clock.now().replace(hour=9)
+        + timedelta(days=(order.promised_date - clock.now().date()).days + 1)
+    )
     buyer = new_client()
     login(buyer, customer)
     console = buyer.get(f"/console/orders/{order.id}")
     if console.status_code != 404:
         assert "refund" in console.text.lower()
     # Ops may still deliver late.
-    client.post(f"/staff/ops/orders/{order.id}/credentials", data=_creds(order.id, ["198.51.100.7"]))
+    client.post(
+        f"/staff/ops/orders/{order.id}/credentials", data=_creds(order.id, ["198.51.100.7"])
+    )
     r = client.post(f"/staff/ops/orders/{order.id}/deliver", data={})
     assert r.status_code == 303
     assert _order(engine, order.id).status == "delivered"
@@ -259,9 +284,7 @@ def test_end_lease_then_confirm_wipe(client, new_client, engine, make_user, logi
     assert o.status == "wiped" and utc(o.wiped_at) == clock.now()
     assert _nodes(engine, order.id) == []  # back in the pool
     with Session(engine) as s:
-        states = {
-            n.state for n in s.exec(select(Node).where(Node.sku_id == "hgx-h100")).all()
-        }
+        states = {n.state for n in s.exec(select(Node).where(Node.sku_id == "hgx-h100")).all()}
     assert "wiping" not in states
     buyer = new_client()
     login(buyer, customer)
