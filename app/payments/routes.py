@@ -1,0 +1,293 @@
+"""Top-up pages, the invoice page (status fragment, simulation controls) and the webhook."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Annotated, Any
+
+import segno
+from fastapi import APIRouter, Form, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from sqlmodel import col, select
+
+from app import errors
+from app.accounts.deps import CurrentUser
+from app.clock import utc, wall_now
+from app.db import transaction
+from app.errors import N_
+from app.money import parse_amount
+from app.payments import rules
+from app.payments import service as payments
+from app.payments.models import Invoice, WebhookDelivery
+from app.payments.rates import CURRENCIES, format_units
+from app.web.deps import NowDep, SessionDep
+from app.web.flash import flash
+from app.web.i18n import gettext as _
+from app.web.templating import is_htmx, render
+
+router = APIRouter(include_in_schema=False)
+
+STATUS_TEXT = {
+    "New": N_("Waiting for payment"),
+    "Processing": N_("Payment seen, waiting for confirmation"),
+    "Settled": N_("Paid"),
+    "Expired": N_("Expired"),
+    "Invalid": N_("Invalid"),
+}
+EXCEPTION_TEXT = {
+    "PaidPartial": N_("Paid in part"),
+    "PaidOver": N_("Overpaid"),
+    "PaidLate": N_("Paid late"),
+}
+SIM_ACTIONS = (
+    ("pay_full", N_("Pay in full")),
+    ("pay_part", N_("Pay part (40%)")),
+    ("overpay", N_("Overpay (+25%)")),
+    ("pay_unconfirmed", N_("Pay in full, unconfirmed")),
+    ("confirm", N_("Confirm pending payments")),
+    ("pay_late", N_("Pay after expiry")),
+    ("expire", N_("Let it expire")),
+    ("close_window", N_("End the 24-hour monitoring window")),
+    ("pay_after_window", N_("Pay after the monitoring window")),
+    ("redeliver", N_("Deliver the last notification twice")),
+    ("out_of_order", N_("Send Settled before ReceivedPayment")),
+)
+
+
+def currency_options() -> list[tuple[str, str]]:
+    return [(c.code, f"{c.code} — {c.name}") for c in CURRENCIES.values()]
+
+
+def qr_svg(uri: str) -> str:
+    """The payment URI as an inline SVG QR code (segno), sized by CSS."""
+    qr = segno.make(uri, error="m")
+    svg: str = qr.svg_inline(scale=4, border=2, dark="#0f172a", light="#ffffff", omitsize=True)
+    return svg
+
+
+def invoice_view(inv: Invoice, now: datetime) -> dict[str, Any]:
+    cur = CURRENCIES[inv.currency]
+    expires = utc(inv.expires_at)
+    due, received = int(inv.due_units), int(inv.received_units)
+    return {
+        "inv": inv,
+        "cur": cur,
+        "due_text": format_units(due, cur.decimals),
+        "received_text": format_units(received, cur.decimals),
+        "remaining_text": format_units(max(0, due - received), cur.decimals),
+        "expires_iso": expires.isoformat(),
+        "lock_active": now < expires,
+        # The simulated clock may run ahead of the browser's: the countdown adds this.
+        "clock_offset_ms": int((now - wall_now()).total_seconds() * 1000),
+        "status_text": STATUS_TEXT.get(inv.status, inv.status),
+        "exception_text": EXCEPTION_TEXT.get(inv.exception_status, ""),
+        "badge": {"Settled": "ok", "Processing": "warn", "New": "", "Expired": "bad", "Invalid": "bad"}.get(
+            inv.status, ""
+        ),
+    }
+
+
+def _amount_from_query(raw: str | None) -> str:
+    try:
+        cents = int(raw or "")
+    except ValueError:
+        return ""
+    return f"{cents / 100:.2f}" if 0 < cents <= payments.MAX_CENTS else ""
+
+
+@router.get("/topups/new", response_class=HTMLResponse)
+def topup_form(
+    request: Request, user: CurrentUser, amount_cents: str | None = None, return_to: str | None = None,
+    currency: str = "USDC",
+) -> Response:
+    return render(
+        request,
+        "payments/new.html",
+        {
+            "form": {
+                "amount": _amount_from_query(amount_cents),
+                "currency": currency if currency in CURRENCIES else "USDC",
+                "return_to": return_to if rules.is_same_site_path(return_to) else "",
+            },
+            "errors": {},
+            "currencies": currency_options(),
+        },
+    )
+
+
+@router.post("/topups/new", response_class=HTMLResponse)
+def topup_create(
+    request: Request,
+    session: SessionDep,
+    user: CurrentUser,
+    now: NowDep,
+    amount: Annotated[str, Form()] = "",
+    currency: Annotated[str, Form()] = "",
+    return_to: Annotated[str, Form()] = "",
+) -> Response:
+    form = {"amount": amount, "currency": currency, "return_to": return_to}
+    errs: dict[str, str] = {}
+    cents = 0
+    try:
+        cents = parse_amount(amount)
+    except ValueError:
+        errs["amount"] = _("Enter an amount in US dollars, for example 2500 or 2500.50.")
+    if not errs:
+        try:
+            inv = payments.create_topup(
+                session, user_id=user.id, amount_cents=cents, currency=currency, now=now,  # type: ignore[arg-type]
+                return_to=return_to or None,
+            )
+        except errors.InvalidInput as e:
+            errs = {k: _(v) for k, v in e.errors.items()}
+        else:
+            return RedirectResponse(f"/topups/{inv.id}", status_code=303)
+    return render(
+        request,
+        "payments/new.html",
+        {"form": form, "errors": errs, "currencies": currency_options()},
+        status_code=422,
+    )
+
+
+@router.get("/topups/{invoice_id}", response_class=HTMLResponse)
+def invoice_page(request: Request, invoice_id: int, session: SessionDep, user: CurrentUser, now: NowDep) -> Response:
+    inv = payments.invoice_visible_to(session, user, invoice_id)
+    ctx = invoice_view(inv, now)
+    ctx.update({"qr": qr_svg(inv.payment_uri), "sim_actions": SIM_ACTIONS})
+    return render(request, "payments/invoice.html", ctx)
+
+
+@router.get("/topups/{invoice_id}/status", response_class=HTMLResponse)
+def invoice_status(
+    request: Request, invoice_id: int, session: SessionDep, user: CurrentUser, now: NowDep
+) -> Response:
+    inv = payments.invoice_visible_to(session, user, invoice_id)
+    return render(request, "payments/_status.html", invoice_view(inv, now))
+
+
+def _deliver(engine: Any, body: bytes, secret: str, now: Any) -> dict[str, Any]:
+    """One notification, signed like the provider signs it, through the webhook code path,
+    in its own transaction (as a separate HTTP delivery would be)."""
+    with transaction(engine) as s:
+        return payments.handle_webhook(s, body, payments.sign(body, secret), secret=secret, now=now)
+
+
+@router.post("/topups/{invoice_id}/simulate")
+def simulate(
+    request: Request,
+    invoice_id: int,
+    session: SessionDep,
+    user: CurrentUser,
+    now: NowDep,
+    action: Annotated[str, Form()] = "",
+) -> Response:
+    settings = request.app.state.settings
+    if not settings.simulation:
+        raise errors.NotFound()
+    inv = payments.invoice_visible_to(session, user, invoice_id)
+    if action not in dict(SIM_ACTIONS):
+        raise errors.InvalidInput(N_("Unknown simulation action."), field="action")
+    engine, secret = request.app.state.engine, settings.webhook_secret
+    # Release this request's transaction: each notification is its own unit of work.
+    session.commit()
+    events = simulate_provider(engine, inv.id, action, now)  # type: ignore[arg-type]
+    for body in events:
+        _deliver(engine, body, secret, now)
+    flash(request, _("Simulated: {action}.").format(action=_(dict(SIM_ACTIONS)[action])), "info")
+    headers = {"HX-Redirect": f"/topups/{invoice_id}"} if is_htmx(request) else None
+    if headers:
+        return Response(status_code=204, headers=headers)
+    return RedirectResponse(f"/topups/{invoice_id}", status_code=303)
+
+
+def simulate_provider(engine: Any, invoice_id: int, action: str, now: Any) -> list[bytes]:
+    """The simulated provider: change its own state, return the notifications it sends."""
+    with transaction(engine) as s:
+        inv = s.get(Invoice, invoice_id)
+        assert inv is not None
+        due, received = int(inv.due_units), int(inv.received_units)
+        inv.expires_at, inv.monitoring_until = utc(inv.expires_at), utc(inv.monitoring_until)
+        bodies: list[bytes] = []
+
+        def ev(etype: str) -> None:
+            bodies.append(payments.event_body(inv, etype, now))
+
+        def pay(units: int, confirmed: bool = True) -> None:
+            payments.record_chain_payment(s, inv, max(1, units), now=now, confirmed=confirmed)
+            ev("InvoiceReceivedPayment")
+            if confirmed:
+                ev("InvoicePaymentSettled")
+                ev("InvoiceSettled")
+            else:
+                ev("InvoiceProcessing")
+
+        if action == "pay_full":
+            pay(due - received)
+        elif action == "pay_part":
+            pay(max(1, due * 2 // 5))
+        elif action == "overpay":
+            pay(due + due // 4 - received)
+        elif action == "pay_unconfirmed":
+            pay(due - received, confirmed=False)
+        elif action == "confirm":
+            payments.confirm_chain_payments(s, inv)
+            ev("InvoicePaymentSettled")
+            ev("InvoiceSettled")
+        elif action in ("pay_late", "expire", "close_window", "pay_after_window"):
+            # Simulated time for this invoice only: move its deadlines into the past.
+            if action in ("pay_late", "expire") and inv.expires_at > now:
+                shift = inv.expires_at - now + timedelta(seconds=1)
+                inv.expires_at -= shift
+                inv.monitoring_until -= shift
+            if action in ("close_window", "pay_after_window"):
+                shift = inv.monitoring_until - now + timedelta(seconds=1)
+                if shift > timedelta(0):
+                    inv.expires_at = min(inv.expires_at, now - timedelta(seconds=1))
+                    inv.monitoring_until -= shift
+            s.add(inv)
+            s.flush()
+            if action == "pay_late":
+                pay(due - received)
+            elif action == "pay_after_window":
+                pay(due)
+                bodies.append(payments.event_body(inv, "InvoiceInvalid", now))
+            else:
+                ev("InvoiceExpired")
+        elif action == "redeliver":
+            last = s.exec(
+                select(WebhookDelivery)
+                .where(WebhookDelivery.provider_invoice_id == inv.provider_id)
+                .order_by(col(WebhookDelivery.id).desc())
+            ).first()
+            etype = last.event_type if last else "InvoiceSettled"
+            first = payments.event_body(inv, etype, now)
+            bodies += [first, first]  # the very same delivery, twice
+        elif action == "out_of_order":
+            if received < due:
+                payments.record_chain_payment(s, inv, due - received, now=now, confirmed=True)
+            ev("InvoiceSettled")
+            ev("InvoicePaymentSettled")
+            ev("InvoiceReceivedPayment")
+        return bodies
+
+
+@router.post("/payments/webhook")
+async def webhook(request: Request) -> Response:
+    """The provider's notifications: HMAC-SHA256 over the raw body, constant-time compare."""
+    body = await request.body()
+    signature = request.headers.get("btcpay-sig")
+    settings = request.app.state.settings
+    now = request.app.state.clock.now()
+
+    def work() -> dict[str, Any]:
+        with transaction(request.app.state.engine) as s:
+            return payments.handle_webhook(s, body, signature, secret=settings.webhook_secret, now=now)
+
+    try:
+        result = await run_in_threadpool(work)
+    except errors.DomainError as e:
+        return JSONResponse({"error": {"code": e.code, "message": e.render_message(lambda t: t)}}, e.status_code)
+    return JSONResponse(result)
+
