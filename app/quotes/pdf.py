@@ -127,7 +127,10 @@ def build_pdf(
 
     line(t("Delivery estimate"), 11, True, 7)
     if q.promise_available and q.promise_date:
-        line(q.promise_date.isoformat() + (f" — {q.promise_explanation}" if q.promise_explanation else ""))
+        line(
+            q.promise_date.isoformat()
+            + (f" — {q.promise_explanation}" if q.promise_explanation else "")
+        )
     else:
         line(t("Agreed with sales when the contract is signed."))
     line(t("This is an estimate, not a reservation: nodes are held only when an order is paid."), 8)
@@ -156,12 +159,17 @@ def build_pdf(
         line(q.notes, 9)
     pdf.ln(4)
     if q.kind == QuoteKind.rack:
-        line(t("Accepting this quote asks sales to prepare the term contract; nothing is charged."), 9)
-    else:
         line(
-            t("Accept online with the link you received; the quoted price is honoured until the quote expires."),
+            t("Accepting this quote asks sales to prepare the term contract; nothing is charged."),
             9,
         )
-    line(t("Prices in US dollars, excluding taxes. Payments are simulated in this demo.") , 8)
+    else:
+        line(
+            t(
+                "Accept online with the link you received; the quoted price is honoured until the quote expires."
+            ),
+            9,
+        )
+    line(t("Prices in US dollars."), 8)
     line(t("Your contact: {email}").format(email=staff_email), 8)
     return bytes(pdf.output())

@@ -115,7 +115,9 @@ def totals(list_unit_cents: int, discount_bp: int, quantity: int, months: int) -
     monthly = unit * quantity
     total = monthly * months
     list_total = list_unit_cents * quantity * months
-    return Totals(list_unit_cents, discount_bp, unit, monthly, total, list_total, list_total - total)
+    return Totals(
+        list_unit_cents, discount_bp, unit, monthly, total, list_total, list_total - total
+    )
 
 
 def check_terms(kind: str, quantity: int, months: int) -> dict[str, str]:

@@ -36,8 +36,7 @@ def shared_quote(request: Request, token: str, session: SessionDep, now: NowDep)
             "staff_view": False,
             "can_accept": q.status in pricing.OPEN_STATUSES,
             "deploy_url": service.deploy_url(q) if q.kind == QuoteKind.node else None,
-            "honoured": exp is not None
-            and pricing.honoured(q.status, utc(exp), now),
+            "honoured": exp is not None and pricing.honoured(q.status, utc(exp), now),
         }
     )
     return render(request, "quotes/public.html", ctx, headers=PRIVATE_HEADERS)

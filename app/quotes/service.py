@@ -198,7 +198,9 @@ def parse_form(session: Session, form: Mapping[str, Any]) -> QuoteInput:
         discount_bp = pricing.parse_discount(_text(form, "discount", 12))
     except InvalidInput as e:
         errors["discount"] = e.message
-    valid_days = _int(_text(form, "valid_days", 6), "valid_days", errors, pricing.DEFAULT_VALID_DAYS)
+    valid_days = _int(
+        _text(form, "valid_days", 6), "valid_days", errors, pricing.DEFAULT_VALID_DAYS
+    )
     if "valid_days" not in errors and not 1 <= valid_days <= pricing.MAX_VALID_DAYS:
         errors["valid_days"] = N_("A quote is valid for 1 to 30 days.")
     raw_sizing = _text(form, "sizing", 2000)
@@ -244,7 +246,9 @@ def find_customer(session: Session, email: str) -> User | None:
     if not email:
         return None
     return session.exec(
-        select(User).where(func.lower(User.email) == email.lower(), User.role == Role.customer.value)
+        select(User).where(
+            func.lower(User.email) == email.lower(), User.role == Role.customer.value
+        )
     ).first()
 
 

@@ -89,7 +89,11 @@ def _builder(
             "errors": {k: _(v) for k, v in (errors or {}).items()},
             "quote": quote,
             "sku_options": [
-                (s.id, s.name + (" — " + _("term contract, priced per GPU") if s.price_per_gpu else ""))
+                (
+                    s.id,
+                    s.name
+                    + (" — " + _("term contract, priced per GPU") if s.price_per_gpu else ""),
+                )
                 for s in service.sku_choices()
             ],
             "limit": pricing.format_discount(pricing.SALES_DISCOUNT_LIMIT_BP),
@@ -194,7 +198,9 @@ def customer_lookup(
     matches = service.search_customers(session, prospect_email)
     exact = service.find_customer(session, prospect_email)
     return render(
-        request, "quotes/_customers.html", {"matches": matches, "exact": exact, "typed": prospect_email}
+        request,
+        "quotes/_customers.html",
+        {"matches": matches, "exact": exact, "typed": prospect_email},
     )
 
 
@@ -299,7 +305,12 @@ def rack_request_update(
         return render(
             request,
             "quotes/_request_row.html",
-            {"r": rr, "labels": REQUEST_STATUS_LABELS, "rack_gpus": pricing.RACK_GPUS, "saved": True},
+            {
+                "r": rr,
+                "labels": REQUEST_STATUS_LABELS,
+                "rack_gpus": pricing.RACK_GPUS,
+                "saved": True,
+            },
         )
     flash(request, _("Request updated."), "success")
     back = form.get("back", "")
@@ -382,11 +393,15 @@ def quote_send(
     if q.status == pricing.QuoteStatus.pending_approval:
         flash(
             request,
-            _("The discount is above 10 %: the quote now waits for an ops approval before it is shared."),
+            _(
+                "The discount is above 10 %: the quote now waits for an ops approval before it is shared."
+            ),
             "warning",
         )
     else:
-        flash(request, _("Quote sent. Copy the link below and share it with the prospect."), "success")
+        flash(
+            request, _("Quote sent. Copy the link below and share it with the prospect."), "success"
+        )
     return RedirectResponse(f"/staff/quotes/{q.id}", status_code=303)
 
 
@@ -453,5 +468,3 @@ def pdf_response(session: Session, q: Quote, now: Any, staff: Any = None) -> Res
         "Cache-Control": "no-store",
     }
     return Response(body, media_type="application/pdf", headers=headers)
-
-
