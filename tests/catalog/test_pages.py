@@ -1,0 +1,163 @@
+"""The catalog pages over HTTP, in English and Chinese."""
+
+from __future__ import annotations
+
+import pytest
+from sqlmodel import Session, select
+
+from app.catalog.models import RackRequest
+
+LANGS = ["en", "zh_CN"]
+
+
+@pytest.fixture(params=LANGS)
+def lang(request: pytest.FixtureRequest, client) -> str:  # type: ignore[no-untyped-def]
+    client.cookies.set("lang", request.param)
+    return str(request.param)
+
+
+def test_nodes_table(client, seeded, lang) -> None:  # type: ignore[no-untyped-def]
+    r = client.get("/nodes")
+    assert r.status_code == 200
+    t = r.text
+    for name in ("HGX H100", "HGX H200", "HGX B200", "HGX B300", "MI355X", "GB300 NVL72"):
+        assert name in t
+    assert "$34,900.00" in t and "$5.98" in t  # B200 list price and 24/7 rate
+    assert "2,250" in t and "4,500" in t and "179.1 GiB" in t
+    assert '<sup class="src"' in t
+    assert 'datetime="2026-12-04"' in t  # B200: 2 in stock, 3 business days from Tue 1 Dec
+    if lang == "en":
+        assert (
+            "Compare nodes" in t
+            and "Talk to sales" in t
+            and "2 in stock, ready in 3 business days" in t
+        )
+    else:
+        assert "比较节点" in t and "联系销售" in t and "现货 2 台" in t
+
+
+def test_promise_uses_the_customer_time_zone(client, seeded) -> None:  # type: ignore[no-untyped-def]
+    client.cookies.set("tz", "Pacific/Auckland")
+    assert 'datetime="2026-12-05"' in client.get("/nodes").text  # noon UTC is 01:00 next day there
+
+
+def test_node_page(client, seeded, lang) -> None:  # type: ignore[no-untyped-def]
+    r = client.get("/nodes/hgx-b200")
+    assert r.status_code == 200
+    t = r.text
+    assert 'href="/deploy?sku=hgx-b200&amp;nodes=1"' in t and 'href="/size?sku=hgx-b200"' in t
+    assert "nvidia-smi topo -m" in t and "830 GB/s" in t
+    assert "Ubuntu 22.04" in t and "Ubuntu 24.04" in t
+    assert "30.7 TB" in t  # 8 × 3.84 TB ≈ 30 TB raw NVMe
+    if lang == "en":
+        assert "not backed up unless agreed in writing" in t
+        assert "private network" in t
+        assert "billion parameters" in t  # what fits, from the sizing engine
+    else:
+        assert "未经书面约定" in t and "私有网络" in t and "十亿参数" in t
+
+
+def test_mi355x_runs_rocm(client, seeded) -> None:  # type: ignore[no-untyped-def]
+    t = client.get("/nodes/mi355x").text
+    assert (
+        "ROCm" in t
+        and "rocm-smi --showtopo" in t
+        and "CUDA" not in t.split("<main")[1].split("Images")[1][:400]
+    )
+
+
+def test_rack_page_is_talk_to_sales(client, seeded, lang) -> None:  # type: ignore[no-untyped-def]
+    t = client.get("/nodes/gb300-nvl72").text
+    assert "/deploy?sku=gb300-nvl72" not in t
+    assert 'href="/nodes/gb300-nvl72/request"' in t
+    assert "$7,990.00" in t
+
+
+def test_unknown_node_is_404(client, lang) -> None:  # type: ignore[no-untyped-def]
+    assert client.get("/nodes/h9000").status_code == 404
+
+
+def test_rack_request_lands_in_the_sales_queue(client, engine, seeded, lang) -> None:  # type: ignore[no-untyped-def]
+    assert client.get("/nodes/gb300-nvl72/request").status_code == 200
+    good = {
+        "gpus": "144",
+        "term_months": "24",
+        "start_date": "2027-03-01",
+        "workload": "Pretraining a 400B dense model on 15T tokens",
+        "email": "Lab@Example.com",
+        "name": "Ada",
+        "company": "Example Labs",
+    }
+    r = client.post("/nodes/gb300-nvl72/request", data=good)
+    assert r.status_code == 303 and r.headers["location"].startswith(
+        "/nodes/gb300-nvl72?requested="
+    )
+    with Session(engine) as s:
+        (rr,) = s.exec(select(RackRequest)).all()
+        assert (rr.gpus, rr.term_months, rr.email, rr.status) == (144, 24, "lab@example.com", "new")
+    page = client.get(r.headers["location"]).text
+    assert ("received your request" in page) or ("已收到" in page)
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("gpus", "100"),
+        ("gpus", "x"),
+        ("term_months", "6"),
+        ("term_months", "48"),
+        ("start_date", "2020-01-01"),
+        ("start_date", "soon"),
+        ("workload", "hi"),
+        ("email", "nope"),
+    ],
+)
+def test_rack_request_validation(client, engine, seeded, field, value) -> None:  # type: ignore[no-untyped-def]
+    data = {
+        "gpus": "72",
+        "term_months": "12",
+        "start_date": "2027-03-01",
+        "workload": "Pretraining a 400B dense model",
+        "email": "a@example.com",
+    }
+    data[field] = value
+    r = client.post("/nodes/gb300-nvl72/request", data=data)
+    assert r.status_code == 422
+    assert f'id="e-{field}"' in r.text
+    if field != "term_months":  # a select keeps its choices; text fields keep what was typed
+        assert value in r.text
+    with Session(engine) as s:
+        assert s.exec(select(RackRequest)).all() == []
+
+
+def test_rack_request_needs_csrf(raw_client, engine, seeded) -> None:  # type: ignore[no-untyped-def]
+    r = raw_client.post("/nodes/gb300-nvl72/request", data={"gpus": "72"})
+    assert r.status_code == 403
+
+
+def test_monthly_vs_hourly_defaults_to_the_b200_example(client, seeded, lang) -> None:  # type: ignore[no-untyped-def]
+    r = client.get("/pricing/monthly-vs-hourly")
+    assert r.status_code == 200
+    t = r.text
+    assert "$60.59" in t and "$5.98" in t
+    assert "<svg" in t and "<desc" in t
+    assert 'placeholder="5.99"' in t
+
+
+def test_monthly_vs_hourly_inputs(client, seeded) -> None:  # type: ignore[no-untyped-def]
+    r = client.get("/pricing/monthly-vs-hourly?sku=hgx-b200&hours=730&hourly=7.00")
+    assert 'id="mvh-effective">$5.98' in r.text
+    assert "hourly stays cheaper" not in r.text
+    frag = client.get(
+        "/pricing/monthly-vs-hourly?sku=hgx-b200&hours=72", headers={"HX-Request": "true"}
+    )
+    assert frag.status_code == 200 and "<html" not in frag.text and "$60.59" in frag.text
+    bad = client.get("/pricing/monthly-vs-hourly?sku=zzz&hours=1000&hourly=abc")
+    assert bad.status_code == 422
+    assert 'id="e-hours"' in bad.text and 'id="e-hourly"' in bad.text and 'value="1000"' in bad.text
+
+
+def test_list_price_change_shows_on_the_pages(client, seeded, make_user, login) -> None:  # type: ignore[no-untyped-def]
+    login(client, make_user("ops"))
+    client.post("/staff/prices/hgx-b200", data={"price": "36,000", "reason": "market"})
+    assert "$36,000.00" in client.get("/nodes/hgx-b200").text
