@@ -1,0 +1,116 @@
+"""The orders JSON API (bearer tokens): create (idempotent), list, read, cancel.
+
+``POST /api/v1/orders`` needs an ``Idempotency-Key`` header: the same key with the same
+body returns the same order (200 instead of 201); the same key with another body → 409.
+``"pay": true`` pays the first month from the balance in the same call; when the balance
+is short the order is still created and the answer is 402 with ``shortfall_cents`` —
+retry the same request (same key) after a top-up and it pays.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Header
+from fastapi.responses import JSONResponse
+from sqlmodel import Session
+
+from app.accounts.deps import CurrentUser
+from app.errors import N_, InsufficientBalance, InvalidInput
+from app.orders import service
+from app.orders.models import Order
+from app.orders.schemas import EventOut, OrderCreate, OrderOut
+from app.web.deps import NowDep, SessionDep
+from app.web.i18n import gettext as _
+
+router = APIRouter(prefix="/api/v1/orders", tags=["orders"])
+
+
+def _out(session: Session, order: Order, now: Any, *, detail: bool = False) -> OrderOut:
+    assert order.id is not None
+    return OrderOut.of(
+        order,
+        late=service.is_order_late(order, now),
+        ssh_keys=service.ssh_keys_of(order),
+        hosts=service.hosts_of(session, order.id) if detail else None,
+        events=[
+            EventOut(at=e.at, kind=e.kind, message=e.message)
+            for e in service.timeline(session, order.id)
+        ]
+        if detail
+        else None,
+    )
+
+
+@router.post("", status_code=201, response_model=OrderOut)
+def create(
+    body: OrderCreate,
+    session: SessionDep,
+    now: NowDep,
+    user: CurrentUser,
+    idempotency_key: Annotated[str | None, Header(alias="Idempotency-Key")] = None,
+) -> Any:
+    if not idempotency_key or not idempotency_key.strip():
+        raise InvalidInput(
+            N_("Send an Idempotency-Key header (any unique string up to 80 characters)."),
+            field="Idempotency-Key",
+        )
+    draft, errors = service.parse_draft(body.as_form())
+    if errors:
+        raise InvalidInput(errors=errors, field=next(iter(errors)))
+    order, created = service.create_order(
+        session, user=user, draft=draft, idempotency_key=idempotency_key.strip(), now=now
+    )
+    status = 201 if created else 200
+    if body.pay:
+        assert order.id is not None
+        try:
+            order = service.pay_order(
+                session,
+                user=user,
+                order_id=order.id,
+                idempotency_key=order.idempotency_key,
+                now=now,
+            )
+        except InsufficientBalance as e:
+            short = int(getattr(e, "shortfall_cents", 0) or 0)
+            return _payment_failed(
+                session, order, now, e, status=402, extra={"shortfall_cents": short}
+            )
+        except (service.PriceChanged, service.NotPromisable) as e:
+            return _payment_failed(session, order, now, e, status=409)
+    return JSONResponse(_out(session, order, now).model_dump(mode="json"), status_code=status)
+
+
+def _payment_failed(
+    session: Session,
+    order: Order,
+    now: Any,
+    e: Exception,
+    *,
+    status: int,
+    extra: dict[str, Any] | None = None,
+) -> JSONResponse:
+    """The order stays (awaiting payment); the answer says why it was not paid."""
+    from app.errors import DomainError
+
+    assert isinstance(e, DomainError)
+    err: dict[str, Any] = {"code": e.code, "message": e.render_message(_), **(extra or {})}
+    body = {"error": err, "order": _out(session, order, now).model_dump(mode="json")}
+    return JSONResponse(body, status_code=status)
+
+
+@router.get("", response_model=list[OrderOut])
+def list_orders(session: SessionDep, now: NowDep, user: CurrentUser) -> list[OrderOut]:
+    return [_out(session, o, now) for o in service.visible_orders(session, user)]
+
+
+@router.get("/{order_id}", response_model=OrderOut)
+def get_order(order_id: int, session: SessionDep, now: NowDep, user: CurrentUser) -> OrderOut:
+    return _out(session, service.get_order_for(session, user, order_id), now, detail=True)
+
+
+@router.post("/{order_id}/cancel", response_model=OrderOut)
+def cancel_order(order_id: int, session: SessionDep, now: NowDep, user: CurrentUser) -> OrderOut:
+    order = service.cancel_order(session, user=user, order_id=order_id, now=now)
+    return _out(session, order, now, detail=True)

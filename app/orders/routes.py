@@ -1,0 +1,564 @@
+"""The customer's pages: /deploy (form + live summary), review, pay, top-up, cancel, console."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime, time, timedelta
+from typing import Any
+from urllib.parse import urlencode
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from sqlmodel import Session
+
+from app.accounts.deps import CurrentUser, OptionalUser
+from app.accounts.models import User
+from app.catalog import specs
+from app.clock import wall_now
+from app.errors import N_, DomainError, InsufficientBalance, InvalidInput
+from app.money import parse_amount
+from app.orders import service
+from app.orders.lifecycle import OrderStatus
+from app.orders.models import Order
+from app.payments.rates import CURRENCIES
+from app.web.deps import NowDep, SessionDep
+from app.web.flash import flash
+from app.web.i18n import gettext as _
+from app.web.templating import is_htmx, render
+
+router = APIRouter(include_in_schema=False)
+
+DEFAULT_SKU = "hgx-b200"
+NOTE_FIELDS = (
+    "note_model_size",
+    "note_token_budget",
+    "note_node_count",
+    "note_comm_pattern",
+    "note_free_text",
+)
+
+
+# ---------------------------------------------------------------------------------------
+# helpers
+# ---------------------------------------------------------------------------------------
+
+
+def self_serve_specs() -> list[specs.NodeSpec]:
+    return [s for s in specs.all_specs() if s.self_serve]
+
+
+def _sku_or_none(sku_id: str) -> specs.NodeSpec | None:
+    try:
+        return specs.spec(sku_id)
+    except KeyError:
+        return None
+
+
+def image_name(image_id: str) -> str:
+    for i in specs.all_images():
+        if i.id == image_id:
+            return i.name
+    return image_id
+
+
+def summary_context(
+    session: Session, user: User | None, sku_id: str, nodes: Any, quote: str, now: datetime
+) -> dict[str, Any]:
+    """Promised date, price and balance/shortfall for a SKU and node count."""
+    from app.catalog import service as catalog
+
+    ctx: dict[str, Any] = {"sum_ok": False, "sum_error": None}
+    spec = _sku_or_none(sku_id)
+    n = service._int(nodes)
+    if spec is None:
+        ctx["sum_error"] = _("Choose a node type to see the delivery date and price.")
+        return ctx
+    if not spec.self_serve:
+        ctx["sum_error"] = _(
+            "This rack is sold through our sales team, not self-serve checkout. Ask for a quote."
+        )
+        return ctx
+    if n is None or n < 1 or n > service.MAX_NODES:
+        ctx["sum_error"] = _("Enter a node count between 1 and 64.")
+        return ctx
+    promise = catalog.current_promise(session, spec.id, n, now)
+    terms = service.price_terms(session, spec.id, n, quote, now)
+    total = terms.unit_price_cents * n
+    available, _held = service.balance_of(session, user)
+    ctx.update(
+        sum_ok=True,
+        sum_spec=spec,
+        sum_nodes=n,
+        sum_promise=promise,
+        sum_unit=terms.unit_price_cents,
+        sum_total=total,
+        sum_quote=terms,
+        sum_quote_note=(
+            _(terms.quote_note).format(**terms.quote_note_params) if terms.quote_note else ""
+        ),
+        sum_available=available,
+        sum_shortfall=None if available is None else max(0, total - available),
+        sum_gpu_hour=total / (n * spec.gpus_per_node * 730) / 100,
+    )
+    return ctx
+
+
+def _values_from_query(request: Request, session: Session, now: datetime) -> dict[str, Any]:
+    q = request.query_params
+    v: dict[str, Any] = {
+        "sku": q.get("sku", "") or DEFAULT_SKU,
+        "nodes": q.get("nodes", "") or "1",
+        "image": q.get("image", ""),
+        "ssh_key_ids": [],
+        "new_key_name": "",
+        "new_key_text": "",
+        "note_model_size": q.get("note_model_size", ""),
+        "note_token_budget": q.get("note_token_budget", ""),
+        "note_node_count": q.get("note_node_count", ""),
+        "note_private_network": q.get("note_private_network", "") in ("1", "true", "on"),
+        "note_comm_pattern": q.get("note_comm_pattern", ""),
+        "note_free_text": "",
+        "sizing": q.get("sizing", ""),
+        "quote": q.get("quote", ""),
+        "account_mode": "signup",
+        "email": "",
+    }
+    if v["quote"]:
+        from app.quotes import service as quotes
+
+        terms = quotes.quote_for_checkout(session, v["quote"], now)
+        if terms is not None:
+            v["sku"] = terms.sku_id
+            v["nodes"] = str(terms.quantity)
+    spec = _sku_or_none(v["sku"])
+    if not v["image"] and spec is not None and spec.images:
+        v["image"] = spec.images[-1] if spec.vendor != "amd" else spec.images[-1]
+    return v
+
+
+def _values_from_form(form: Any) -> dict[str, Any]:
+    v: dict[str, Any] = {
+        k: str(form.get(k) or "")
+        for k in (
+            "sku",
+            "nodes",
+            "image",
+            "new_key_name",
+            "new_key_text",
+            "sizing",
+            "quote",
+            "email",
+            *NOTE_FIELDS,
+        )
+    }
+    v["ssh_key_ids"] = [str(x) for x in form.getlist("ssh_key_ids")]
+    v["note_private_network"] = str(form.get("note_private_network") or "") in ("1", "true", "on")
+    v["account_mode"] = "login" if form.get("account_mode") == "login" else "signup"
+    return v
+
+
+def _image_groups() -> list[tuple[str, list[specs.ImageSpec]]]:
+    nv = [i for i in specs.all_images() if i.vendor == "nvidia"]
+    amd = [i for i in specs.all_images() if i.vendor == "amd"]
+    return [
+        (_("NVIDIA nodes (H100, H200, B200, B300)"), nv),
+        (_("AMD Instinct MI355X"), amd),
+    ]
+
+
+def _render_deploy(
+    request: Request,
+    session: Session,
+    user: User | None,
+    now: datetime,
+    values: dict[str, Any],
+    errors: dict[str, str] | None = None,
+    idem_key: str | None = None,
+    notice: str | None = None,
+    status_code: int = 200,
+) -> HTMLResponse:
+    saved_keys: list[Any] = []
+    if user is not None and user.id is not None:
+        from app.accounts import service as accounts
+
+        saved_keys = list(accounts.ssh_keys_for(session, user.id))
+    translated = {k: _(m) for k, m in (errors or {}).items()}
+    sizing_link = "/size?" + values["sizing"] if values.get("sizing") else ""
+    ctx = {
+        "v": values,
+        "errors": translated,
+        "skus": self_serve_specs(),
+        "sales_skus": [s for s in specs.all_specs() if not s.self_serve],
+        "image_groups": _image_groups(),
+        "saved_keys": saved_keys,
+        "idem_key": idem_key or service.new_idempotency_key(),
+        "sizing_link": sizing_link,
+        "notice": notice,
+        "account_mode": values.get("account_mode", "signup"),
+        "account_email": values.get("email", ""),
+        "requested_sales_sku": _sku_or_none(values["sku"]) if values["sku"] else None,
+        **summary_context(session, user, values["sku"], values["nodes"], values["quote"], now),
+    }
+    return render(request, "orders/deploy.html", ctx, status_code=status_code)
+
+
+# ---------------------------------------------------------------------------------------
+# /deploy
+# ---------------------------------------------------------------------------------------
+
+
+@router.get("/deploy", response_class=HTMLResponse)
+def deploy_page(request: Request, session: SessionDep, now: NowDep, user: OptionalUser) -> Response:
+    values = _values_from_query(request, session, now)
+    return _render_deploy(request, session, user, now, values)
+
+
+@router.get("/deploy/summary", response_class=HTMLResponse)
+def deploy_summary(
+    request: Request, session: SessionDep, now: NowDep, user: OptionalUser
+) -> Response:
+    q = request.query_params
+    ctx = summary_context(
+        session, user, q.get("sku", ""), q.get("nodes", ""), q.get("quote", ""), now
+    )
+    if not is_htmx(request):
+        # Without htmx the summary is part of the page: go there with the same choices.
+        return RedirectResponse(
+            "/deploy?"
+            + urlencode({k: q.get(k, "") for k in ("sku", "nodes", "quote") if q.get(k)}),
+            status_code=303,
+        )
+    return render(request, "orders/_summary.html", ctx)
+
+
+@router.post("/deploy", response_class=HTMLResponse)
+async def deploy_submit(
+    request: Request, session: SessionDep, now: NowDep, user: OptionalUser
+) -> Response:
+    form = await request.form()
+    values = _values_from_form(form)
+    idem_key = str(form.get("idempotency_key") or "").strip()[:80] or service.new_idempotency_key()
+    draft, errors = service.parse_draft({**values, "ssh_key_ids": values["ssh_key_ids"]})
+    if user is None:
+        if not values["email"]:
+            errors["email"] = N_("Enter your email address.")
+        if not str(form.get("password") or ""):
+            errors["password"] = N_("Enter a password.")
+    if errors:
+        return _render_deploy(
+            request, session, user, now, values, errors, idem_key, status_code=422
+        )
+
+    response = Response(status_code=303)
+    if user is None:
+        from app.accounts import service as accounts
+
+        try:
+            user = accounts.signup_or_login(
+                session,
+                request,
+                response,
+                mode=values["account_mode"],
+                email=values["email"],
+                password=str(form.get("password") or ""),
+                now=now,
+            )
+        except DomainError as e:
+            errs = {k: _fmt(v, e.params) for k, v in (getattr(e, "errors", None) or {}).items()}
+            if not errs:
+                errs = {"auth": e.render_message(_)}
+            page = _render_deploy(
+                request, session, None, now, values, errs, idem_key, status_code=e.status_code
+            )
+            for v in _set_cookies(response):  # e.g. a throttle cookie
+                page.headers.append("set-cookie", v)
+            return page
+        request.state.user = user
+        request.state.user_loaded = True
+
+    try:
+        order, _created = service.create_order(
+            session, user=user, draft=draft, idempotency_key=idem_key, now=now
+        )
+    except service.IdempotencyConflict as e:
+        notice = _(
+            "You already sent this form: it made order #{id}. Send it again to place a second order."
+        ).format(id=e.params.get("order_id"))
+        page = _render_deploy(request, session, user, now, values, {}, None, notice, 409)
+        return _with_cookies(page, response)
+    except InvalidInput as e:
+        errs = {k: _fmt(v, e.params) for k, v in e.errors.items()} or {
+            "ssh_keys": e.render_message(_)
+        }
+        if "name" in errs:
+            errs["new_key_name"] = errs.pop("name")
+        for k in ("text", "public_key"):
+            if k in errs:
+                errs["new_key_text"] = errs.pop(k)
+        if not set(errs) & {"ssh_keys", "new_key_name", "new_key_text"}:
+            errs = {"new_key_text": e.message}
+        page = _render_deploy(request, session, user, now, values, errs, idem_key, status_code=422)
+        return _with_cookies(page, response)
+    response.headers["location"] = f"/orders/{order.id}/review"
+    return response
+
+
+def _fmt(msgid: str, params: dict[str, Any]) -> str:
+    text = _(msgid)
+    try:
+        return text.format(**params) if params else text
+    except (KeyError, IndexError, ValueError):
+        return text
+
+
+def _set_cookies(response: Response) -> list[str]:
+    return [v.decode() for k, v in response.raw_headers if k.lower() == b"set-cookie"]
+
+
+def _with_cookies(page: Response, source: Response) -> Response:
+    for v in _set_cookies(source):
+        page.headers.append("set-cookie", v)
+    return page
+
+
+# ---------------------------------------------------------------------------------------
+# Review, top-up, pay
+# ---------------------------------------------------------------------------------------
+
+
+def _review_page(
+    request: Request,
+    session: Session,
+    order: Order,
+    now: datetime,
+    *,
+    error: str | None = None,
+    status_code: int = 200,
+    topup_errors: dict[str, str] | None = None,
+    topup_amount: str | None = None,
+) -> HTMLResponse:
+    rv = service.review(session, order, now)
+    spec = specs.spec(order.sku_id)
+    return render(
+        request,
+        "orders/review.html",
+        {
+            "order": order,
+            "rv": rv,
+            "spec": spec,
+            "image_label": image_name(order.image_id),
+            "keys": service.ssh_keys_of(order),
+            "error": error,
+            "topup_errors": topup_errors or {},
+            "topup_amount": topup_amount
+            if topup_amount is not None
+            else f"{rv.shortfall_cents / 100:.2f}",
+            "currencies": [(c.code, c.name) for c in CURRENCIES.values()],
+        },
+        status_code=status_code,
+    )
+
+
+@router.get("/orders/{order_id}/review", response_class=HTMLResponse)
+def review_page(
+    order_id: int, request: Request, session: SessionDep, now: NowDep, user: CurrentUser
+) -> Response:
+    order = service.get_order_for(session, user, order_id)
+    if order.status != OrderStatus.awaiting_payment.value:
+        return RedirectResponse(f"/console/orders/{order.id}", status_code=303)
+    return _review_page(request, session, order, now)
+
+
+@router.post("/orders/{order_id}/pay", response_class=HTMLResponse)
+async def pay(
+    order_id: int, request: Request, session: SessionDep, now: NowDep, user: CurrentUser
+) -> Response:
+    form = await request.form()
+    expected: date | None = None
+    raw = str(form.get("promise_date") or "")
+    if raw:
+        try:
+            expected = date.fromisoformat(raw)
+        except ValueError:
+            expected = None
+    key = str(form.get("idempotency_key") or "")
+    try:
+        order = service.pay_order(
+            session,
+            user=user,
+            order_id=order_id,
+            idempotency_key=key,
+            now=now,
+            expected_promise=expected,
+        )
+    except (
+        service.PromiseChanged,
+        service.PriceChanged,
+        service.NotPromisable,
+        InsufficientBalance,
+    ) as e:
+        order = service.get_order_for(session, user, order_id)
+        return _review_page(
+            request, session, order, now, error=e.render_message(_), status_code=e.status_code
+        )
+    flash(
+        request,
+        _("Paid. Your order is confirmed; we will hand over the nodes by the promised date."),
+        "success",
+    )
+    return RedirectResponse(f"/console/orders/{order.id}", status_code=303)
+
+
+@router.post("/orders/{order_id}/topup", response_class=HTMLResponse)
+async def topup(
+    order_id: int, request: Request, session: SessionDep, now: NowDep, user: CurrentUser
+) -> Response:
+    from app.payments import service as payments
+
+    order = service.get_order_for(session, user, order_id)
+    if order.status != OrderStatus.awaiting_payment.value:
+        return RedirectResponse(f"/console/orders/{order.id}", status_code=303)
+    form = await request.form()
+    rv = service.review(session, order, now)
+    raw = str(form.get("amount") or "")
+    currency = str(form.get("currency") or "")
+    errors: dict[str, str] = {}
+    try:
+        cents = parse_amount(raw)
+    except ValueError:
+        cents = 0
+        errors["amount"] = _("Enter an amount in US dollars, for example 1250.00.")
+    if not errors and cents < max(rv.shortfall_cents, 1):
+        errors["amount"] = _("Top up at least the shortfall.")
+    if currency not in CURRENCIES:
+        errors["currency"] = _("Choose a currency.")
+    if errors:
+        return _review_page(
+            request, session, order, now, topup_errors=errors, topup_amount=raw, status_code=422
+        )
+    assert user.id is not None
+    invoice = payments.create_topup(
+        session,
+        user_id=user.id,
+        amount_cents=cents,
+        currency=currency,
+        now=now,
+        return_to=f"/orders/{order.id}/review",
+    )
+    return RedirectResponse(_invoice_url(invoice), status_code=303)
+
+
+def _invoice_url(invoice: Any) -> str:
+    for attr in ("url", "checkout_url", "page_url"):
+        value = getattr(invoice, attr, None)
+        if isinstance(value, str) and value.startswith("/"):
+            return value
+    return f"/payments/invoices/{invoice.id}"
+
+
+@router.post("/orders/{order_id}/cancel", response_class=HTMLResponse)
+async def cancel(
+    order_id: int, request: Request, session: SessionDep, now: NowDep, user: CurrentUser
+) -> Response:
+    try:
+        order = service.cancel_order(session, user=user, order_id=order_id, now=now)
+    except (service.NotCancellableYet, service.NotCancellable) as e:
+        flash(request, e.render_message(_), "error")
+        return RedirectResponse(f"/console/orders/{order_id}", status_code=303)
+    if order.status == OrderStatus.cancelled.value:
+        flash(request, _("Cancelled. The first month is back in your balance in full."), "success")
+    elif order.status == OrderStatus.abandoned.value:
+        flash(request, _("Order discarded. Nothing was charged."), "success")
+        return RedirectResponse("/console", status_code=303)
+    else:
+        flash(
+            request,
+            _("Your lease will end at the end of the paid month. Nothing more will be charged."),
+            "success",
+        )
+    return RedirectResponse(f"/console/orders/{order.id}", status_code=303)
+
+
+# ---------------------------------------------------------------------------------------
+# Console
+# ---------------------------------------------------------------------------------------
+
+
+def _deadline(d: date | None) -> datetime | None:
+    """The end of the promised day (UTC): the order is late after this instant."""
+    if d is None:
+        return None
+    return datetime.combine(d + timedelta(days=1), time(0, 0), tzinfo=UTC)
+
+
+def _clock_offset_ms(now: datetime) -> int:
+    """So the countdown in the browser follows the app clock (simulated time too)."""
+    return int((now - wall_now()).total_seconds() * 1000)
+
+
+def status_badge(order: Order, now: datetime) -> tuple[str, str]:
+    """(label msgid, css class)."""
+    if service.is_order_late(order, now):
+        return N_("Late"), "bad"
+    labels = {
+        "awaiting_payment": (N_("Awaiting payment"), "warn"),
+        "paid": (N_("Paid, awaiting provisioning"), ""),
+        "provisioning": (N_("Provisioning"), ""),
+        "delivered": (N_("Active"), "ok"),
+        "ending": (N_("Ends at period end"), "warn"),
+        "suspended": (N_("Suspended"), "bad"),
+        "ended": (N_("Ended"), ""),
+        "wiping": (N_("Wiping disks"), ""),
+        "wiped": (N_("Wiped"), ""),
+        "cancelled": (N_("Cancelled, refunded"), ""),
+        "abandoned": (N_("Discarded"), ""),
+    }
+    return labels.get(order.status, (order.status, ""))
+
+
+@router.get("/console", response_class=HTMLResponse)
+def console(request: Request, session: SessionDep, now: NowDep, user: CurrentUser) -> Response:
+    from app.notifications.service import unread_for
+
+    orders = service.visible_orders(session, user)
+    available, held = service.balance_of(session, user)
+    return render(
+        request,
+        "orders/console.html",
+        {
+            "orders": orders,
+            "badges": {o.id: status_badge(o, now) for o in orders},
+            "deadlines": {o.id: _deadline(o.promised_date) for o in orders},
+            "offset_ms": _clock_offset_ms(now),
+            "notifications": unread_for(session, user.id or 0),
+            "available": available,
+            "held": held,
+            "sku_names": {s.id: s.name for s in specs.all_specs()},
+        },
+    )
+
+
+@router.get("/console/orders/{order_id}", response_class=HTMLResponse)
+def console_order(
+    order_id: int, request: Request, session: SessionDep, now: NowDep, user: CurrentUser
+) -> Response:
+    order = service.get_order_for(session, user, order_id)
+    spec = specs.spec(order.sku_id)
+    assert order.id is not None
+    return render(
+        request,
+        "orders/order.html",
+        {
+            "order": order,
+            "spec": spec,
+            "badge": status_badge(order, now),
+            "late": service.is_order_late(order, now),
+            "deadline": _deadline(order.promised_date),
+            "offset_ms": _clock_offset_ms(now),
+            "events": service.timeline(session, order.id),
+            "hosts": service.hosts_of(session, order.id),
+            "keys": service.ssh_keys_of(order),
+            "image_label": image_name(order.image_id),
+            "action": service.cancel_action(order, now),
+            "busbw": str(spec.raw.get("nccl_allreduce_busbw_gbps") or ""),
+        },
+    )

@@ -1,0 +1,154 @@
+"""JSON shapes of the orders API."""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from app.orders.models import Order, OrderHost
+
+
+class NewKey(BaseModel):
+    name: str = Field(max_length=80)
+    public_key: str = Field(max_length=16000)
+
+
+class Notes(BaseModel):
+    model_size: str = ""
+    token_budget: str = ""
+    node_count: int | None = None
+    private_network: bool = False
+    comm_pattern: str = ""
+    free_text: str = ""
+
+
+class OrderCreate(BaseModel):
+    sku: str = Field(examples=["hgx-b200"])
+    nodes: int = Field(default=1, examples=[1])
+    image: str = Field(examples=["ubuntu-24.04-cuda"])
+    ssh_key_ids: list[int] = Field(default_factory=list, description="ids of your saved SSH keys")
+    ssh_key: NewKey | None = Field(default=None, description="a new public key to save and use")
+    notes: Notes = Field(default_factory=Notes)
+    sizing: str = Field(default="", description="the /size query string this order came from")
+    quote: str = Field(
+        default="", description="a quote share token; its price holds until it expires"
+    )
+    pay: bool = Field(default=False, description="pay the first month from the balance now")
+
+    def as_form(self) -> dict[str, Any]:
+        return {
+            "sku": self.sku,
+            "nodes": self.nodes,
+            "image": self.image,
+            "ssh_key_ids": list(self.ssh_key_ids),
+            "new_key_name": self.ssh_key.name if self.ssh_key else "",
+            "new_key_text": self.ssh_key.public_key if self.ssh_key else "",
+            "note_model_size": self.notes.model_size,
+            "note_token_budget": self.notes.token_budget,
+            "note_node_count": self.notes.node_count,
+            "note_private_network": self.notes.private_network,
+            "note_comm_pattern": self.notes.comm_pattern,
+            "note_free_text": self.notes.free_text,
+            "sizing": self.sizing,
+            "quote": self.quote,
+        }
+
+
+class HostOut(BaseModel):
+    hostname: str
+    ip: str
+    ssh_user: str
+    ssh_port: int
+    ssh_command: str
+    host_key_fingerprints: list[str]
+
+    @classmethod
+    def of(cls, h: OrderHost) -> HostOut:
+        port = f"-p {h.ssh_port} " if h.ssh_port and h.ssh_port != 22 else ""
+        return cls(
+            hostname=h.hostname,
+            ip=h.ip,
+            ssh_user=h.ssh_user,
+            ssh_port=h.ssh_port,
+            ssh_command=f"ssh {port}{h.ssh_user}@{h.ip}",
+            host_key_fingerprints=[x for x in h.host_key_fingerprints.splitlines() if x.strip()],
+        )
+
+
+class EventOut(BaseModel):
+    at: datetime
+    kind: str
+    message: str
+
+
+class OrderOut(BaseModel):
+    id: int
+    status: str
+    late: bool
+    sku: str
+    nodes: int
+    image: str
+    unit_price_cents: int
+    monthly_total_cents: int
+    currency: str = "USD"
+    promised_date: date | None
+    promise_explanation: str
+    created_at: datetime
+    paid_at: datetime | None
+    delivered_at: datetime | None
+    cancelled_at: datetime | None
+    period_end: datetime | None
+    cancel_at_period_end: bool
+    ssh_keys: list[dict[str, str]]
+    notes: Notes
+    hosts: list[HostOut] = Field(default_factory=list)
+    events: list[EventOut] = Field(default_factory=list)
+    links: dict[str, str] = Field(default_factory=dict)
+
+    @classmethod
+    def of(
+        cls,
+        o: Order,
+        *,
+        late: bool,
+        ssh_keys: list[dict[str, str]],
+        hosts: list[OrderHost] | None = None,
+        events: list[EventOut] | None = None,
+    ) -> OrderOut:
+        assert o.id is not None
+        return cls(
+            id=o.id,
+            status=o.status,
+            late=late,
+            sku=o.sku_id,
+            nodes=o.quantity,
+            image=o.image_id,
+            unit_price_cents=o.unit_price_cents,
+            monthly_total_cents=o.monthly_total_cents,
+            promised_date=o.promised_date,
+            promise_explanation=o.promise_explanation,
+            created_at=o.created_at,
+            paid_at=o.paid_at,
+            delivered_at=o.delivered_at,
+            cancelled_at=o.cancelled_at,
+            period_end=o.period_end,
+            cancel_at_period_end=o.cancel_at_period_end,
+            ssh_keys=ssh_keys,
+            notes=Notes(
+                model_size=o.note_model_size,
+                token_budget=o.note_token_budget,
+                node_count=o.note_node_count,
+                private_network=o.note_private_network,
+                comm_pattern=o.note_comm_pattern,
+                free_text=o.note_free_text,
+            ),
+            hosts=[HostOut.of(h) for h in hosts or []],
+            events=events or [],
+            links={
+                "self": f"/api/v1/orders/{o.id}",
+                "review": f"/orders/{o.id}/review",
+                "console": f"/console/orders/{o.id}",
+            },
+        )

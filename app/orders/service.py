@@ -1,0 +1,820 @@
+"""Checkout and the customer's side of an order's life.
+
+``create_order`` records the deploy form (idempotent per user and key), ``review`` shows
+what paying would do, ``pay_order`` turns the first month into a ledger hold in the same
+transaction as the node hold, ``cancel_order`` applies the refund-on-miss rule (and
+cancel-at-period-end for running leases). Services never commit: the caller owns the
+transaction. Customer-facing reads go through ``visible_orders`` / ``get_order_for``.
+
+Early cancel (ours): a paid order whose promised date has not passed yet cannot be
+cancelled by the customer. The product promises a full refund only when we miss the date;
+before that the nodes are being prepared for the customer, so the customer talks to ops
+(who may cancel it by hand). Once the date has passed without delivery, the customer can
+cancel in one click and the first month goes back to the balance in full.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets
+from dataclasses import asdict, dataclass, field
+from datetime import date, datetime
+from typing import Any
+
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session, col, select
+
+from app.accounts.models import User
+from app.clock import utc
+from app.errors import N_, Conflict, InvalidInput, NotFound
+from app.money import format_cents
+from app.orders.lifecycle import (
+    LEASE_ACTIVE,
+    PRE_DELIVERY,
+    OrderStatus,
+    check_transition,
+    is_late,
+)
+from app.orders.models import Order, OrderEvent, OrderHost
+from app.web.i18n import current_locale
+from app.web.i18n import gettext as _
+
+MAX_NODES = 64
+NOTE_MAX = 80
+FREE_TEXT_MAX = 4000
+
+
+# ---------------------------------------------------------------------------------------
+# Errors
+# ---------------------------------------------------------------------------------------
+
+
+class OrderNotFound(NotFound):
+    code = "order_not_found"
+    default_message = N_("We could not find that order.")
+
+
+class IdempotencyConflict(Conflict):
+    code = "idempotency_conflict"
+    default_message = N_(
+        "This idempotency key was already used for a different order (#{order_id})."
+    )
+
+
+class PromiseChanged(Conflict):
+    code = "promise_changed"
+    default_message = N_("The delivery date changed to {date}; check it and pay again.")
+
+    def __init__(self, new_date: date, explanation: str = "") -> None:
+        super().__init__(date=new_date.isoformat())
+        self.new_date = new_date
+        self.explanation = explanation
+
+
+class PriceChanged(Conflict):
+    code = "price_changed"
+    default_message = N_(
+        "The quoted price expired, so the list price applies now; check it and pay again."
+    )
+
+
+class NotPayable(Conflict):
+    code = "not_payable"
+    default_message = N_("This order cannot be paid in its current state.")
+
+
+class NotPromisable(Conflict):
+    code = "not_promisable"
+    default_message = N_(
+        "We cannot promise a delivery date for this configuration right now. "
+        "Choose fewer nodes or talk to our sales team."
+    )
+
+
+class NotCancellableYet(Conflict):
+    code = "not_cancellable_yet"
+    default_message = N_(
+        "A paid order can be cancelled with a full refund once the promised date has passed "
+        "without delivery. Until then, contact our operations team if you need to change it."
+    )
+
+
+class NotCancellable(Conflict):
+    code = "not_cancellable"
+    default_message = N_("This order cannot be cancelled in its current state.")
+
+
+# ---------------------------------------------------------------------------------------
+# The draft: what the deploy form (or the API) asks for, validated
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class OrderDraft:
+    sku_id: str = ""
+    quantity: int = 1
+    image_id: str = ""
+    ssh_key_ids: list[int] = field(default_factory=list)
+    new_key_name: str = ""
+    new_key_text: str = ""
+    note_model_size: str = ""
+    note_token_budget: str = ""
+    note_node_count: int | None = None
+    note_private_network: bool = False
+    note_comm_pattern: str = ""
+    note_free_text: str = ""
+    sizing_query: str = ""
+    quote_token: str = ""
+
+    def fingerprint(self) -> str:
+        d = asdict(self)
+        d["ssh_key_ids"] = sorted(set(self.ssh_key_ids))
+        d["new_key_text"] = " ".join(self.new_key_text.split())
+        raw = json.dumps(d, sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(raw.encode()).hexdigest()
+
+
+def new_idempotency_key() -> str:
+    return secrets.token_urlsafe(18)
+
+
+def _int(value: Any) -> int | None:
+    if value is None or value == "":
+        return None
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    try:
+        return int(str(value).strip())
+    except ValueError:
+        return None
+
+
+def _truthy(value: Any) -> bool:
+    return str(value).strip().lower() in ("1", "true", "on", "yes") if value is not None else False
+
+
+def parse_draft(data: dict[str, Any]) -> tuple[OrderDraft, dict[str, str]]:
+    """Normalise and validate raw input (form or JSON). Returns the draft and field errors
+    (English msgids; translate at render time). Never touches the database."""
+    from app.catalog import specs
+
+    errors: dict[str, str] = {}
+    d = OrderDraft()
+    d.sku_id = str(data.get("sku") or "").strip()
+    try:
+        sku = specs.spec(d.sku_id)
+    except KeyError:
+        sku = None
+        errors["sku"] = N_("Choose a node type.")
+    if sku is not None and not sku.self_serve:
+        errors["sku"] = N_(
+            "This rack is sold through our sales team, not self-serve checkout. Ask for a quote."
+        )
+    q = _int(data.get("nodes"))
+    if q is None or q < 1 or q > MAX_NODES:
+        errors["nodes"] = N_("Enter a node count between 1 and 64.")
+        d.quantity = 1
+    else:
+        d.quantity = q
+    d.image_id = str(data.get("image") or "").strip()
+    image_ids = {i.id for i in specs.all_images()}
+    if d.image_id not in image_ids:
+        errors["image"] = N_("Choose an operating system image.")
+    elif sku is not None and not specs.image_fits(sku.id, d.image_id):
+        errors["image"] = (
+            N_("This image is for NVIDIA nodes; MI355X needs a ROCm image.")
+            if sku.vendor == "amd"
+            else N_("ROCm images run only on AMD MI355X; choose an Ubuntu image with CUDA.")
+        )
+    raw_ids = data.get("ssh_key_ids") or []
+    if isinstance(raw_ids, (str, int)):
+        raw_ids = [raw_ids]
+    for v in raw_ids:
+        i = _int(v)
+        if i is None:
+            errors["ssh_keys"] = N_("Choose one of your saved keys.")
+        else:
+            d.ssh_key_ids.append(i)
+    d.new_key_name = str(data.get("new_key_name") or "").strip()[:80]
+    d.new_key_text = str(data.get("new_key_text") or "").strip()
+    if d.new_key_text and not d.new_key_name:
+        errors["new_key_name"] = N_("Give the new key a name, for example “laptop”.")
+    if d.new_key_text:
+        from app.accounts.sshkeys import SshKeyError, looks_private, parse_public_key
+
+        try:
+            parse_public_key(d.new_key_text)
+        except SshKeyError as e:
+            errors["new_key_text"] = e.message
+            if looks_private(d.new_key_text):
+                d.new_key_text = ""  # never echo a private key back into the page
+    if not d.ssh_key_ids and not d.new_key_text and "ssh_keys" not in errors:
+        errors["ssh_keys"] = N_(
+            "Add at least one SSH public key: choose a saved key or paste a new one."
+        )
+    for name in ("note_model_size", "note_token_budget"):
+        value = str(data.get(name) or "").strip()
+        if len(value) > NOTE_MAX:
+            errors[name] = N_("Keep this under 80 characters.")
+        setattr(d, name, value[:NOTE_MAX])
+    raw_nc = data.get("note_node_count")
+    if raw_nc not in (None, ""):
+        nc = _int(raw_nc)
+        if nc is None or nc < 1 or nc > 10000:
+            errors["note_node_count"] = N_("Enter a whole number of nodes, or leave it empty.")
+        else:
+            d.note_node_count = nc
+    d.note_private_network = _truthy(data.get("note_private_network"))
+    d.note_comm_pattern = str(data.get("note_comm_pattern") or "").strip()
+    if len(d.note_comm_pattern) > 300:
+        errors["note_comm_pattern"] = N_("Keep this under 300 characters.")
+        d.note_comm_pattern = d.note_comm_pattern[:300]
+    nodes_meant = max(d.quantity, d.note_node_count or 0)
+    if d.note_private_network and nodes_meant > 1 and not d.note_comm_pattern:
+        errors["note_comm_pattern"] = N_(
+            "Describe the job's communication pattern so we can plan the private network "
+            "(for example: data parallel all-reduce across nodes, tensor parallel inside)."
+        )
+    d.note_free_text = str(data.get("note_free_text") or "").strip()
+    if len(d.note_free_text) > FREE_TEXT_MAX:
+        errors["note_free_text"] = N_("Keep the notes under 4,000 characters.")
+        d.note_free_text = d.note_free_text[:FREE_TEXT_MAX]
+    d.sizing_query = str(data.get("sizing") or "").strip().lstrip("?")[:2000]
+    d.quote_token = str(data.get("quote") or "").strip()[:200]
+    return d, errors
+
+
+# ---------------------------------------------------------------------------------------
+# Prices and promises for a draft (deploy summary, review)
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class PriceTerms:
+    unit_price_cents: int
+    quote_id: int | None = None
+    quote_expires_at: datetime | None = None
+    quote_note: str = ""  # an English msgid when a quote was given but not honoured
+    quote_note_params: dict[str, Any] = field(default_factory=dict)
+
+
+def price_terms(
+    session: Session, sku_id: str, quantity: int, quote_token: str, now: datetime
+) -> PriceTerms:
+    """The list price, or the quoted unit price while a matching quote is valid."""
+    from app.catalog import service as catalog
+
+    list_price = catalog.list_price_cents(session, sku_id)
+    if not quote_token:
+        return PriceTerms(unit_price_cents=list_price)
+    from app.quotes import service as quotes
+
+    terms = quotes.quote_for_checkout(session, quote_token, now)
+    if terms is None:
+        return PriceTerms(
+            unit_price_cents=list_price,
+            quote_note=N_("This quote link is not valid any more, so the list price applies."),
+        )
+    if terms.sku_id != sku_id or int(terms.quantity) != quantity:
+        return PriceTerms(
+            unit_price_cents=list_price,
+            quote_note=N_(
+                "The quote covers {quantity} × {sku}; for another configuration the list "
+                "price applies."
+            ),
+            quote_note_params={"quantity": terms.quantity, "sku": terms.sku_id},
+        )
+    return PriceTerms(
+        unit_price_cents=int(terms.unit_price_cents),
+        quote_id=getattr(terms, "quote_id", None) or getattr(terms, "id", None),
+        quote_expires_at=terms.expires_at,
+    )
+
+
+def balance_of(session: Session, user: User | None) -> tuple[int | None, int | None]:
+    """(available, held) in cents, or (None, None) for a visitor."""
+    if user is None or user.id is None:
+        return None, None
+    from app.ledger import service as ledger
+
+    return ledger.available_cents(session, user.id), ledger.held_cents(session, user.id)
+
+
+# ---------------------------------------------------------------------------------------
+# Timeline
+# ---------------------------------------------------------------------------------------
+
+
+def add_event(
+    session: Session,
+    order: Order,
+    kind: str,
+    message: str,
+    now: datetime,
+    actor: User | int | None = None,
+    *,
+    customer_visible: bool = True,
+) -> OrderEvent:
+    """Append a timeline entry (shared with the ops desk)."""
+    assert order.id is not None
+    actor_id = actor.id if isinstance(actor, User) else actor
+    ev = OrderEvent(
+        order_id=order.id,
+        at=now,
+        kind=kind[:40],
+        message=message[:1000],
+        actor_id=actor_id,
+        customer_visible=customer_visible,
+    )
+    session.add(ev)
+    session.flush()
+    return ev
+
+
+def timeline(session: Session, order_id: int, *, customer: bool = True) -> list[OrderEvent]:
+    stmt = select(OrderEvent).where(OrderEvent.order_id == order_id)
+    if customer:
+        stmt = stmt.where(col(OrderEvent.customer_visible).is_(True))
+    stmt = stmt.order_by(col(OrderEvent.at), col(OrderEvent.id))
+    return list(session.exec(stmt).all())
+
+
+def hosts_of(session: Session, order_id: int) -> list[OrderHost]:
+    stmt = select(OrderHost).where(OrderHost.order_id == order_id).order_by(col(OrderHost.id))
+    return list(session.exec(stmt).all())
+
+
+# ---------------------------------------------------------------------------------------
+# Reads that know who asks
+# ---------------------------------------------------------------------------------------
+
+
+def visible_orders(session: Session, user: User, limit: int = 200) -> list[Order]:
+    stmt = (
+        select(Order)
+        .where(Order.user_id == user.id)
+        .order_by(col(Order.created_at).desc(), col(Order.id).desc())
+        .limit(limit)
+    )
+    return list(session.exec(stmt).all())
+
+
+def get_order_for(session: Session, user: User, order_id: int, *, lock: bool = False) -> Order:
+    """The user's own order, or 404 (also for other customers' ids)."""
+    stmt = select(Order).where(Order.id == order_id, Order.user_id == user.id)
+    if lock:
+        stmt = stmt.with_for_update()
+    order = session.exec(stmt).first()
+    if order is None:
+        raise OrderNotFound()
+    return order
+
+
+def is_order_late(order: Order, now: datetime) -> bool:
+    return is_late(order.status, order.promised_date, now)
+
+
+def ssh_keys_of(order: Order) -> list[dict[str, str]]:
+    try:
+        data = json.loads(order.ssh_keys_json or "[]")
+    except ValueError:
+        return []
+    return [k for k in data if isinstance(k, dict)]
+
+
+# ---------------------------------------------------------------------------------------
+# Create
+# ---------------------------------------------------------------------------------------
+
+
+def _find_by_key(session: Session, user_id: int, key: str) -> Order | None:
+    stmt = select(Order).where(Order.user_id == user_id, Order.idempotency_key == key)
+    return session.exec(stmt).first()
+
+
+def find_existing(session: Session, user: User, key: str, draft: OrderDraft) -> Order | None:
+    """The order this key already made: same body → it; different body → 409."""
+    assert user.id is not None
+    existing = _find_by_key(session, user.id, key)
+    if existing is None:
+        return None
+    if existing.request_hash and existing.request_hash != draft.fingerprint():
+        raise IdempotencyConflict(order_id=existing.id)
+    return existing
+
+
+def _key_dict(k: Any) -> dict[str, str]:
+    return {
+        "name": str(getattr(k, "name", "") or ""),
+        "public_key": str(getattr(k, "public_key", None) or getattr(k, "text", "") or ""),
+        "fingerprint": str(getattr(k, "fingerprint", "") or ""),
+    }
+
+
+def _new_or_saved_key(
+    session: Session, user: User, draft: OrderDraft, saved: list[Any], now: datetime
+) -> Any:
+    """A pasted key that is already saved is simply used; a new one is parsed and saved."""
+    from app.accounts import service as accounts
+    from app.accounts.sshkeys import SshKeyError, parse_public_key
+
+    try:
+        fp = parse_public_key(draft.new_key_text).fingerprint
+    except SshKeyError:
+        fp = None  # add_ssh_key explains what is wrong with it
+    for k in saved:
+        if fp is not None and k.fingerprint == fp:
+            return k
+    return accounts.add_ssh_key(session, user, draft.new_key_name, draft.new_key_text, now)
+
+
+def create_order(
+    session: Session, *, user: User, draft: OrderDraft, idempotency_key: str, now: datetime
+) -> tuple[Order, bool]:
+    """Record the order (awaiting payment, price frozen). Returns (order, created).
+
+    The same key with the same body returns the existing order; a different body → 409.
+    """
+    from app.accounts import service as accounts
+
+    assert user.id is not None
+    key = (idempotency_key or "").strip()
+    if not key or len(key) > 80:
+        raise InvalidInput(
+            N_("A request key of 1 to 80 characters is needed."), field="idempotency_key"
+        )
+    existing = find_existing(session, user, key, draft)
+    if existing is not None:
+        return existing, False
+
+    # SSH keys: saved ones must be the user's; a pasted one is parsed and saved by accounts.
+    saved = {k.id: k for k in accounts.ssh_keys_for(session, user.id)}
+    chosen = []
+    for kid in dict.fromkeys(draft.ssh_key_ids):
+        if kid not in saved:
+            raise InvalidInput(
+                field="ssh_keys", errors={"ssh_keys": N_("Choose one of your saved keys.")}
+            )
+        chosen.append(_key_dict(saved[kid]))
+    if draft.new_key_text:
+        chosen.append(_key_dict(_new_or_saved_key(session, user, draft, list(saved.values()), now)))
+    if not chosen:
+        raise InvalidInput(
+            field="ssh_keys",
+            errors={
+                "ssh_keys": N_(
+                    "Add at least one SSH public key: choose a saved key or paste a new one."
+                )
+            },
+        )
+
+    terms = price_terms(session, draft.sku_id, draft.quantity, draft.quote_token, now)
+    if terms.quote_id is not None:
+        terms = _claim_quote(session, terms, draft, now)
+    order = Order(
+        user_id=user.id,
+        idempotency_key=key,
+        request_hash=draft.fingerprint(),
+        status=OrderStatus.awaiting_payment.value,
+        sku_id=draft.sku_id,
+        quantity=draft.quantity,
+        image_id=draft.image_id,
+        ssh_keys_json=json.dumps(chosen),
+        note_model_size=draft.note_model_size,
+        note_token_budget=draft.note_token_budget,
+        note_node_count=draft.note_node_count,
+        note_private_network=draft.note_private_network,
+        note_comm_pattern=draft.note_comm_pattern,
+        note_free_text=draft.note_free_text,
+        sizing_query=draft.sizing_query,
+        unit_price_cents=terms.unit_price_cents,
+        monthly_total_cents=terms.unit_price_cents * draft.quantity,
+        quote_id=terms.quote_id,
+        quote_expires_at=terms.quote_expires_at,
+        created_at=now,
+    )
+    try:
+        with session.begin_nested():
+            session.add(order)
+            session.flush()
+    except IntegrityError:
+        # A concurrent submit with the same key won the race: answer with its order.
+        again = find_existing(session, user, key, draft)
+        if again is None:
+            raise
+        return again, False
+    if order.quote_id is not None:
+        from app.quotes import service as quotes
+
+        assert order.id is not None
+        quotes.mark_used(session, order.quote_id, order.id, now)
+    add_event(session, order, "created", _("Order placed; waiting for payment."), now, user)
+    return order, True
+
+
+def _claim_quote(
+    session: Session, terms: PriceTerms, draft: OrderDraft, now: datetime
+) -> PriceTerms:
+    """One quote, one order: a quote another order already used gives the list price."""
+    from app.quotes.models import Quote
+
+    q = session.get(Quote, terms.quote_id)
+    if q is not None and getattr(q, "used_order_id", None) is not None:
+        from app.catalog import service as catalog
+
+        return PriceTerms(
+            unit_price_cents=catalog.list_price_cents(session, draft.sku_id),
+            quote_note=N_(
+                "This quote was already used for another order, so the list price applies."
+            ),
+        )
+    return terms
+
+
+# ---------------------------------------------------------------------------------------
+# Review
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class Review:
+    order: Order
+    promise_date: date | None
+    promise_explanation: str
+    promise_available: bool
+    available_cents: int
+    shortfall_cents: int
+    quote_expired: bool
+
+
+def review(session: Session, order: Order, now: datetime) -> Review:
+    """What paying now would do: the promise recomputed now, balance and shortfall."""
+    from app.catalog import service as catalog
+    from app.ledger import service as ledger
+
+    if order.status == OrderStatus.awaiting_payment.value:
+        p = catalog.current_promise(session, order.sku_id, order.quantity, now)
+        pdate, expl, ok = p.date, p.explanation, bool(p.available)
+    else:
+        pdate, expl, ok = order.promised_date, order.promise_explanation, True
+    available = ledger.available_cents(session, order.user_id)
+    need = order.monthly_total_cents if order.status == OrderStatus.awaiting_payment.value else 0
+    quote_expired = bool(order.quote_expires_at is not None and utc(order.quote_expires_at) <= now)
+    return Review(
+        order=order,
+        promise_date=pdate,
+        promise_explanation=expl,
+        promise_available=ok,
+        available_cents=available,
+        shortfall_cents=max(0, need - available),
+        quote_expired=quote_expired,
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# Pay
+# ---------------------------------------------------------------------------------------
+
+
+def _order_link(order: Order) -> str:
+    return f"/console/orders/{order.id}"
+
+
+def pay_order(
+    session: Session,
+    *,
+    user: User,
+    order_id: int,
+    idempotency_key: str,
+    now: datetime,
+    expected_promise: date | None = None,
+) -> Order:
+    """awaiting_payment → paid in one transaction: node hold, promise frozen, first-month
+    ledger hold, timeline event, notification. Idempotent: an order already paid is
+    returned as it is. On any failure nothing of it stays (a savepoint is rolled back), so
+    a caller may catch the error and still commit other work."""
+    from app.catalog import service as catalog
+    from app.ledger import service as ledger
+    from app.notifications.service import notify
+
+    order = get_order_for(session, user, order_id, lock=True)
+    if order.status != OrderStatus.awaiting_payment.value:
+        if order.paid_at is not None:
+            return order  # paid already: a double click or a resubmitted form pays once
+        raise NotPayable()
+    check_transition(order.status, OrderStatus.paid.value)
+
+    # A quote's price holds until the quote expires; after that the list price applies.
+    if order.quote_expires_at is not None and utc(order.quote_expires_at) <= now:
+        list_price = catalog.list_price_cents(session, order.sku_id)
+        order.unit_price_cents = list_price
+        order.monthly_total_cents = list_price * order.quantity
+        order.quote_expires_at = None
+        order.quote_id = None
+        session.add(order)
+        add_event(session, order, "repriced", _("The quote expired; the list price applies."), now)
+        session.flush()
+        raise PriceChanged()
+
+    assert order.id is not None and user.id is not None
+    amount = order.monthly_total_cents
+    hold_key = f"order:{order.id}:first-month"
+    hold_reason = f"order #{order.id}: first month"
+    order.pay_attempts += 1
+    session.add(order)
+    if ledger.available_cents(session, user.id) < amount:
+        # Short: let the ledger refuse it (it records the declined attempt), before any
+        # node is held. The same key works again after a top-up.
+        ledger.place_hold(
+            session,
+            user_id=user.id,
+            amount_cents=amount,
+            idempotency_key=hold_key,
+            now=now,
+            order_id=order.id,
+            reason=hold_reason,
+            actor_id=user.id,
+        )
+    with session.begin_nested():
+        try:
+            promise = catalog.reserve_for_order(
+                session, order_id=order.id, sku_id=order.sku_id, quantity=order.quantity, now=now
+            )
+        except catalog.TalkToSales:
+            raise NotPromisable() from None
+        if not promise.available or promise.date is None:
+            raise NotPromisable()
+        if expected_promise is not None and promise.date != expected_promise:
+            raise PromiseChanged(promise.date, promise.explanation)
+        hold = ledger.place_hold(
+            session,
+            user_id=user.id,
+            amount_cents=amount,
+            idempotency_key=hold_key,
+            now=now,
+            order_id=order.id,
+            reason=hold_reason,
+            actor_id=user.id,
+        )
+        order.first_hold_id = hold.id
+        order.status = OrderStatus.paid.value
+        order.paid_at = now
+        order.promised_date = promise.date
+        order.promise_explanation = (promise.explanation or "")[:300]
+        session.add(order)
+        session.flush()
+        add_event(
+            session,
+            order,
+            "paid",
+            _("First month paid from the balance; delivery promised by {date}.").format(
+                date=promise.date.isoformat()
+            ),
+            now,
+            user,
+        )
+        notify(
+            session,
+            user_id=user.id,
+            kind="order_paid",
+            message=_(
+                "Order #{id} is paid. We promise delivery by {date}; if we miss it you can "
+                "cancel for a full refund."
+            ).format(id=order.id, date=promise.date.isoformat()),
+            now=now,
+            link=_order_link(order),
+            email_to=user.email,
+            email_subject=_("Order #{id} paid").format(id=order.id),
+        )
+    return order
+
+
+# ---------------------------------------------------------------------------------------
+# Cancel
+# ---------------------------------------------------------------------------------------
+
+
+def cancel_action(order: Order, now: datetime) -> str:
+    """Which cancel the customer is offered: refund | period_end | discard | wait | none."""
+    status = OrderStatus(order.status)
+    if status == OrderStatus.awaiting_payment:
+        return "discard"
+    if status in PRE_DELIVERY:
+        return "refund" if is_order_late(order, now) else "wait"
+    if status == OrderStatus.delivered and not order.cancel_at_period_end:
+        return "period_end"
+    return "none"
+
+
+def cancel_order(
+    session: Session, *, user: User, order_id: int, now: datetime, reason: str = ""
+) -> Order:
+    """The customer's cancel.
+
+    - awaiting payment → abandoned (nothing was charged);
+    - paid but late (promised date passed, not delivered) → cancelled, the first-month hold
+      voided back to the balance in full, the nodes released;
+    - paid, not late → refused (see the module docstring);
+    - delivered → ending: the lease runs to the end of the paid month, no renewal, no fee.
+    Repeating a cancel that already happened returns the order unchanged.
+    """
+    from app.catalog import service as catalog
+    from app.ledger import service as ledger
+    from app.notifications.service import notify
+
+    assert user.id is not None
+    order = get_order_for(session, user, order_id, lock=True)
+    status = OrderStatus(order.status)
+    if status in (OrderStatus.cancelled, OrderStatus.abandoned) or (
+        status in LEASE_ACTIVE and order.cancel_at_period_end
+    ):
+        return order
+    action = cancel_action(order, now)
+    if action == "wait":
+        raise NotCancellableYet()
+    if action == "none":
+        raise NotCancellable()
+
+    if action == "discard":
+        check_transition(order.status, OrderStatus.abandoned.value)
+        order.status = OrderStatus.abandoned.value
+        order.cancelled_at = now
+        session.add(order)
+        add_event(session, order, "abandoned", _("Order discarded before payment."), now, user)
+        return order
+
+    if action == "refund":
+        check_transition(order.status, OrderStatus.cancelled.value)
+        with session.begin_nested():
+            if order.first_hold_id is not None:
+                ledger.void_hold(
+                    session,
+                    order.first_hold_id,
+                    now=now,
+                    reason=f"order #{order.id}: delivery date missed, cancelled by the customer",
+                    actor_id=user.id,
+                )
+            assert order.id is not None
+            catalog.release_for_order(session, order.id, now)
+            order.status = OrderStatus.cancelled.value
+            order.cancelled_at = now
+            session.add(order)
+            session.flush()
+            amount = order.monthly_total_cents
+            add_event(
+                session,
+                order,
+                "cancelled",
+                _(
+                    "Cancelled after the promised date was missed; the first month went back to the balance in full."
+                ),
+                now,
+                user,
+            )
+            notify(
+                session,
+                user_id=user.id,
+                kind="order_refunded",
+                message=_("Order #{id} is cancelled and {amount} is back in your balance.").format(
+                    id=order.id, amount=format_cents(amount, current_locale())
+                ),
+                now=now,
+                link=_order_link(order),
+                email_to=user.email,
+                email_subject=_("Order #{id} cancelled and refunded").format(id=order.id),
+            )
+        return order
+
+    # action == "period_end": a running lease ends at the end of the paid month, for free.
+    check_transition(order.status, OrderStatus.ending.value)
+    order.status = OrderStatus.ending.value
+    order.cancel_at_period_end = True
+    session.add(order)
+    session.flush()
+    end = order.period_end.date().isoformat() if order.period_end else ""
+    add_event(
+        session,
+        order,
+        "cancel_at_period_end",
+        _("Cancelled by the customer: the lease runs until {date} and will not renew.").format(
+            date=end
+        ),
+        now,
+        user,
+    )
+    notify(
+        session,
+        user_id=user.id,
+        kind="order_ending",
+        message=_("Order #{id} will end on {date}; nothing more will be charged.").format(
+            id=order.id, date=end
+        ),
+        now=now,
+        link=_order_link(order),
+        email_to=user.email,
+        email_subject=_("Order #{id} will end at the period end").format(id=order.id),
+    )
+    return order

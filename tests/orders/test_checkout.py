@@ -1,0 +1,450 @@
+"""Checkout end to end over HTTP: deploy → review → pay, top-up, late refund, cancels."""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from sqlmodel import Session, col, select
+
+from app.accounts.models import User
+from app.catalog.models import Node
+from app.ledger.models import Hold
+from app.notifications.models import Notification, OutboxEmail
+from app.orders import service
+from app.orders.models import Order, OrderEvent
+from tests.orders.conftest import deploy_form, form_value, new_public_key
+
+B200 = 3_490_000  # list price of one HGX B200 node a month, in cents
+
+
+def place(client: Any, **over: Any) -> int:
+    r = client.post("/deploy", data=deploy_form(client, **over))
+    assert r.status_code == 303, r.text
+    m = re.fullmatch(r"/orders/(\d+)/review", r.headers["location"])
+    assert m
+    return int(m.group(1))
+
+
+def pay_form(client: Any, order_id: int) -> dict[str, str]:
+    r = client.get(f"/orders/{order_id}/review")
+    assert r.status_code == 200, r.text
+    return {
+        "idempotency_key": form_value(r.text, "idempotency_key"),
+        "promise_date": form_value(r.text, "promise_date"),
+    }
+
+
+def order_of(engine: Any, order_id: int) -> Order:
+    with Session(engine) as s:
+        o = s.get(Order, order_id)
+        assert o is not None
+        return o
+
+
+def holds_of(engine: Any, order_id: int) -> list[Hold]:
+    with Session(engine) as s:
+        return list(s.exec(select(Hold).where(Hold.order_id == order_id)).all())
+
+
+def deliver(engine: Any, clock: Any, make_user: Any, order_id: int, ip: str = "10.20.0.5") -> None:
+    """Ops hands over: credentials, then delivered (posts the hold)."""
+    from app.orders import ops
+
+    ops_user = make_user(role="ops")
+    fp = "256 SHA256:" + "A" * 43 + " root@node (ED25519)"
+    with Session(engine, expire_on_commit=False) as s:
+        ops.set_credentials(
+            s,
+            actor=ops_user,
+            order_id=order_id,
+            data=ops.CredentialsInput(
+                ssh_user="ubuntu", hosts=[ops.HostInput(ip=ip, fingerprints=fp)]
+            ),
+            now=clock.now(),
+        )
+        ops.mark_delivered(s, actor=ops_user, order_id=order_id, now=clock.now())
+        s.commit()
+
+
+def test_paid_on_time_and_delivered(
+    client, engine, clock, make_user, login, stock, fund, balances, ledger_ok
+) -> None:
+    stock("hgx-b200", 2)
+    u = make_user()
+    fund(u, 5_000_000)
+    login(client, u)
+    oid = place(client, note_model_size="70B", note_private_network="", note_free_text="hi")
+    r = client.get(f"/orders/{oid}/review")
+    assert "HGX B200" in r.text and "70B" in r.text
+    assert "$34,900.00" in r.text and "$50,000.00" in r.text  # price and balance
+    promised = form_value(r.text, "promise_date")
+
+    r = client.post(f"/orders/{oid}/pay", data=pay_form(client, oid))
+    assert r.status_code == 303 and r.headers["location"] == f"/console/orders/{oid}"
+    o = order_of(engine, oid)
+    assert o.status == "paid" and o.promised_date.isoformat() == promised
+    assert o.first_hold_id is not None
+    assert balances(u) == (5_000_000 - B200, B200)
+    with Session(engine) as s:
+        assert s.exec(select(Node).where(Node.order_id == oid)).all()  # a node is held
+        assert s.exec(select(Notification).where(Notification.user_id == u.id)).all()
+        assert s.exec(select(OutboxEmail).where(OutboxEmail.to_addr == u.email)).all()
+    page = client.get(f"/console/orders/{oid}").text
+    assert "data-countdown" in page and "nvidia-smi topo -m" in page and "830 GB/s" in page
+    assert "Cancel and get a full refund" not in page  # not late: no refund button
+    assert "Paid" in client.get("/console").text
+    ledger_ok()
+
+    deliver(engine, clock, make_user, oid)
+    o = order_of(engine, oid)
+    assert o.status == "delivered" and o.period_end is not None
+    assert balances(u) == (5_000_000 - B200, 0)
+    page = client.get(f"/console/orders/{oid}").text
+    assert "ssh ubuntu@10.20.0.5" in page and 'data-copy="#ssh-' in page
+    assert "SHA256:" in page and "Next renewal" in page
+    ledger_ok()
+
+
+def test_credentials_show_before_delivery(
+    client, engine, clock, make_user, login, stock, fund
+) -> None:
+    from app.orders import ops
+
+    stock("hgx-b200", 1)
+    u = make_user()
+    fund(u, B200)
+    login(client, u)
+    oid = place(client)
+    client.post(f"/orders/{oid}/pay", data=pay_form(client, oid))
+    ops_user = make_user(role="ops")
+    with Session(engine, expire_on_commit=False) as s:
+        ops.set_credentials(
+            s,
+            actor=ops_user,
+            order_id=oid,
+            data=ops.CredentialsInput(
+                ssh_user="root",
+                hosts=[
+                    ops.HostInput(
+                        ip="10.1.2.3", fingerprints="256 SHA256:" + "B" * 43 + " h (ED25519)"
+                    )
+                ],
+            ),
+            now=clock.now(),
+        )
+        s.commit()
+    page = client.get(f"/console/orders/{oid}").text
+    assert "ssh root@10.1.2.3" in page  # early hand-over: visible while still "paid"
+    assert order_of(engine, oid).status == "paid"
+
+
+def test_shortfall_topup_then_pay_with_one_click(
+    client, engine, clock, make_user, login, stock, fund, balances, ledger_ok
+) -> None:
+    from app.payments import service as payments
+    from app.payments.models import Invoice
+
+    stock("hgx-b200", 1)
+    u = make_user()
+    fund(u, 1_000_000)
+    login(client, u)
+    oid = place(client)
+    r = client.get(f"/orders/{oid}/review")
+    assert "$24,900.00" in r.text  # the shortfall
+    assert form_value(r.text, "amount") == "24900.00"
+
+    # Paying anyway is refused with the shortfall; nothing is held.
+    r = client.post(f"/orders/{oid}/pay", data=pay_form(client, oid))
+    assert r.status_code == 402 and "$24,900.00" in r.text
+    assert holds_of(engine, oid) == [] and order_of(engine, oid).status == "awaiting_payment"
+    with Session(engine) as s:
+        assert s.exec(select(Node).where(Node.order_id == oid)).all() == []
+
+    # Less than the shortfall is refused; the shortfall itself makes an invoice.
+    r = client.post(f"/orders/{oid}/topup", data={"amount": "100", "currency": "USDT"})
+    assert r.status_code == 422 and "at least the shortfall" in r.text
+    r = client.post(f"/orders/{oid}/topup", data={"amount": "24900.00", "currency": "USDT"})
+    assert r.status_code == 303
+    with Session(engine, expire_on_commit=False) as s:
+        inv = s.exec(select(Invoice).where(Invoice.user_id == u.id)).one()
+        assert inv.amount_cents == 2_490_000 and inv.return_to == f"/orders/{oid}/review"
+        # The simulated chain pays it in full; the provider's webhook settles it.
+        payments.record_chain_payment(s, inv, int(inv.due_units), now=clock.now(), confirmed=True)
+        body = payments.event_body(inv, "InvoicePaymentSettled", clock.now())
+        secret = "test-webhook-secret"
+        payments.handle_webhook(
+            s, body, payments.sign(body, secret), secret=secret, now=clock.now()
+        )
+        s.commit()
+    assert balances(u) == (B200, 0)
+
+    # Back on the same review: one click pays, nothing retyped.
+    r = client.get(f"/orders/{oid}/review")
+    assert "None" in r.text and "disabled" not in r.text.split('action="/orders/')[1][:600]
+    r = client.post(f"/orders/{oid}/pay", data=pay_form(client, oid))
+    assert r.status_code == 303
+    assert order_of(engine, oid).status == "paid"
+    assert balances(u) == (0, B200)
+    ledger_ok()
+
+
+def test_late_cancel_refunds_in_full(
+    client, engine, clock, make_user, login, stock, fund, balances, ledger_ok
+) -> None:
+    stock("hgx-b200", 1)
+    u = make_user()
+    fund(u, 4_000_000)
+    login(client, u)
+    oid = place(client)
+    client.post(f"/orders/{oid}/pay", data=pay_form(client, oid))
+    o = order_of(engine, oid)
+
+    # Before the promised date has passed, the customer cannot cancel for a refund.
+    clock.set(
+        clock.now().replace(hour=23) + timedelta(days=(o.promised_date - clock.now().date()).days)
+    )
+    r = client.post(f"/orders/{oid}/cancel")
+    assert r.status_code == 303
+    assert "once the promised date has passed" in client.get(f"/console/orders/{oid}").text
+    assert order_of(engine, oid).status == "paid"
+
+    clock.advance(timedelta(hours=2))  # the promised day is over: late
+    page = client.get(f"/console/orders/{oid}").text
+    assert "Cancel and get a full refund" in page and "Late" in page
+    assert "Late" in client.get("/console").text
+    r = client.post(f"/orders/{oid}/cancel")
+    assert r.status_code == 303
+    o = order_of(engine, oid)
+    assert o.status == "cancelled" and o.cancelled_at is not None
+    assert balances(u) == (4_000_000, 0)  # exactly what it was
+    with Session(engine) as s:
+        assert s.exec(select(Node).where(Node.order_id == oid)).all() == []  # released
+        kinds = [e.kind for e in s.exec(select(OrderEvent).where(OrderEvent.order_id == oid))]
+        assert "cancelled" in kinds
+    # A second click changes nothing.
+    client.post(f"/orders/{oid}/cancel")
+    assert balances(u) == (4_000_000, 0)
+    ledger_ok()
+
+
+def test_late_then_delivered_anyway(
+    client, engine, clock, make_user, login, stock, fund, balances, ledger_ok
+) -> None:
+    stock("hgx-b200", 1)
+    u = make_user()
+    fund(u, B200)
+    login(client, u)
+    oid = place(client)
+    client.post(f"/orders/{oid}/pay", data=pay_form(client, oid))
+    clock.advance(timedelta(days=10))
+    assert "Cancel and get a full refund" in client.get(f"/console/orders/{oid}").text
+    deliver(engine, clock, make_user, oid)
+    o = order_of(engine, oid)
+    assert o.status == "delivered"
+    assert balances(u) == (0, 0)
+    page = client.get(f"/console/orders/{oid}").text
+    assert "Cancel and get a full refund" not in page and "Cancel at the end of this month" in page
+    ledger_ok()
+
+
+def test_cancel_mid_month_costs_nothing_and_stops_renewal(
+    client, engine, clock, make_user, login, stock, fund, balances, ledger_ok
+) -> None:
+    stock("hgx-b200", 1)
+    u = make_user()
+    fund(u, 2 * B200)
+    login(client, u)
+    oid = place(client)
+    client.post(f"/orders/{oid}/pay", data=pay_form(client, oid))
+    deliver(engine, clock, make_user, oid)
+    clock.advance(timedelta(days=12))
+    r = client.post(f"/orders/{oid}/cancel")
+    assert r.status_code == 303
+    o = order_of(engine, oid)
+    assert o.status == "ending" and o.cancel_at_period_end
+    assert balances(u) == (B200, 0)  # no refund, no fee
+    page = client.get(f"/console/orders/{oid}").text
+    assert "Lease ends" in page
+    # The renewal job does not charge the next month.
+    try:
+        from app.orders import renewals
+    except ImportError:  # pragma: no cover
+        pytest.skip("renewals not available")
+    clock.advance(timedelta(days=40))
+    with Session(engine, expire_on_commit=False) as s:
+        renewals.run_due_renewals(s, clock.now())
+        s.commit()
+    assert balances(u) == (B200, 0)
+    assert order_of(engine, oid).status in ("ended", "ending")
+    ledger_ok()
+
+
+def test_double_submit_makes_one_order_and_pays_once(
+    client, engine, make_user, login, stock, fund, balances, ledger_ok
+) -> None:
+    stock("hgx-b200", 2)
+    u = make_user()
+    fund(u, 10_000_000)
+    login(client, u)
+    data = deploy_form(client)
+    r1 = client.post("/deploy", data=data)
+    r2 = client.post("/deploy", data=data)
+    assert r1.headers["location"] == r2.headers["location"]
+    with Session(engine) as s:
+        assert len(s.exec(select(Order).where(Order.user_id == u.id)).all()) == 1
+    oid = int(r1.headers["location"].split("/")[2])
+    form = pay_form(client, oid)
+    assert client.post(f"/orders/{oid}/pay", data=form).status_code == 303
+    assert client.post(f"/orders/{oid}/pay", data=form).status_code == 303
+    assert len(holds_of(engine, oid)) == 1
+    assert balances(u) == (10_000_000 - B200, B200)
+    # The same form key with other choices is not silently a second order.
+    r = client.post("/deploy", data={**data, "nodes": "2"})
+    assert r.status_code == 409 and f"order #{oid}" in r.text
+    ledger_ok()
+
+
+def test_promise_changed_between_review_and_pay(
+    client, engine, clock, make_user, login, stock, fund, balances
+) -> None:
+    stock("hgx-b200", 1)
+    a, b = make_user(), make_user()
+    fund(a, B200)
+    fund(b, B200)
+    login(client, a)
+    oid = place(client)
+    form = pay_form(client, oid)  # A sees "in stock" on the review
+
+    from app.catalog import service as catalog
+
+    with Session(engine, expire_on_commit=False) as s:  # B takes the last node meanwhile
+        catalog.add_batch(
+            s,
+            sku_id="hgx-b200",
+            quantity=4,
+            expected_on=clock.now().date() + timedelta(days=10),
+            now=clock.now(),
+        )
+        other = Order(
+            user_id=b.id,
+            idempotency_key="other",
+            sku_id="hgx-b200",
+            quantity=1,
+            image_id="ubuntu-24.04-cuda",
+            unit_price_cents=B200,
+            monthly_total_cents=B200,
+            created_at=clock.now(),
+        )
+        s.add(other)
+        s.flush()
+        catalog.reserve_for_order(
+            s, order_id=other.id, sku_id="hgx-b200", quantity=1, now=clock.now()
+        )
+        s.commit()
+
+    r = client.post(f"/orders/{oid}/pay", data=form)
+    assert r.status_code == 409
+    assert "The delivery date changed to" in r.text and "check it and pay again" in r.text
+    new = form_value(r.text, "promise_date")
+    assert new > form["promise_date"]
+    assert holds_of(engine, oid) == [] and order_of(engine, oid).status == "awaiting_payment"
+    assert balances(a) == (B200, 0)
+    # The new date is on the page; paying again with it works.
+    r = client.post(f"/orders/{oid}/pay", data={**form, "promise_date": new})
+    assert r.status_code == 303
+    assert order_of(engine, oid).promised_date.isoformat() == new
+
+
+def test_failure_halfway_leaves_nothing(
+    engine, clock, make_user, stock, fund, balances, ledger_ok, monkeypatch
+) -> None:
+    from app.ledger import service as ledger
+
+    stock("hgx-b200", 1)
+    u = make_user()
+    fund(u, B200)
+    draft, errors = service.parse_draft(
+        {
+            "sku": "hgx-b200",
+            "nodes": 1,
+            "image": "ubuntu-24.04-cuda",
+            "new_key_name": "k",
+            "new_key_text": new_public_key(),
+        }
+    )
+    assert errors == {}
+    with Session(engine, expire_on_commit=False) as s:
+        order, _ = service.create_order(
+            s, user=u, draft=draft, idempotency_key="k1", now=clock.now()
+        )
+        s.commit()
+
+    def boom(*a: Any, **k: Any) -> None:
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(ledger, "place_hold", boom)
+    with Session(engine, expire_on_commit=False) as s:
+        with pytest.raises(RuntimeError):
+            service.pay_order(s, user=u, order_id=order.id, idempotency_key="k1", now=clock.now())
+        s.commit()  # even if the caller commits, nothing of the payment stays
+    monkeypatch.undo()
+    assert order_of(engine, order.id).status == "awaiting_payment"
+    assert holds_of(engine, order.id) == []
+    with Session(engine) as s:
+        assert s.exec(select(Node).where(Node.order_id == order.id)).all() == []
+        from app.catalog.models import StockReservation
+
+        assert (
+            s.exec(
+                select(StockReservation).where(
+                    StockReservation.order_id == order.id,
+                    col(StockReservation.released_at).is_(None),
+                )
+            ).all()
+            == []
+        )
+    assert balances(u) == (B200, 0)
+    ledger_ok()
+    # And it pays normally afterwards.
+    with Session(engine, expire_on_commit=False) as s:
+        service.pay_order(s, user=u, order_id=order.id, idempotency_key="k1", now=clock.now())
+        s.commit()
+    assert balances(u) == (0, B200)
+    ledger_ok()
+
+
+def test_customer_b_cannot_see_or_touch_a_orders(
+    client, new_client, engine, make_user, login, stock, fund
+) -> None:
+    stock("hgx-b200", 1)
+    a, b = make_user(), make_user()
+    fund(a, B200)
+    login(client, a)
+    oid = place(client)
+    other = login(new_client(), b)
+    assert other.get(f"/orders/{oid}/review").status_code == 404
+    assert other.get(f"/console/orders/{oid}").status_code == 404
+    assert other.post(f"/orders/{oid}/pay", data={"promise_date": ""}).status_code == 404
+    assert other.post(f"/orders/{oid}/cancel").status_code == 404
+    assert other.post(f"/orders/{oid}/topup", data={"amount": "1"}).status_code == 404
+    assert f"Order #{oid}" not in other.get("/console").text
+    assert order_of(engine, oid).status == "awaiting_payment"
+
+
+def test_discard_unpaid_order(client, engine, make_user, login, stock) -> None:
+    stock("hgx-b200", 1)
+    u = make_user()
+    login(client, u)
+    oid = place(client)
+    r = client.post(f"/orders/{oid}/cancel")
+    assert r.status_code == 303 and r.headers["location"] == "/console"
+    assert order_of(engine, oid).status == "abandoned"
+
+
+def _user(engine: Any, email: str) -> User:
+    with Session(engine) as s:
+        u = s.exec(select(User).where(User.email == email)).one()
+        return u
