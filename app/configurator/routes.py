@@ -110,15 +110,11 @@ def layout_rows(layout: dict[str, Any]) -> list[tuple[str, str]]:
     if sg and layout.get("sharding") != "ddp":
         rows.append((_("Shard group"), _("%(n)s GPUs") % {"n": sg}))
     par = [
-        f"{k.upper()} {layout.get(k)}"
-        for k in ("tp", "pp", "ep", "cp")
-        if (layout.get(k) or 1) > 1
+        f"{k.upper()} {layout.get(k)}" for k in ("tp", "pp", "ep", "cp") if (layout.get(k) or 1) > 1
     ]
     rows.append((_("Model parallel"), ", ".join(par) if par else _("none (data parallel only)")))
     rows.append((_("Micro-batch"), str(layout.get("micro_batch_size", "—"))))
-    rows.append(
-        (_("Recompute"), _(RECOMPUTE_TEXT.get(str(layout.get("recompute")), "—")))
-    )
+    rows.append((_("Recompute"), _(RECOMPUTE_TEXT.get(str(layout.get("recompute")), "—"))))
     off = []
     if layout.get("offload_optimizer"):
         off.append(_("optimizer to CPU memory"))
@@ -139,9 +135,7 @@ def comm_pattern(option: dict[str, Any]) -> str:
     return desc
 
 
-def deploy_url(
-    option: dict[str, Any], result: dict[str, Any], form: forms.SizeForm
-) -> str:
+def deploy_url(option: dict[str, Any], result: dict[str, Any], form: forms.SizeForm) -> str:
     nodes = int(option["nodes"])
     params = float(result.get("params") or 0)
     tokens = float((form.request or {}).get("tokens") or 0)
@@ -220,9 +214,7 @@ def _card(
     talk = bool(o.get("talk_to_sales"))
     fits = bool(o.get("fits"))
     hidden_notes = ("fits with", "paying per GPU-hour", "does not fit")
-    notes = [
-        _(str(n)) for n in (o.get("notes") or []) if not str(n).startswith(hidden_notes)
-    ]
+    notes = [_(str(n)) for n in (o.get("notes") or []) if not str(n).startswith(hidden_notes)]
     return {
         "sku": o["sku"],
         "name": name,
@@ -232,9 +224,7 @@ def _card(
         "gpus": o.get("gpus"),
         "layout": layout_rows(o.get("layout") or {}),
         "svg": svg,
-        "segments": [
-            (_(s.label), s.css, _gb(s.bytes)) for s in bar.segments
-        ],
+        "segments": [(_(s.label), s.css, _gb(s.bytes)) for s in bar.segments],
         "total": _gb(total),
         "usable": _gb(usable),
         "limit": _gb(bar.limit),
@@ -284,9 +274,12 @@ def _recommendation(result: dict[str, Any], cards: list[dict[str, Any]]) -> dict
     ru = rec.get("runner_up")
     if ru and ru.get("sku") in by_sku:
         r = by_sku[ru["sku"]]
-        out["runner_up"] = _(
-            "Runner-up: %(nodes)s × %(name)s, %(cost)s, about %(days)s days."
-        ) % {"nodes": r["nodes"], "name": r["name"], "cost": r["cost"], "days": r["days"]}
+        out["runner_up"] = _("Runner-up: %(nodes)s × %(name)s, %(cost)s, about %(days)s days.") % {
+            "nodes": r["nodes"],
+            "name": r["name"],
+            "cost": r["cost"],
+            "days": r["days"],
+        }
     return out
 
 
@@ -295,9 +288,7 @@ def _sku_choices() -> list[tuple[str, str]]:
 
 
 def _model_choices() -> list[tuple[str, str]]:
-    out = [
-        (p["id"], f"{p['name']} ({forms.human_count(p['params'])})") for p in _presets()
-    ]
+    out = [(p["id"], f"{p['name']} ({forms.human_count(p['params'])})") for p in _presets()]
     out.append(("params", _("Other: enter a parameter count")))
     out.append(("arch", _("Other: enter the architecture")))
     return out

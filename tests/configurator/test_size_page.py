@@ -15,9 +15,7 @@ HX = {"HX-Request": "true"}
 
 
 def _use_links(html: str) -> list[str]:
-    return [
-        m.replace("&amp;", "&") for m in re.findall(r'href="(/deploy\?[^"]+)"', html)
-    ]
+    return [m.replace("&amp;", "&") for m in re.findall(r'href="(/deploy\?[^"]+)"', html)]
 
 
 def test_first_visit_shows_form_and_results(client: TestClient) -> None:
@@ -125,7 +123,9 @@ _values = st.one_of(
 )
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(
     st.dictionaries(
         st.one_of(st.sampled_from(forms.FIELDS), st.text(max_size=8)), _values, max_size=10
