@@ -12,6 +12,7 @@ from sqlmodel import Session
 
 from app.accounts.deps import CurrentUser, OptionalUser
 from app.accounts.models import User
+from app.accounts.sshkeys import looks_private
 from app.catalog import specs
 from app.clock import wall_now
 from app.errors import N_, DomainError, InsufficientBalance, InvalidInput
@@ -238,6 +239,8 @@ async def deploy_submit(
     values = _values_from_form(form)
     idem_key = str(form.get("idempotency_key") or "").strip()[:80] or service.new_idempotency_key()
     draft, errors = service.parse_draft({**values, "ssh_key_ids": values["ssh_key_ids"]})
+    if looks_private(values["new_key_text"]):
+        values["new_key_text"] = ""  # never echo a private key back into the page
     if user is None:
         if not values["email"]:
             errors["email"] = N_("Enter your email address.")

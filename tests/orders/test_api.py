@@ -1,0 +1,132 @@
+"""The orders JSON API: idempotency keys, pay in the same call, cancel, who sees what."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from fastapi.testclient import TestClient
+from sqlmodel import Session, select
+
+from app.accounts.models import User
+from app.accounts.security import create_api_token
+from app.orders.models import Order
+from tests.orders.conftest import new_public_key
+
+B200 = 3_490_000
+
+
+def token_for(engine: Any, clock: Any, user: User) -> dict[str, str]:
+    with Session(engine, expire_on_commit=False) as s:
+        _row, raw = create_api_token(s, user, "ci", clock.now())
+        s.commit()
+    return {"Authorization": f"Bearer {raw}"}
+
+
+def body(**over: Any) -> dict[str, Any]:
+    b: dict[str, Any] = {
+        "sku": "hgx-b200",
+        "nodes": 1,
+        "image": "ubuntu-24.04-cuda",
+        "ssh_key": {"name": "ci", "public_key": KEY},
+        "notes": {"model_size": "8B", "private_network": False},
+    }
+    b.update(over)
+    return b
+
+
+KEY = new_public_key()
+
+
+def test_create_is_idempotent_per_key(
+    raw_client: TestClient, engine, clock, make_user, stock, ledger_ok
+) -> None:
+    stock("hgx-b200", 1)
+    u = make_user()
+    h = token_for(engine, clock, u)
+    r = raw_client.post("/api/v1/orders", json=body(), headers={**h, "Idempotency-Key": "a1"})
+    assert r.status_code == 201, r.text
+    first = r.json()
+    assert first["status"] == "awaiting_payment" and first["monthly_total_cents"] == B200
+    assert first["notes"]["model_size"] == "8B"
+    r = raw_client.post("/api/v1/orders", json=body(), headers={**h, "Idempotency-Key": "a1"})
+    assert r.status_code == 200 and r.json()["id"] == first["id"]
+    r = raw_client.post(
+        "/api/v1/orders", json=body(nodes=2), headers={**h, "Idempotency-Key": "a1"}
+    )
+    assert r.status_code == 409 and r.json()["error"]["code"] == "idempotency_conflict"
+    r = raw_client.post("/api/v1/orders", json=body(), headers=h)
+    assert r.status_code == 422 and "Idempotency-Key" in r.text
+    with Session(engine) as s:
+        assert len(s.exec(select(Order)).all()) == 1
+    ledger_ok()
+
+
+def test_bad_input_names_the_field(raw_client: TestClient, engine, clock, make_user) -> None:
+    u = make_user()
+    h = {**token_for(engine, clock, u), "Idempotency-Key": "x"}
+    r = raw_client.post("/api/v1/orders", json=body(image="ubuntu-24.04-rocm"), headers=h)
+    assert r.status_code == 422 and "image" in r.json()["error"]["fields"]
+    r = raw_client.post("/api/v1/orders", json=body(sku="gb300-nvl72"), headers=h)
+    assert r.status_code == 422 and "sku" in r.json()["error"]["fields"]
+    r = raw_client.post("/api/v1/orders", json=body(ssh_key=None), headers=h)
+    assert r.status_code == 422 and "ssh_keys" in r.json()["error"]["fields"]
+    r = raw_client.post(
+        "/api/v1/orders",
+        json=body(notes={"private_network": True, "node_count": 4}),
+        headers=h,
+    )
+    assert r.status_code == 422 and "note_comm_pattern" in r.json()["error"]["fields"]
+    with Session(engine) as s:
+        assert s.exec(select(Order)).all() == []
+
+
+def test_pay_in_the_same_call_short_then_retry(
+    raw_client: TestClient, engine, clock, make_user, stock, fund, balances, ledger_ok
+) -> None:
+    stock("hgx-b200", 1)
+    u = make_user()
+    fund(u, 1_000_000)
+    h = {**token_for(engine, clock, u), "Idempotency-Key": "p1"}
+    r = raw_client.post("/api/v1/orders", json=body(pay=True), headers=h)
+    assert r.status_code == 402
+    data = r.json()
+    assert data["error"]["shortfall_cents"] == B200 - 1_000_000
+    assert data["order"]["status"] == "awaiting_payment"
+    fund(u, B200)
+    r = raw_client.post("/api/v1/orders", json=body(pay=True), headers=h)
+    assert r.status_code == 200, r.text
+    assert r.json()["status"] == "paid" and r.json()["promised_date"]
+    assert r.json()["id"] == data["order"]["id"]
+    r = raw_client.post("/api/v1/orders", json=body(pay=True), headers=h)  # once only
+    assert r.status_code == 200 and r.json()["status"] == "paid"
+    assert balances(u) == (1_000_000, B200)
+    ledger_ok()
+
+
+def test_list_get_cancel_and_authorization(
+    raw_client: TestClient, engine, clock, make_user, stock, fund, balances, ledger_ok
+) -> None:
+    stock("hgx-b200", 1)
+    a, b = make_user(), make_user()
+    fund(a, B200)
+    ha, hb = token_for(engine, clock, a), token_for(engine, clock, b)
+    r = raw_client.post(
+        "/api/v1/orders", json=body(pay=True), headers={**ha, "Idempotency-Key": "k"}
+    )
+    oid = r.json()["id"]
+    assert [o["id"] for o in raw_client.get("/api/v1/orders", headers=ha).json()] == [oid]
+    assert raw_client.get("/api/v1/orders", headers=hb).json() == []
+    assert raw_client.get(f"/api/v1/orders/{oid}", headers=hb).status_code == 404
+    assert raw_client.post(f"/api/v1/orders/{oid}/cancel", headers=hb).status_code == 404
+    assert raw_client.get("/api/v1/orders").status_code == 401
+
+    r = raw_client.post(f"/api/v1/orders/{oid}/cancel", headers=ha)
+    assert r.status_code == 409 and r.json()["error"]["code"] == "not_cancellable_yet"
+    clock.advance(timedelta(days=30))
+    got = raw_client.get(f"/api/v1/orders/{oid}", headers=ha).json()
+    assert got["late"] is True and got["events"]
+    r = raw_client.post(f"/api/v1/orders/{oid}/cancel", headers=ha)
+    assert r.status_code == 200 and r.json()["status"] == "cancelled"
+    assert balances(a) == (B200, 0)
+    ledger_ok()

@@ -1,0 +1,160 @@
+"""The /deploy page: prefill, validation, the inline account step, the live summary."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+from fastapi.testclient import TestClient
+from sqlmodel import Session, select
+
+from app.accounts.models import User
+from app.orders.models import Order
+from tests.orders.conftest import deploy_form
+
+STATIC = Path(__file__).resolve().parents[2] / "static"
+
+
+def test_prefill_from_sizing_and_notes(client: TestClient, stock) -> None:
+    stock("hgx-h200", 1)
+    q = {
+        "sku": "hgx-h200",
+        "nodes": "2",
+        "note_model_size": "32B",
+        "note_token_budget": "200B",
+        "note_node_count": "2",
+        "note_private_network": "1",
+        "note_comm_pattern": "FSDP across 2 nodes",
+        "sizing": "model=qwen-32b&tokens=200e9",
+    }
+    r = client.get("/deploy", params=q)
+    assert r.status_code == 200
+    t = r.text
+    assert 'value="hgx-h200" selected' in t and 'value="2"' in t
+    assert 'value="32B"' in t and 'value="200B"' in t and "FSDP across 2 nodes" in t
+    assert 'name="note_private_network" value="1" checked' in t
+    assert "from your sizing" in t and 'href="/size?model=qwen-32b&amp;tokens=200e9"' in t
+    assert "Promised delivery" in t and "$39,800.00" in t  # 2 × H200 first month
+    assert 'name="account_mode"' in t  # logged out: the inline account step
+
+
+def test_rack_goes_to_sales(client: TestClient) -> None:
+    r = client.get("/deploy", params={"sku": "gb300-nvl72"})
+    assert r.status_code == 200 and "Talk to sales" in r.text
+
+
+def test_summary_fragment_follows_choices(
+    client: TestClient, make_user, login, fund, stock
+) -> None:
+    stock("mi355x", 1)
+    u = make_user()
+    fund(u, 1_000_000)
+    login(client, u)
+    r = client.get(
+        "/deploy/summary", params={"sku": "mi355x", "nodes": "1"}, headers={"HX-Request": "true"}
+    )
+    assert r.status_code == 200 and "<html" not in r.text
+    assert "$22,900.00" in r.text and "$12,900.00" in r.text  # price and shortfall
+    r = client.get(
+        "/deploy/summary", params={"sku": "mi355x", "nodes": "0"}, headers={"HX-Request": "true"}
+    )
+    assert "between 1 and 64" in r.text
+    r = client.get("/deploy/summary", params={"sku": "mi355x", "nodes": "1"})
+    assert r.status_code == 303  # without htmx the summary lives on the page
+
+
+def test_incompatible_image_and_missing_pattern_are_refused(
+    client: TestClient, engine, make_user, login, stock
+) -> None:
+    stock("mi355x", 1)
+    u = make_user()
+    login(client, u)
+    data = deploy_form(
+        client,
+        sku="mi355x",
+        image="ubuntu-24.04-cuda",
+        note_private_network="1",
+        nodes="2",
+        note_model_size="405B",
+    )
+    r = client.post("/deploy", data=data)
+    assert r.status_code == 422
+    assert "MI355X needs a ROCm image" in r.text
+    assert "communication pattern" in r.text
+    assert 'value="405B"' in r.text  # what was typed is kept
+    with Session(engine) as s:
+        assert s.exec(select(Order)).all() == []
+
+
+def test_private_key_is_refused_and_not_echoed(
+    client: TestClient, engine, make_user, login
+) -> None:
+    u = make_user()
+    login(client, u)
+    secret = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END OPENSSH PRIVATE KEY-----"
+    r = client.post("/deploy", data=deploy_form(client, new_key_text=secret))
+    assert r.status_code == 422 and "PRIVATE key" in r.text
+    assert "b3BlbnNzaC1rZXktdjEAAAAA" not in r.text
+
+
+def test_signup_inside_the_form(client: TestClient, engine, stock) -> None:
+    stock("hgx-b200", 1)
+    data = deploy_form(
+        client,
+        account_mode="signup",
+        email="new@example.com",
+        password="a long passphrase 42",
+        note_free_text="please hurry",
+    )
+    r = client.post("/deploy", data=data)
+    assert r.status_code == 303, r.text
+    assert r.headers["location"].startswith("/orders/")
+    assert "set-cookie" in r.headers
+    review = client.get(r.headers["location"])
+    assert review.status_code == 200 and "please hurry" in review.text
+    with Session(engine) as s:
+        user = s.exec(select(User).where(User.email == "new@example.com")).one()
+        assert s.exec(select(Order).where(Order.user_id == user.id)).one()
+
+
+def test_failed_login_keeps_every_choice_but_the_password(
+    client: TestClient, engine, make_user, stock
+) -> None:
+    stock("hgx-h100", 1)
+    make_user(email="old@example.com")
+    data = deploy_form(
+        client,
+        sku="hgx-h100",
+        nodes="1",
+        image="ubuntu-22.04-cuda",
+        note_model_size="13B",
+        note_free_text="free text stays",
+        account_mode="login",
+        email="old@example.com",
+        password="wrong password here",
+    )
+    r = client.post("/deploy", data=data)
+    assert r.status_code in (401, 403, 422, 429)
+    t = r.text
+    assert 'value="hgx-h100" selected' in t and 'value="ubuntu-22.04-cuda" selected' in t
+    assert 'value="13B"' in t and "free text stays" in t and 'value="old@example.com"' in t
+    assert "wrong password here" not in t
+    assert data["new_key_text"] in t  # the pasted public key is kept too
+    assert form_key(t) == data["idempotency_key"]
+    with Session(engine) as s:
+        assert s.exec(select(Order)).all() == []
+
+
+def form_key(html: str) -> str:
+    from tests.orders.conftest import form_value
+
+    return form_value(html, "idempotency_key")
+
+
+def test_deploy_page_is_light(client: TestClient, stock) -> None:
+    stock("hgx-b200", 1)
+    page = client.get("/deploy").content
+    total = len(gzip.compress(page))
+    for name in ("app.css", "orders.css", "app.js", "vendor/htmx-2.0.8.min.js"):
+        total += len(gzip.compress((STATIC / name).read_bytes()))
+    assert total <= 60 * 1024, total
