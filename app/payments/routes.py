@@ -19,7 +19,7 @@ from app.errors import N_
 from app.money import parse_amount
 from app.payments import rules
 from app.payments import service as payments
-from app.payments.models import Invoice, WebhookDelivery
+from app.payments.models import ChainPayment, Invoice, WebhookDelivery
 from app.payments.rates import CURRENCIES, format_units
 from app.web.deps import NowDep, SessionDep
 from app.web.flash import flash
@@ -42,8 +42,8 @@ EXCEPTION_TEXT = {
 }
 SIM_ACTIONS = (
     ("pay_full", N_("Pay in full")),
-    ("pay_part", N_("Pay part (40%)")),
-    ("overpay", N_("Overpay (+25%)")),
+    ("pay_part", N_("Pay part (two fifths)")),
+    ("overpay", N_("Overpay (by a quarter)")),
     ("pay_unconfirmed", N_("Pay in full, unconfirmed")),
     ("confirm", N_("Confirm pending payments")),
     ("pay_late", N_("Pay after expiry")),
@@ -236,16 +236,17 @@ def simulate_provider(engine: Any, invoice_id: int, action: str, now: Any) -> li
             ev("InvoicePaymentSettled")
             ev("InvoiceSettled")
         elif action in ("pay_late", "expire", "close_window", "pay_after_window"):
-            # Simulated time for this invoice only: move its deadlines into the past.
-            if action in ("pay_late", "expire") and inv.expires_at > now:
-                shift = inv.expires_at - now + timedelta(seconds=1)
+            # Simulated time passes for this invoice only: its whole timeline (deadlines and
+            # the payments already seen) moves into the past, as if we had waited.
+            deadline = inv.expires_at if action in ("pay_late", "expire") else inv.monitoring_until
+            if deadline > now:
+                shift = deadline - now + timedelta(seconds=1)
+                inv.created_at = utc(inv.created_at) - shift
                 inv.expires_at -= shift
                 inv.monitoring_until -= shift
-            if action in ("close_window", "pay_after_window"):
-                shift = inv.monitoring_until - now + timedelta(seconds=1)
-                if shift > timedelta(0):
-                    inv.expires_at = min(inv.expires_at, now - timedelta(seconds=1))
-                    inv.monitoring_until -= shift
+                for cp in s.exec(select(ChainPayment).where(ChainPayment.invoice_id == inv.id)).all():
+                    cp.seen_at = utc(cp.seen_at) - shift
+                    s.add(cp)
             s.add(inv)
             s.flush()
             if action == "pay_late":
