@@ -51,8 +51,8 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start_app(tmp: Path) -> tuple[subprocess.Popen[bytes], str]:
-    db = f"sqlite:///{tmp / 'lighthouse.db'}"
+def start_app(tmp: Path, simulation: bool) -> tuple[subprocess.Popen[bytes], str]:
+    db = f"sqlite:///{tmp / f'lighthouse-{simulation}.db'}"
     env = {k: v for k, v in os.environ.items() if not k.startswith("APP_")}
     env.update(
         {
@@ -61,7 +61,7 @@ def start_app(tmp: Path) -> tuple[subprocess.Popen[bytes], str]:
             "APP_ENVIRONMENT": "test",
             "APP_SECRET_KEY": "lighthouse-secret-key-that-is-long-enough-0123456789",
             "APP_WEBHOOK_SECRET": "lighthouse-webhook-secret",
-            "APP_SIMULATION": os.environ.get("APP_SIMULATION", "true"),
+            "APP_SIMULATION": "true" if simulation else "false",
             "APP_LOG_LEVEL": "WARNING",
         }
     )
@@ -141,10 +141,72 @@ def failing_audits(report: dict, category: str) -> list[str]:
     return out
 
 
+def _run_all(
+    tmp: Path, sim: bool, forms: tuple[str, ...], rows: list[str], details: list[str]
+) -> bool:
+    """Lighthouse every page in every form factor against one app process."""
+    ok = True
+    simtxt = "on" if sim else "off"
+    proc, base = start_app(tmp, sim)
+    try:
+        for path, lang, label in PAGES:
+            for form in forms:
+                try:
+                    rep = run_lighthouse(base + path, lang, form, tmp / "report.json")
+                except (subprocess.SubprocessError, OSError, ValueError) as e:
+                    ok = False
+                    status = _status(base + path, lang)
+                    rows.append(
+                        f"| {label} | {lang} | {form} | {simtxt} | – | – | – | – | – | – | "
+                        f"❌ Lighthouse could not load the page (HTTP {status}) |"
+                    )
+                    log_tail = (tmp / "app.log").read_text(errors="replace")[-1500:]
+                    details.append(
+                        f"### {label} ({lang}, {form}, simulation {simtxt})\n\nLighthouse failed: "
+                        f"{type(e).__name__}; the page answered HTTP {status}.\n\n"
+                        f"```\n{log_tail.strip()}\n```"
+                    )
+                    print(rows[-1], flush=True)
+                    continue
+                cats = rep["categories"]
+                scores = {k: round((cats[k]["score"] or 0) * 100) for k in TARGETS}
+                miss = [k for k, v in scores.items() if v < TARGETS[k]]
+                ok &= not miss
+                kb = rep["audits"]["total-byte-weight"]["numericValue"] / 1024
+                lcp = rep["audits"]["largest-contentful-paint"]["numericValue"]
+                cls = rep["audits"]["cumulative-layout-shift"]["numericValue"]
+                rows.append(
+                    f"| {label} | {lang} | {form} | {simtxt} | {scores['performance']} | "
+                    f"{scores['accessibility']} | {scores['best-practices']} | "
+                    f"{kb:.1f} KB | {lcp / 1000:.2f} s | {cls:.3f} | "
+                    f"{'✅' if not miss else '❌ ' + ', '.join(miss)} |"
+                )
+                fails = [
+                    f"- **{k}**: " + "; ".join(failing_audits(rep, k))
+                    for k in TARGETS
+                    if failing_audits(rep, k) and (k != "performance" or miss)
+                ]
+                if fails:
+                    details.append(
+                        f"### {label} ({lang}, {form}, simulation {simtxt})\n\n" + "\n".join(fails)
+                    )
+                print(rows[-1], flush=True)
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(10)
+    return ok
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=str(ROOT / "docs" / "benchmarks-lighthouse.md"))
     ap.add_argument("--form", choices=(*FORMS, "both"), default="both")
+    ap.add_argument(
+        "--simulation",
+        choices=("on", "off", "both"),
+        default="both",
+        help="APP_SIMULATION for the app under test (on: the simulated clock)",
+    )
     args = ap.parse_args()
     if not LH_CLI.exists():
         print("run `npm install` in tools/lighthouse first", file=sys.stderr)
@@ -155,53 +217,11 @@ def main() -> int:
     rows: list[str] = []
     details: list[str] = []
     ok = True
+    sims = {"on": (True,), "off": (False,), "both": (True, False)}[args.simulation]
     with tempfile.TemporaryDirectory(prefix="lighthouse-") as t:
         tmp = Path(t)
-        proc, base = start_app(tmp)
-        try:
-            for path, lang, label in PAGES:
-                for form in forms:
-                    try:
-                        rep = run_lighthouse(base + path, lang, form, tmp / "report.json")
-                    except (subprocess.SubprocessError, OSError, ValueError) as e:
-                        ok = False
-                        status = _status(base + path, lang)
-                        rows.append(
-                            f"| {label} | {lang} | {form} | – | – | – | – | – | – | "
-                            f"❌ Lighthouse could not load the page (HTTP {status}) |"
-                        )
-                        log_tail = (tmp / "app.log").read_text(errors="replace")[-1500:]
-                        details.append(
-                            f"### {label} ({lang}, {form})\n\nLighthouse failed: "
-                            f"{type(e).__name__}; the page answered HTTP {status}.\n\n"
-                            f"```\n{log_tail.strip()}\n```"
-                        )
-                        print(rows[-1], flush=True)
-                        continue
-                    cats = rep["categories"]
-                    scores = {k: round((cats[k]["score"] or 0) * 100) for k in TARGETS}
-                    miss = [k for k, v in scores.items() if v < TARGETS[k]]
-                    ok &= not miss
-                    kb = rep["audits"]["total-byte-weight"]["numericValue"] / 1024
-                    lcp = rep["audits"]["largest-contentful-paint"]["numericValue"]
-                    cls = rep["audits"]["cumulative-layout-shift"]["numericValue"]
-                    rows.append(
-                        f"| {label} | {lang} | {form} | {scores['performance']} | "
-                        f"{scores['accessibility']} | {scores['best-practices']} | "
-                        f"{kb:.1f} KB | {lcp / 1000:.2f} s | {cls:.3f} | "
-                        f"{'✅' if not miss else '❌ ' + ', '.join(miss)} |"
-                    )
-                    fails = [
-                        f"- **{k}**: " + "; ".join(failing_audits(rep, k))
-                        for k in TARGETS
-                        if failing_audits(rep, k) and (k != "performance" or miss)
-                    ]
-                    if fails:
-                        details.append(f"### {label} ({lang}, {form})\n\n" + "\n".join(fails))
-                    print(rows[-1], flush=True)
-        finally:
-            os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait(10)
+        for sim in sims:
+            ok &= _run_all(tmp, sim, forms, rows, details)
     text = [
         "# Lighthouse: /size and /deploy",
         "",
@@ -211,14 +231,15 @@ def main() -> int:
         f"{chrome_v or CHROME} (`--headless=new --no-sandbox`). Mobile uses Lighthouse's",
         "default simulated throttling (slow 4G, 4× CPU); desktop uses `--preset=desktop`.",
         "",
-        f"App settings: SQLite, `APP_SIMULATION={os.environ.get('APP_SIMULATION', 'true')}`.",
+        "App settings: SQLite; each page is measured with `APP_SIMULATION` on (the",
+        "simulated clock, as the demo runs) and off.",
         "",
         "Targets (issue 8): performance ≥ 95, accessibility 100, best practices 100.",
         "Transfer is Lighthouse's total byte weight (compressed as sent).",
         "",
-        "| page | lang | form | performance | accessibility | best practices | transfer "
-        "| LCP | CLS | targets |",
-        "|---|---|---|---:|---:|---:|---:|---:|---:|---|",
+        "| page | lang | form | simulation | performance | accessibility | best practices "
+        "| transfer | LCP | CLS | targets |",
+        "|---|---|---|---|---:|---:|---:|---:|---:|---:|---|",
         *rows,
         "",
         "## Audits that did not pass",

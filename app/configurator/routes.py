@@ -44,6 +44,38 @@ RECOMPUTE_TEXT = {
 }
 
 
+FIELD_LABELS = {
+    "model": N_("Model"),
+    "params": N_("Parameters"),
+    "vocab_size": N_("Vocabulary size"),
+    "hidden_size": N_("Hidden size"),
+    "intermediate_size": N_("MLP intermediate size"),
+    "num_layers": N_("Layers"),
+    "num_heads": N_("Attention heads"),
+    "num_kv_heads": N_("Key/value heads"),
+    "head_dim": N_("Head dimension (optional)"),
+    "num_experts": N_("Experts (MoE, optional)"),
+    "experts_per_token": N_("Experts per token"),
+    "expert_intermediate_size": N_("Expert intermediate size"),
+    "tokens": N_("Training tokens"),
+    "seq_len": N_("Context length"),
+    "mbs": N_("Micro-batch"),
+    "precision": N_("Precision"),
+    "method": N_("Method"),
+    "recompute": N_("Activation recompute"),
+    "par": N_("Layout"),
+    "sharding": N_("Sharding"),
+    "shard_group": N_("Shard group (GPUs)"),
+    "tp": N_("Tensor parallel"),
+    "pp": N_("Pipeline parallel"),
+    "ep": N_("Expert parallel"),
+    "cp": N_("Context parallel"),
+    "mfu": N_("Model FLOPs utilisation (%%)"),
+    "sku": N_("Node"),
+    "nodes": N_("Number of nodes (optional)"),
+}
+
+
 @lru_cache(maxsize=1)
 def _presets() -> tuple[dict[str, Any], ...]:
     return tuple(list_presets())
@@ -332,6 +364,7 @@ def size_page(request: Request) -> HTMLResponse:
         "segments": [(_(label), css) for _k, css, label in SEGMENTS],
         "share_url": "/size?" + form.query_string(),
         "field_names": forms.FIELDS,
+        "field_labels": {k: _(v).replace("%%", "%") for k, v in FIELD_LABELS.items()},
         "params_text": forms.human_count(float(result["params"])) if result else None,
         "active_text": forms.human_count(float(result["active_params"])) if result else None,
     }

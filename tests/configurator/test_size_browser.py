@@ -57,6 +57,11 @@ def test_typing_updates_the_results_and_the_url(server: str, browser: object) ->
     page = browser.new_page()  # type: ignore[attr-defined]
     page.goto(server + "/size")
     before = page.locator(".rec-why").inner_text()
+    page.evaluate(
+        "() => { window.__shift = 0; new PerformanceObserver((l) => {"
+        " for (const e of l.getEntries()) window.__shift += e.value; })"
+        ".observe({type: 'layout-shift'}); }"
+    )
     tokens = page.locator("#f-tokens")
     tokens.fill("")
     with page.expect_response(lambda r: "/size?" in r.url and "tokens=15T" in r.url):
@@ -68,6 +73,8 @@ def test_typing_updates_the_results_and_the_url(server: str, browser: object) ->
     )
     assert page.locator(".rec-why").inner_text() != before
     page.wait_for_url("**/size?*tokens=15T*")
+    # No layout shift when the results swap in (the region and the cards keep their size).
+    assert page.evaluate("window.__shift") < 0.005
     # The page is still one page (the fragment went into #results, not a nested layout).
     assert page.locator("header.site").count() == 1
     assert page.locator("#results h2#results-h").count() == 1
