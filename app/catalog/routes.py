@@ -32,6 +32,18 @@ SOURCE_LEGEND = (
     ("E", N_("our list price, set by us and changed by staff")),
 )
 
+# Catalog data strings shown on the pages (translated with _() in the templates).
+DATA_STRINGS = (
+    N_("≈ 480 GB/s with NVLS (≈ 370 without)"),
+    N_("≈ 475–480 GB/s"),
+    N_("≈ 830 GB/s"),
+    N_("≈ 845 GB/s"),
+    N_("Ubuntu 22.04 + NVIDIA driver, CUDA, Docker, NVIDIA Container Toolkit"),
+    N_("Ubuntu 24.04 + NVIDIA driver, CUDA, Docker, NVIDIA Container Toolkit"),
+    N_("Ubuntu 22.04 + ROCm, Docker"),
+    N_("Ubuntu 24.04 + ROCm, Docker"),
+)
+
 
 def customer_tz(request: Request) -> str:
     """The browser's time zone (cookie set by static/app.js), UTC when unknown."""

@@ -54,7 +54,7 @@ def test_node_page(client, seeded, lang) -> None:  # type: ignore[no-untyped-def
         assert "private network" in t
         assert "billion parameters" in t  # what fits, from the sizing engine
     else:
-        assert "未经书面约定" in t and "私有网络" in t and "十亿参数" in t
+        assert "除非另有书面约定" in t and "私有网络" in t and "十亿参数" in t
 
 
 def test_mi355x_runs_rocm(client, seeded) -> None:  # type: ignore[no-untyped-def]
