@@ -29,7 +29,7 @@ from app.web.templating import format_money, format_number, is_htmx, render
 router = APIRouter()
 log = logging.getLogger(__name__)
 
-SALES_URL = "/nodes/gb300-nvl72#request"
+SALES_URL = "/nodes/gb300-nvl72/request"
 
 SHARDING_TEXT = {
     "ddp": N_("Plain data parallel (every GPU holds the whole model state)"),

@@ -122,6 +122,8 @@ def test_keyboard_only_from_size_to_deploy(server: str, browser: object) -> None
     assert q["note_model_size"] == ["70.6B params"]
     assert q["note_token_budget"] == ["1T tokens"]
     assert parse_qs(q["sizing"][0])["model"] == ["llama-3.1-70b"]
+    # The deploy form picks the notes up (the checkout engineer's side of the contract).
+    assert "70.6B params" in page.content()
     page.close()
 
 
@@ -136,6 +138,7 @@ def test_form_works_with_javascript_off(server: str, browser: object) -> None:
     assert page.locator("#f-tokens").input_value() == "300B"
     assert page.locator(".rec-why").count() == 1
     assert page.locator("article.sku-card").count() == 6
+    assert page.locator("a[href='/nodes/gb300-nvl72/request']").count() >= 1
     # Errors also work without JS: a full page with the message at the field.
     page.fill("#f-tokens", "many")
     page.get_by_role("button", name="Show results").click()
