@@ -26,10 +26,25 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         for suffix in ("", "-wal", "-shm"):
             Path(str(path) + suffix).unlink(missing_ok=True)
         url = f"sqlite:///{path}"
-    print(f"simulating {args.customers} customers over {args.days} days (seed {args.seed}) in {url}")
+    print(
+        f"simulating {args.customers} customers over {args.days} days (seed {args.seed}) in {url}"
+    )
     started = time.perf_counter()
     upgrade(url)
     engine = make_engine(url)
+    from sqlmodel import Session, select
+
+    from app.orders.models import Order
+
+    with Session(engine) as session:
+        if session.exec(select(Order.id).limit(1)).first() is not None:
+            engine.dispose()
+            print(
+                "that database already has orders; the simulator needs an empty one "
+                "(leave out --database-url for a fresh SQLite file)",
+                file=sys.stderr,
+            )
+            return 2
     try:
         sim = Simulation(
             engine,
@@ -42,8 +57,6 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         stats = sim.run()
         for line in summary(stats, revenue_cents(engine), args.days):
             print(line)
-        from sqlmodel import Session
-
         with Session(engine) as session:
             violations = run_checks(session)
     finally:

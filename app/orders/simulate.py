@@ -26,7 +26,9 @@ from app.orders.models import Order
 START = datetime(2027, 1, 4, 9, 0, tzinfo=UTC)  # a Monday
 PRESETS = ("llama-3.1-8b", "qwen2.5-7b", "qwen2.5-14b", "qwen2.5-32b", "llama-3.1-70b")
 TOKENS = (5e9, 2e10, 5e10, 1e11)
-SSH_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl sim@laptop"
+SSH_KEY = (
+    "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl sim@laptop"
+)
 
 
 @dataclass
@@ -108,7 +110,12 @@ class Simulation:
             seed_catalog(s, now)
             ops = s.exec(select(User).where(User.email == "ops@sim.test")).first()
             if ops is None:
-                ops = User(email="ops@sim.test", password_hash=self._hash, role=Role.ops.value, created_at=now)
+                ops = User(
+                    email="ops@sim.test",
+                    password_hash=self._hash,
+                    role=Role.ops.value,
+                    created_at=now,
+                )
                 s.add(ops)
                 s.flush()
             self.ops_id = ops.id
@@ -126,7 +133,7 @@ class Simulation:
                     forgets_topup=r.random() < 0.15,
                     rescues_in_grace=r.random() < 0.5,
                     cancels_if_late=r.random() < 0.5,
-                    delivery_offset=r.choice((-3, -2, -1, -1, 0, 0, 0, 1, 2, 4)),
+                    delivery_offset=r.choice((-3, -2, -1, -1, 0, 0, 0, 0, 2, 4)),
                 )
             )
 
@@ -145,6 +152,10 @@ class Simulation:
             self.stats.errors.append(f"{what}: {e.__class__.__name__}")
             return None
 
+    def _op(self, what: str, fn: Callable[..., Any], **kw: Any) -> Any:
+        """One staff step in its own transaction, done by the simulated ops engineer."""
+        return self._try(what, lambda s: fn(s, actor=self._ops(s), now=self.clock.now(), **kw))
+
     def _topup(self, user_id: int, cents: int, *, pay: bool = True) -> bool:
         from app.payments import service as payments
 
@@ -158,7 +169,7 @@ class Simulation:
                 return False
             payments.record_chain_payment(s, inv, int(inv.due_units), now=now, confirmed=True)
             inv = payments.sync_invoice(s, inv.id or 0, now)
-            return inv.credited_cents >= cents
+            return (inv.credited_cents or 0) >= cents
 
         ok = bool(self._try("top-up", go))
         self.stats.topups += 1
@@ -178,13 +189,24 @@ class Simulation:
 
         now = self.clock.now()
         self.stats.customers += 1
-        rec = size({"model": {"preset": c.preset}, "tokens": c.tokens})["recommendation"]
-        sku = rec.get("sku") or "hgx-h100"
-        nodes = int(rec.get("nodes") or 1)
-        if rec.get("talk_to_sales") or sku == "gb300-nvl72" or nodes > 4:
-            sku, nodes = "hgx-b200", min(max(nodes, 1), 4)
-        image = "ubuntu-24.04-rocm" if sku == "mi355x" else self.rng.choice(
-            ("ubuntu-22.04-cuda", "ubuntu-24.04-cuda")
+        result = size({"model": {"preset": c.preset}, "tokens": c.tokens})
+        rec = result["recommendation"]
+        # The recommended node first, then the other self-serve options that fit, cheapest
+        # first; the customer takes the first one we can promise a date for.
+        choices = [(rec.get("sku") or "hgx-h100", int(rec.get("nodes") or 1))]
+        others = sorted(
+            (o for o in result["options"] if o.get("fits")),
+            key=lambda o: float(o.get("rental_cost_usd") or 0),
+        )
+        choices += [(o["sku"], int(o["nodes"])) for o in others]
+        choices = [
+            (sk, n) for sk, n in choices if sk not in ("gb300-nvl72", "mi355x") and 1 <= n <= 4
+        ] or [("hgx-b200", 1)]
+        sku, nodes = self._first_promisable(choices, now)
+        image = (
+            "ubuntu-24.04-rocm"
+            if sku == "mi355x"
+            else self.rng.choice(("ubuntu-22.04-cuda", "ubuntu-24.04-cuda"))
         )
 
         def sign_up_and_order(s: Session) -> int:
@@ -249,15 +271,32 @@ class Simulation:
         self._try("pay again", pay)
         self.stats.paid += 1
 
-    def customer_day(self, c: Customer) -> None:
+    def _first_promisable(self, choices: list[tuple[str, int]], now: datetime) -> tuple[str, int]:
+        from app.catalog import service as catalog
+
+        with Session(self.engine) as s:
+            for sku, nodes in choices:
+                if catalog.current_promise(s, sku, nodes, now).available:
+                    return sku, nodes
+        return choices[0]
+
+    def customers_day(self) -> None:
+        """Each customer with an open order looks at it (one query for all of them)."""
+        people = {c.order_id: c for c in self.people if c.order_id is not None}
+        open_states = [x.value for x in PRE_DELIVERY] + [OrderStatus.delivered.value]
+        with Session(self.engine) as s:
+            rows = s.exec(select(Order).where(col(Order.status).in_(open_states))).all()
+        for o in rows:
+            c = people.get(o.id or 0)
+            if c is not None:
+                self.customer_day(c, o)
+
+    def customer_day(self, c: Customer, o: Order) -> None:
         from app.orders import service as orders
 
         if c.order_id is None or c.user_id is None:
             return
         now = self.clock.now()
-        with Session(self.engine) as s:
-            o = s.get(Order, c.order_id)
-            assert o is not None
         status = OrderStatus(o.status)
         if status in PRE_DELIVERY and orders.is_order_late(o, now) and c.cancels_if_late:
 
@@ -283,11 +322,11 @@ class Simulation:
                 if self._try("cancel lease", cancel_lease) is not None:
                     self.stats.lease_cancels += 1
                 return
-            short = self._available(c.user_id) < o.monthly_total_cents
-            if not wants_stop and short:
+            if not wants_stop:
                 in_grace = o.grace_until is not None
                 soon = end - now <= timedelta(days=2)
-                if (soon and not c.forgets_topup) or (in_grace and c.rescues_in_grace):
+                wants_to_pay = (soon and not c.forgets_topup) or (in_grace and c.rescues_in_grace)
+                if wants_to_pay and self._available(c.user_id) < o.monthly_total_cents:
                     self._topup(c.user_id, o.monthly_total_cents * c.topup_months)
 
     # --- ops -----------------------------------------------------------------------------
@@ -309,45 +348,42 @@ class Simulation:
                 ).all()
             ]
         for bid in arrived:
-            self._try(
-                "batch arrived",
-                lambda s, bid=bid: catalog.mark_batch_arrived(s, bid or 0, now=now, actor=self._ops(s)),
-            )
-        # Keep the supply coming: a batch per SKU every fortnight.
-        if (today - START.date()).days % 14 == 0:
+            self._op("batch arrived", catalog.mark_batch_arrived, batch_id=bid)
+        # Keep the supply coming: a batch per SKU every week.
+        if (today - START.date()).days % 7 == 0:
             for sku in ("hgx-h100", "hgx-h200", "hgx-b200", "hgx-b300", "mi355x"):
-                self._try(
+                self._op(
                     "add batch",
-                    lambda s, sku=sku: catalog.add_batch(
-                        s, sku_id=sku, quantity=8, expected_on=today + timedelta(days=10), now=now,
-                        actor=self._ops(s),
-                    ),
+                    catalog.add_batch,
+                    sku_id=sku,
+                    quantity=6,
+                    expected_on=today + timedelta(days=10),
                 )
-        people = {c.order_id: c for c in self.people if c.order_id}
+        people = {c.order_id: c for c in self.people if c.order_id is not None}
         with Session(self.engine) as s:
             pending = s.exec(
                 select(Order).where(col(Order.status).in_([x.value for x in PRE_DELIVERY]))
             ).all()
             ending = s.exec(select(Order.id).where(Order.status == OrderStatus.ended.value)).all()
         for o in pending:
-            c = people.get(o.id)
+            c = people.get(o.id or 0)
             offset = c.delivery_offset if c else 0
             assert o.promised_date is not None
             target = o.promised_date + timedelta(days=offset)
             if o.status == OrderStatus.paid.value and (target - today).days <= 2:
-                self._try("provision", lambda s, o=o: ops.start_provisioning(s, actor=self._ops(s), order_id=o.id or 0, now=now))
+                self._op("provision", ops.start_provisioning, order_id=o.id or 0)
             if offset > 0 and today == o.promised_date and not o.delay_reason:
-                self._try(
+                self._op(
                     "delay",
-                    lambda s, o=o, target=target: ops.mark_delayed(
-                        s, actor=self._ops(s), order_id=o.id or 0,
-                        reason="Waiting for a replacement NIC", new_estimate=target, now=now,
-                    ),
+                    ops.mark_delayed,
+                    order_id=o.id or 0,
+                    reason="Waiting for a replacement NIC",
+                    new_estimate=target,
                 )
             if today >= target:
                 self._deliver(o.id or 0)
         for oid in ending:
-            self._try("wipe", lambda s, oid=oid: ops.confirm_wipe(s, actor=self._ops(s), order_id=oid or 0, now=now))
+            self._op("wipe", ops.confirm_wipe, order_id=oid or 0)
 
     def _deliver(self, order_id: int) -> None:
         from app.catalog import service as catalog
@@ -363,8 +399,11 @@ class Simulation:
             nodes = [n for n in catalog.nodes_for_order(s, order_id)]
             if len(nodes) >= order.quantity:
                 ops.assign_nodes(
-                    s, actor=self._ops(s), order_id=order_id,
-                    node_ids=[n.id or 0 for n in nodes[: order.quantity]], now=now,
+                    s,
+                    actor=self._ops(s),
+                    order_id=order_id,
+                    node_ids=[n.id or 0 for n in nodes[: order.quantity]],
+                    now=now,
                 )
             hosts = ops.hosts_of(s, order_id)
             data = ops.CredentialsInput(
@@ -420,9 +459,7 @@ class Simulation:
             for c in by_day.get(day, []):
                 self.arrive(c)
             self.ops_day()
-            for c in self.people:
-                if c.order_id:
-                    self.customer_day(c)
+            self.customers_day()
             # The evening round catches leases that ended during the day.
             self.clock.advance(timedelta(hours=12))
             self.worker()
