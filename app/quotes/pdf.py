@@ -67,7 +67,7 @@ def build_pdf(
     now: datetime,
 ) -> bytes:
     lang = pdf_language(locale)
-    t: Callable[[str], str] = translations_for(lang).gettext
+    _: Callable[[str], str] = translations_for(lang).gettext
     money: Callable[[int], str] = lambda c: format_cents(c, lang)  # noqa: E731
     ref = pricing.reference(q.id or 0)
 
@@ -92,12 +92,12 @@ def build_pdf(
         pdf.set_font(font, "B" if bold else "", 10)
         pdf.multi_cell(width - 62, 7, value, new_x="LMARGIN", new_y="NEXT")
 
-    line(t("GPU Nodes"), 11, True)
-    line(t("Quote") + f" {ref}", 18, True, 9)
+    line(_("GPU Nodes"), 11, True)
+    line(_("Quote") + f" {ref}", 18, True, 9)
     if lang == "en" and locale == "zh_CN":
         line("(No Chinese font is installed on this server, so this PDF is in English.)", 8)
     pdf.ln(2)
-    line(t("Prepared for"), 9, True)
+    line(_("Prepared for"), 9, True)
     who = ", ".join(x for x in (q.prospect_name, q.prospect_company) if x)
     line(who or q.prospect_email)
     if who:
@@ -105,71 +105,71 @@ def build_pdf(
     pdf.ln(3)
 
     if q.kind == QuoteKind.rack:
-        config = t("{gpus} GPUs ({racks} × {name}), {months}-month term").format(
+        config = _("{gpus} GPUs ({racks} × {name}), {months}-month term").format(
             gpus=q.quantity, racks=q.quantity // pricing.RACK_GPUS, name=sku_name, months=q.months
         )
-        unit_label = t("Price per GPU per month")
+        unit_label = _("Price per GPU per month")
     else:
-        config = t("{nodes} × {name} ({gpus} GPUs), {months} month(s)").format(
+        config = _("{nodes} × {name} ({gpus} GPUs), {months} month(s)").format(
             nodes=q.quantity, name=sku_name, gpus=q.quantity * gpus_per_node, months=q.months
         )
-        unit_label = t("Price per node per month")
-    row(t("Configuration"), config)
-    row(t("List price"), money(q.list_unit_price_cents))
+        unit_label = _("Price per node per month")
+    row(_("Configuration"), config)
+    row(_("List price"), money(q.list_unit_price_cents))
     if q.discount_bp:
-        row(t("Discount"), f"{pricing.format_discount(q.discount_bp)} %")
+        row(_("Discount"), f"{pricing.format_discount(q.discount_bp)} %")
     row(unit_label, money(q.unit_price_cents), bold=True)
-    row(t("Monthly total"), money(q.monthly_total_cents))
-    row(t("Total for the term"), money(q.total_cents), bold=True)
+    row(_("Monthly total"), money(q.monthly_total_cents))
+    row(_("Total for the term"), money(q.total_cents), bold=True)
     if q.expires_at:
-        row(t("Valid until"), utc(q.expires_at).strftime("%Y-%m-%d %H:%M UTC"))
+        row(_("Valid until"), utc(q.expires_at).strftime("%Y-%m-%d %H:%M UTC"))
     pdf.ln(2)
 
-    line(t("Delivery estimate"), 11, True, 7)
+    line(_("Delivery estimate"), 11, True, 7)
     if q.promise_available and q.promise_date:
         line(
             q.promise_date.isoformat()
             + (f" — {q.promise_explanation}" if q.promise_explanation else "")
         )
     else:
-        line(t("Agreed with sales when the contract is signed."))
-    line(t("This is an estimate, not a reservation: nodes are held only when an order is paid."), 8)
+        line(_("Agreed with sales when the contract is signed."))
+    line(_("This is an estimate, not a reservation: nodes are held only when an order is paid."), 8)
     pdf.ln(2)
 
     if summary:
-        line(t("Sizing"), 11, True, 7)
+        line(_("Sizing"), 11, True, 7)
         line(
-            t("{params} parameters, {tokens} tokens.").format(
+            _("{params} parameters, {tokens} tokens.").format(
                 params=summary.get("params_human", "?"), tokens=summary.get("tokens_human", "?")
             )
         )
         if summary.get("training_days") is not None:
             line(
-                t("About {days} days of training on this configuration.").format(
+                _("About {days} days of training on this configuration.").format(
                     days=f"{float(summary['training_days']):.1f}"
                 )
             )
         if summary.get("layout"):
             line(str(summary["layout"]), 9)
     if q.sizing_notes:
-        line(t("Sizing notes"), 11, True, 7)
+        line(_("Sizing notes"), 11, True, 7)
         line(q.sizing_notes, 9)
     if q.notes:
-        line(t("Notes"), 11, True, 7)
+        line(_("Notes"), 11, True, 7)
         line(q.notes, 9)
     pdf.ln(4)
     if q.kind == QuoteKind.rack:
         line(
-            t("Accepting this quote asks sales to prepare the term contract; nothing is charged."),
+            _("Accepting this quote asks sales to prepare the term contract; nothing is charged."),
             9,
         )
     else:
         line(
-            t(
+            _(
                 "Accept online with the link you received; the quoted price is honoured until the quote expires."
             ),
             9,
         )
-    line(t("Prices in US dollars."), 8)
-    line(t("Your contact: {email}").format(email=staff_email), 8)
+    line(_("Prices in US dollars."), 8)
+    line(_("Your contact: {email}").format(email=staff_email), 8)
     return bytes(pdf.output())
