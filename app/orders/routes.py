@@ -563,5 +563,15 @@ def console_order(
             "image_label": image_name(order.image_id),
             "action": service.cancel_action(order, now),
             "busbw": str(spec.raw.get("nccl_allreduce_busbw_gbps") or ""),
+            "promise_text": _promise_text(session, order),
         },
     )
+
+
+def _promise_text(session: Session, order: Order) -> str:
+    """The frozen promise's explanation in the reader's language (catalog re-renders it)."""
+    from app.catalog import service as catalog
+
+    assert order.id is not None
+    frozen = catalog.frozen_promise(session, order.id)
+    return frozen.explanation if frozen is not None else order.promise_explanation
