@@ -58,15 +58,27 @@ class FixedClock:
 
 
 class SimulatedClock:
-    """Wall time plus a database-stored offset shared by every process."""
+    """Wall time plus a database-stored offset shared by every process.
 
-    def __init__(self, engine: Engine) -> None:
+    The offset is re-read at most every ``ttl`` seconds (default 1 s), so a request does
+    not pay a database round trip per ``now()``; a move made by staff in one process is
+    seen by every other process within that time.
+    """
+
+    def __init__(self, engine: Engine, ttl: float = 1.0) -> None:
         self.engine = engine
+        self.ttl = ttl
+        self._cached: tuple[float, timedelta] | None = None
 
     def offset(self) -> timedelta:
+        cached = self._cached
+        if cached is not None and monotonic() - cached[0] < self.ttl:
+            return cached[1]
         with Session(self.engine) as s:
             row = s.get(SimClockRow, 1)
-            return timedelta(seconds=row.offset_seconds if row else 0)
+            value = timedelta(seconds=row.offset_seconds if row else 0)
+        self._cached = (monotonic(), value)
+        return value
 
     def now(self) -> datetime:
         return wall_now() + self.offset()
@@ -82,6 +94,7 @@ class SimulatedClock:
         row.offset_seconds += int(delta.total_seconds())
         session.add(row)
         session.flush()
+        self._cached = None
         return timedelta(seconds=row.offset_seconds)
 
 
