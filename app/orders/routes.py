@@ -451,11 +451,7 @@ async def topup(
 
 
 def _invoice_url(invoice: Any) -> str:
-    for attr in ("url", "checkout_url", "page_url"):
-        value = getattr(invoice, attr, None)
-        if isinstance(value, str) and value.startswith("/"):
-            return value
-    return f"/payments/invoices/{invoice.id}"
+    return f"/topups/{invoice.id}"  # the invoice page (payments), with its simulation controls
 
 
 @router.post("/orders/{order_id}/cancel", response_class=HTMLResponse)

@@ -144,7 +144,6 @@ def test_credentials_show_before_delivery(
 def test_shortfall_topup_then_pay_with_one_click(
     client, engine, clock, make_user, login, stock, fund, balances, ledger_ok
 ) -> None:
-    from app.payments import service as payments
     from app.payments.models import Invoice
 
     stock("hgx-b200", 1)
@@ -168,17 +167,16 @@ def test_shortfall_topup_then_pay_with_one_click(
     assert r.status_code == 422 and "at least the shortfall" in r.text
     r = client.post(f"/orders/{oid}/topup", data={"amount": "24900.00", "currency": "USDT"})
     assert r.status_code == 303
+    invoice_page = r.headers["location"]
     with Session(engine, expire_on_commit=False) as s:
         inv = s.exec(select(Invoice).where(Invoice.user_id == u.id)).one()
         assert inv.amount_cents == 2_490_000 and inv.return_to == f"/orders/{oid}/review"
-        # The simulated chain pays it in full; the provider's webhook settles it.
-        payments.record_chain_payment(s, inv, int(inv.due_units), now=clock.now(), confirmed=True)
-        body = payments.event_body(inv, "InvoicePaymentSettled", clock.now())
-        secret = "test-webhook-secret"
-        payments.handle_webhook(
-            s, body, payments.sign(body, secret), secret=secret, now=clock.now()
-        )
-        s.commit()
+    assert invoice_page == f"/topups/{inv.id}"
+    # The simulated provider is paid in full; its signed webhook settles the invoice.
+    r = client.post(f"{invoice_page}/simulate", data={"action": "pay_full"})
+    assert r.status_code == 303
+    page = client.get(invoice_page).text
+    assert f'href="/orders/{oid}/review"' in page  # the way back to the same review
     assert balances(u) == (B200, 0)
 
     # Back on the same review: one click pays, nothing retyped.
