@@ -81,9 +81,11 @@ class Chart:
 
 def chart(c: Comparison, width: int = 560, height: int = 260) -> Chart:
     """Coordinates for a small server-rendered SVG (axes: hours 0–730, US$/GPU-h)."""
-    left, right, top, bottom_pad = 52, 12, 12, 30
+    left, right, top, bottom_pad = 60, 12, 12, 34
     plot_w, plot_h = width - left - right, height - top - bottom_pad
-    y_max = max(c.hourly_cents * 2.5, c.at_full_cents * 4)
+    y_max = max(
+        c.hourly_cents * 2.5, c.at_full_cents * 4, min(c.effective_cents * 1.1, c.hourly_cents * 20)
+    )
     y_max = max(y_max, 100.0)
     step = _nice_step(y_max / 4)
     y_max = step * math.ceil(y_max / step)

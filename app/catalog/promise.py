@@ -34,6 +34,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
+from datetime import date as _Date
 from functools import lru_cache
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -71,12 +72,12 @@ class Promise:
     quantity: int
     available: bool
     in_stock: bool
-    date: date | None
+    date: _Date | None
     ready_at: datetime | None
     explanation: str
     from_stock: int = 0
     from_batches: tuple[tuple[int | None, int], ...] = ()  # (batch id, units)
-    arrival: date | None = None
+    arrival: _Date | None = None
     lead_business_days: int = 0
     message: str = ""
     params: tuple[tuple[str, object], ...] = field(default=(), compare=False)
@@ -239,7 +240,7 @@ def promise(
 
     need = quantity - in_stock
     used: list[tuple[int | None, int]] = []
-    arrival: date | None = None
+    arrival: _Date | None = None
     for b in sorted((b for b in batches if b.units > 0), key=lambda b: (b.expected, b.id or 0)):
         take = min(need, b.units)
         used.append((b.id, take))

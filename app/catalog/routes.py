@@ -52,9 +52,13 @@ def customer_tz(request: Request) -> str:
 
 
 def src(value: str) -> str:
-    """Short source class for a superscript: "P,V (FP8: V)" → "P,V"; "T (GB200 NVL72)" → "T"."""
-    head = re.split(r"[ :(]", value.strip(), maxsplit=1)[0]
-    return head if head and head != "-" else ""
+    """Source classes of a figure for a superscript: "P,V (FP8: V)" → "P,V";
+    "assumed equal to HGX B300 (T)" → "T"; "-" → ""."""
+    seen: list[str] = []
+    for c in re.findall(r"\b[PVTE]\b", value):
+        if c not in seen:
+            seen.append(c)
+    return ",".join(seen)
 
 
 def gpu_hour_cents(s: NodeSpec, price_cents: int) -> float:

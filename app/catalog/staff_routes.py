@@ -56,7 +56,7 @@ def _page(
             "manual_states": [
                 (st, _(NODE_STATE_LABELS[NodeState(st)])) for st in svc.MANUAL_STATES
             ],
-            "state_label": lambda st: _(NODE_STATE_LABELS.get(NodeState(st), st)),
+            "state_label": lambda st: _(NODE_STATE_LABELS.get(NodeState(st)) or st),
             "promises": svc.promises_for_all(session, now),
             "can_edit": bool(request.state.user and request.state.user.is_ops),
             "form": form,
