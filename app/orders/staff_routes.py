@@ -18,7 +18,7 @@ from app.accounts.audit import client_ip
 from app.accounts.deps import OpsUser, StaffUser
 from app.accounts.models import User
 from app.catalog import specs
-from app.errors import DomainError, InvalidInput
+from app.errors import DomainError, InvalidInput, NotFound
 from app.orders import desk, ops
 from app.orders.lifecycle import LEASE_ACTIVE, PRE_DELIVERY, OrderStatus, is_late
 from app.orders.models import Order, OrderEvent
@@ -157,6 +157,8 @@ def _failed(
 ) -> Response:
     """Nothing of a refused action stays: roll back, then explain on the same page."""
     session.rollback()
+    if isinstance(exc, NotFound):
+        raise exc
     if isinstance(exc, InvalidInput):
         order = ops.load_order(session, order_id, lock=False)
         ctx = _detail_context(session, order, now)
