@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from datetime import date, datetime
 
-from sqlalchemy import Column, Date, DateTime, String, Text
+from sqlalchemy import BigInteger, Column, Date, DateTime, String, Text
 from sqlmodel import Field, SQLModel
 
 
@@ -40,11 +40,12 @@ class Quote(SQLModel, table=True):
 
     # Money, integer cents. The list price is read live from the catalog at creation and
     # frozen here; the unit is per node per month (node) or per GPU per month (rack).
-    list_unit_price_cents: int
+    # BIGINT: a 16-rack, 36-month GB300 term is ~US$330M, beyond a 32-bit int of cents.
+    list_unit_price_cents: int = Field(sa_column=Column(BigInteger, nullable=False))
     discount_bp: int = 0
-    unit_price_cents: int
-    monthly_total_cents: int
-    total_cents: int
+    unit_price_cents: int = Field(sa_column=Column(BigInteger, nullable=False))
+    monthly_total_cents: int = Field(sa_column=Column(BigInteger, nullable=False))
+    total_cents: int = Field(sa_column=Column(BigInteger, nullable=False))
     currency: str = Field(default="USD", max_length=3)
 
     # Sizing inputs: the /size query string and/or pasted notes, and what the engine said.

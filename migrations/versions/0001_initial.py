@@ -2,7 +2,7 @@
 
 Revision ID: 0001
 Revises: 
-Create Date: 2026-11-29 15:48:04.037238
+Create Date: 2026-11-29 16:03:44.296134
 """
 from collections.abc import Sequence
 
@@ -430,11 +430,11 @@ def upgrade() -> None:
     sa.Column('quantity', sa.Integer(), nullable=False),
     sa.Column('months', sa.Integer(), nullable=False),
     sa.Column('image_id', sqlmodel.sql.sqltypes.AutoString(length=40), nullable=False),
-    sa.Column('list_unit_price_cents', sa.Integer(), nullable=False),
+    sa.Column('list_unit_price_cents', sa.BigInteger(), nullable=False),
     sa.Column('discount_bp', sa.Integer(), nullable=False),
-    sa.Column('unit_price_cents', sa.Integer(), nullable=False),
-    sa.Column('monthly_total_cents', sa.Integer(), nullable=False),
-    sa.Column('total_cents', sa.Integer(), nullable=False),
+    sa.Column('unit_price_cents', sa.BigInteger(), nullable=False),
+    sa.Column('monthly_total_cents', sa.BigInteger(), nullable=False),
+    sa.Column('total_cents', sa.BigInteger(), nullable=False),
     sa.Column('currency', sqlmodel.sql.sqltypes.AutoString(length=3), nullable=False),
     sa.Column('sizing_query', sqlmodel.sql.sqltypes.AutoString(length=2000), nullable=False),
     sa.Column('sizing_notes', sa.Text(), server_default='', nullable=False),
