@@ -74,11 +74,27 @@ class SimulatedClock:
         cached = self._cached
         if cached is not None and monotonic() - cached[0] < self.ttl:
             return cached[1]
-        with Session(self.engine) as s:
-            row = s.get(SimClockRow, 1)
-            value = timedelta(seconds=row.offset_seconds if row else 0)
+        value = timedelta(seconds=self._read_offset_seconds())
         self._cached = (monotonic(), value)
         return value
+
+    def _read_offset_seconds(self) -> int:
+        # A bare read on its own DB-API connection: no ORM session, so no BEGIN (IMMEDIATE)
+        # on SQLite, which would wait for the request's own write transaction to finish.
+        raw = self.engine.raw_connection()
+        try:
+            cur = raw.cursor()
+            try:
+                cur.execute("SELECT offset_seconds FROM sim_clock WHERE id = 1")
+                row = cur.fetchone()
+            finally:
+                cur.close()
+            raw.rollback()
+        except Exception:  # noqa: BLE001 - no table yet (before migrations): no offset
+            return 0
+        finally:
+            raw.close()
+        return int(row[0]) if row else 0
 
     def now(self) -> datetime:
         return wall_now() + self.offset()

@@ -47,3 +47,14 @@ def test_simulated_clock_offset_is_shared_through_the_database(engine) -> None: 
     assert b.offset() == timedelta(days=3)
     with Session(engine) as s, pytest.raises(ValueError):
         a.advance(s, timedelta(days=-1))
+
+
+def test_simulated_clock_reads_while_a_request_holds_the_write_lock(engine) -> None:  # type: ignore[no-untyped-def]
+    """SQLite: the request's transaction holds BEGIN IMMEDIATE; reading "now" must not wait on it."""
+    clock = SimulatedClock(engine, ttl=0)
+    with Session(engine) as s:
+        clock.advance(s, timedelta(hours=5))  # this session now holds the write lock
+        other = SimulatedClock(engine, ttl=0)
+        assert other.offset() == timedelta(0)  # committed value, read without blocking
+        s.commit()
+    assert SimulatedClock(engine, ttl=0).offset() == timedelta(hours=5)
