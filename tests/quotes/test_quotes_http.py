@@ -570,3 +570,78 @@ def test_seed_is_idempotent(
     assert seed(session, clock.now()) == []
     quotes = session.exec(select(Quote)).all()
     assert sorted(q.status for q in quotes) == ["pending_approval", "sent"]
+
+
+def test_pages_carry_a_csrf_token_and_read_in_chinese(
+    build_quote: Callable[..., int],
+    sales_client: TestClient,
+    new_client: Callable[[], TestClient],
+    session: Session,
+) -> None:
+    import re
+
+    qid = build_quote()
+    form = sales_client.get("/staff/quotes/new").text
+    assert re.search(r'name="csrf_token" value="[^"]+"', form)
+    _send(sales_client, qid)
+    token = _quote(session, qid).token
+    prospect = new_client()
+    prospect.cookies.set("lang", "zh_CN")
+    page = prospect.get(f"/q/{token}").text
+    assert re.search(r'name="csrf_token" value="[^"]+"', page)
+    assert "接受此报价" in page and "这只是预估，并非预留" in page
+    assert "US$188,460.00" in page
+    sales_client.cookies.set("lang", "zh_CN")
+    desk = sales_client.get("/staff/quotes").text
+    assert "销售报价" in desk and "已查看" in desk
+
+
+def test_request_status_changes_in_place_with_htmx(
+    sales_client: TestClient, session: Session, clock: FixedClock
+) -> None:
+    rr = RackRequest(
+        gpus=72,
+        term_months=12,
+        start_date=clock.now().date(),
+        workload="Long-context pretraining",
+        email="a@b.test",
+        created_at=clock.now(),
+    )
+    session.add(rr)
+    session.commit()
+    r = sales_client.post(
+        f"/staff/quotes/requests/{rr.id}",
+        data={"status": "closed", "staff_note": "went elsewhere"},
+        headers={"HX-Request": "true"},
+    )
+    assert r.status_code == 200
+    assert f'id="request-{rr.id}"' in r.text and "Saved." in r.text
+    session.expire_all()
+    got = session.get(RackRequest, rr.id)
+    assert got is not None and got.status == "closed"
+
+
+def test_list_price_is_frozen_on_the_quote(
+    build_quote: Callable[..., int],
+    sales_client: TestClient,
+    session: Session,
+    clock: FixedClock,
+) -> None:
+    from app.catalog.models import ListPrice
+
+    qid = build_quote(discount="0", quantity="1", months="1")
+    session.add(ListPrice(sku_id="hgx-b200", cents=3_990_000, updated_at=clock.now()))
+    session.commit()
+    # Edits keep the frozen list price while the SKU stays the same.
+    r = sales_client.post(
+        f"/staff/quotes/{qid}/edit",
+        data={**BASE_FORM, "discount": "0", "quantity": "1", "months": "2"},
+    )
+    assert r.status_code == 303
+    _send(sales_client, qid)
+    q = _quote(session, qid)
+    assert q.list_unit_price_cents == B200_LIST and q.total_cents == B200_LIST * 2
+    terms = _terms(session, q.token, clock.now())
+    assert terms is not None and terms.unit_price_cents == B200_LIST
+    # A new quote reads the new list price.
+    assert _quote(session, build_quote(discount="0")).list_unit_price_cents == 3_990_000
