@@ -45,6 +45,8 @@ FIELDS = (
     "ep",
     "cp",
     "mfu",
+    "days",
+    "rocm",
     "sku",
     "nodes",
 )
@@ -317,6 +319,15 @@ def parse_query(q: Mapping[str, str], preset_ids: set[str] | frozenset[str]) -> 
             req["mfu"] = parse_percent(values["mfu"])
         except FieldError as e:
             errs["mfu"] = e.message
+    if values["days"]:
+        try:
+            req["max_days"] = parse_int(values["days"], hi=3650)
+        except FieldError as e:
+            errs["days"] = e.message
+    if values["rocm"] not in ("", "0", "1"):
+        errs["rocm"] = E_CHOICE
+    elif values["rocm"] == "1":
+        req["rocm_ok"] = True
     if values["sku"]:
         req["sku"] = values["sku"]
     if values["nodes"]:
@@ -344,6 +355,8 @@ _ENGINE_FIELD = {
     "recompute": "recompute",
     "parallelism": "par",
     "mfu": "mfu",
+    "max_days": "days",
+    "rocm_ok": "rocm",
     "sku": "sku",
     "nodes": "nodes",
     "offload_params": "par",
