@@ -133,6 +133,7 @@ def size_from_query(query: str, sku_id: str, quantity: int) -> tuple[dict[str, A
     Returns (summary, canonical query). Raises InvalidInput(field='sizing').
     """
     from app.configurator.forms import human_count, parse_query
+    from app.configurator.routes import comm_pattern
     from app.sizing import PRESETS, SizingError, size
 
     params = dict(parse_qsl(query, keep_blank_values=False))
@@ -166,6 +167,8 @@ def size_from_query(query: str, sku_id: str, quantity: int) -> tuple[dict[str, A
         "fits": bool(opt.get("fits")),
         "training_days": opt.get("training_days"),
         "layout": opt.get("layout_description", ""),
+        "layout_detail": opt.get("layout") or {},
+        "comm_pattern": comm_pattern(opt) if opt else "",
         "effective_mfu": opt.get("effective_mfu"),
         "rental_months": opt.get("months"),
         "recommended_sku": result["recommendation"].get("sku"),
@@ -235,6 +238,8 @@ def parse_form(session: Session, form: Mapping[str, Any]) -> QuoteInput:
             data.sizing_query = canonical
             data.note_model_size = data.note_model_size or f"{summary['params_human']} params"
             data.note_token_budget = data.note_token_budget or f"{summary['tokens_human']} tokens"
+            if quantity > 1 and kind == QuoteKind.node and not data.note_comm_pattern:
+                data.note_comm_pattern = str(summary.get("comm_pattern") or "")[:300]
     elif raw_sizing and not query:
         errors["sizing"] = N_("Paste a link to the sizing page (/size?…) or its query string.")
     if errors:

@@ -54,14 +54,25 @@ def _promise_text(q: Quote) -> str:
     return q.promise_explanation
 
 
+def _layout_rows(summary: dict[str, Any] | None) -> list[tuple[str, str]]:
+    detail = (summary or {}).get("layout_detail")
+    if not isinstance(detail, dict) or not detail:
+        return []
+    from app.configurator.routes import layout_rows
+
+    return layout_rows(detail)
+
+
 def _quote_ctx(session: Session, q: Quote) -> dict[str, Any]:
     s = spec(q.sku_id)
+    summary = service.sizing_summary(q)
     people = service.users_by_id(session, {q.created_by_id, q.approved_by_id, q.customer_user_id})
     return {
         "quote": q,
         "ref": pricing.reference(q.id or 0),
         "sku": s,
-        "summary": service.sizing_summary(q),
+        "summary": summary,
+        "layout_rows": _layout_rows(summary),
         "promise_text": _promise_text(q),
         "status_labels": pricing.STATUS_LABELS,
         "fmt_discount": pricing.format_discount,
