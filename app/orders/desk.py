@@ -188,6 +188,3 @@ def private_network_groups(
         g["nodes"] += order.quantity
     return sorted(groups.values(), key=lambda g: (-g["nodes"], g["email"]))
 
-
-def sku_ids(session: Session) -> list[str]:
-    return [s for s in session.exec(select(Order.sku_id).distinct().order_by(Order.sku_id)).all()]

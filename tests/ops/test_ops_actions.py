@@ -322,3 +322,45 @@ def test_missing_order_is_404(client, make_user, login) -> None:  # type: ignore
     login(client, make_user(role="ops"))
     assert client.get("/staff/ops/orders/999999").status_code == 404
     assert client.post("/staff/ops/orders/999999/acknowledge", data={}).status_code == 404
+
+
+def test_forms_carry_a_real_csrf_token_and_work_without_js(
+    raw_client, engine, make_user, login, clock
+) -> None:  # type: ignore[no-untyped-def]
+    import re
+
+    seed_catalog(engine, clock.now())
+    order = paid_order(engine, make_user(), clock.now())
+    login(raw_client, make_user(role="ops"))
+    page = raw_client.get(f"/staff/ops/orders/{order.id}").text
+    form = re.search(
+        rf'action="/staff/ops/orders/{order.id}/acknowledge"><input type="hidden" name="csrf_token" value="([^"]+)"',
+        page,
+    )
+    assert form, "the acknowledge form has no CSRF token"
+    # Without the token: refused, nothing changes.
+    assert raw_client.post(f"/staff/ops/orders/{order.id}/acknowledge", data={}).status_code == 403
+    assert _order(engine, order.id).acknowledged_at is None
+    r = raw_client.post(
+        f"/staff/ops/orders/{order.id}/acknowledge", data={"csrf_token": form.group(1)}
+    )
+    assert r.status_code == 303
+    assert _order(engine, order.id).acknowledged_at is not None
+
+
+def test_customer_is_told_in_their_own_language(client, engine, make_user, login, clock) -> None:  # type: ignore[no-untyped-def]
+    seed_catalog(engine, clock.now())
+    customer = make_user()
+    with Session(engine) as s:
+        from app.accounts.models import User
+
+        u = s.get(User, customer.id)
+        u.locale = "zh_CN"
+        s.add(u)
+        s.commit()
+    order = paid_order(engine, customer, clock.now())
+    login(client, make_user(role="ops"))  # the ops person reads English
+    client.post(f"/staff/ops/orders/{order.id}/provision", data={})
+    with Session(engine) as s:
+        n = s.exec(select(Notification).where(Notification.kind == "order.provisioning")).one()
+    assert "部署" in n.message

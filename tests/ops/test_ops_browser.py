@@ -75,7 +75,9 @@ def browser() -> Iterator[Any]:
         b.close()
 
 
-def _context(browser: Any, engine: Engine, user: User, clock: FixedClock, url: str, width: int) -> Any:
+def _context(
+    browser: Any, engine: Engine, user: User, clock: FixedClock, url: str, width: int
+) -> Any:
     with Session(engine) as s:
         cookie = create_session(s, user, clock.now(), SECRET)
         s.commit()
@@ -100,8 +102,14 @@ def test_ops_work_an_order_from_the_queue_to_delivered(
     seed_catalog(engine, clock.now())
     customer = make_user(email="lin@lab.example")
     order = paid_order(
-        engine, customer, clock.now(), sku="hgx-h100", nodes=1, model_size="32B",
-        token_budget="50B tokens", free_text="We will run nccl-tests first.",
+        engine,
+        customer,
+        clock.now(),
+        sku="hgx-h100",
+        nodes=1,
+        model_size="32B",
+        token_budget="50B tokens",
+        free_text="We will run nccl-tests first.",
     )
     ops = make_user(role="ops")
     staff = _context(browser, engine, ops, clock, live_url, 1280)
