@@ -450,6 +450,8 @@ def set_credentials(
     spare = [h for h in existing]
     for h_in in data.hosts:
         host = by_id.get(h_in.host_id) if h_in.host_id else None
+        if host is not None and host.id in used:
+            host = None  # the same row twice in one form: give the second its own row
         if host is None:
             host = next(
                 (

@@ -185,3 +185,12 @@ def test_order_page_shows_structured_notes(client, make_user, login, clock, engi
         assert text in page
     with Session(engine) as s:
         assert s.exec(select(User).where(User.id == customer.id)).one()
+
+
+def test_clock_page_only_in_simulation_mode(app, client, make_user, login, clock) -> None:  # type: ignore[no-untyped-def]
+    start = clock.now()
+    app.state.settings.simulation = False
+    login(client, make_user(role="ops"))
+    assert client.get("/staff/clock").status_code == 404
+    assert client.post("/staff/clock", data={"amount": "1", "unit": "days"}).status_code == 404
+    assert clock.now() == start
