@@ -217,10 +217,8 @@ def test_late_notice_once_per_order(engine, make_user, clock) -> None:  # type: 
     assert "full refund" in notes[0].message
 
 
-def test_two_workers_on_postgres_charge_each_period_once(pg_url, make_user) -> None:  # type: ignore[no-untyped-def]
+def test_two_workers_on_postgres_charge_each_period_once(pg_url) -> None:  # type: ignore[no-untyped-def]
     """Two workers race over the same due leases; each period is charged exactly once."""
-    from app.migrate import upgrade  # noqa: F401  (schema already built by the fixture)
-
     engine = make_engine(pg_url)
     now = datetime(2026, 12, 1, 9, tzinfo=UTC)
     seed_catalog(engine, now)
@@ -254,6 +252,10 @@ def test_two_workers_on_postgres_charge_each_period_once(pg_url, make_user) -> N
     with Session(engine) as s:
         rows = s.exec(select(RenewalCharge)).all()
         assert len(rows) == 6 and all(r.status == "paid" for r in rows)
+        from app.ledger.models import JournalEntry
+
+        charges = s.exec(select(JournalEntry).where(JournalEntry.kind == "charge")).all()
+        assert sorted(c.order_id for c in charges) == sorted(o.id for o in made)
         for o in made:
             fresh = s.get(Order, o.id)
             assert fresh is not None and fresh.periods_paid == 2
