@@ -62,13 +62,25 @@ def image_name(image_id: str) -> str:
 
 
 def summary_context(
-    session: Session, user: User | None, sku_id: str, nodes: Any, quote: str, now: datetime
+    session: Session,
+    user: User | None,
+    sku_id: str,
+    nodes: Any,
+    quote: str,
+    now: datetime,
+    image: str = "",
 ) -> dict[str, Any]:
     """Promised date, price and balance/shortfall for a SKU and node count."""
     from app.catalog import service as catalog
 
-    ctx: dict[str, Any] = {"sum_ok": False, "sum_error": None}
+    ctx: dict[str, Any] = {"sum_ok": False, "sum_error": None, "sum_image_warning": ""}
     spec = _sku_or_none(sku_id)
+    if spec is not None and image and not specs.image_fits(spec.id, image):
+        ctx["sum_image_warning"] = (
+            _("This image is for NVIDIA nodes; MI355X needs a ROCm image.")
+            if spec.vendor == "amd"
+            else _("ROCm images run only on AMD MI355X; choose an Ubuntu image with CUDA.")
+        )
     n = service._int(nodes)
     if spec is None:
         ctx["sum_error"] = _("Choose a node type to see the delivery date and price.")
@@ -197,7 +209,9 @@ def _render_deploy(
         "account_mode": values.get("account_mode", "signup"),
         "account_email": values.get("email", ""),
         "requested_sales_sku": _sku_or_none(values["sku"]) if values["sku"] else None,
-        **summary_context(session, user, values["sku"], values["nodes"], values["quote"], now),
+        **summary_context(
+            session, user, values["sku"], values["nodes"], values["quote"], now, values["image"]
+        ),
     }
     return render(request, "orders/deploy.html", ctx, status_code=status_code)
 
@@ -219,7 +233,13 @@ def deploy_summary(
 ) -> Response:
     q = request.query_params
     ctx = summary_context(
-        session, user, q.get("sku", ""), q.get("nodes", ""), q.get("quote", ""), now
+        session,
+        user,
+        q.get("sku", ""),
+        q.get("nodes", ""),
+        q.get("quote", ""),
+        now,
+        q.get("image", ""),
     )
     if not is_htmx(request):
         # Without htmx the summary is part of the page: go there with the same choices.

@@ -158,3 +158,18 @@ def test_deploy_page_is_light(client: TestClient, stock) -> None:
     for name in ("app.css", "orders.css", "app.js", "vendor/htmx-2.0.8.min.js"):
         total += len(gzip.compress((STATIC / name).read_bytes()))
     assert total <= 60 * 1024, total
+
+
+def test_summary_warns_about_an_image_that_does_not_fit(client: TestClient) -> None:
+    r = client.get(
+        "/deploy/summary",
+        params={"sku": "mi355x", "nodes": "1", "image": "ubuntu-24.04-cuda"},
+        headers={"HX-Request": "true"},
+    )
+    assert "MI355X needs a ROCm image" in r.text
+    r = client.get(
+        "/deploy/summary",
+        params={"sku": "mi355x", "nodes": "1", "image": "ubuntu-24.04-rocm"},
+        headers={"HX-Request": "true"},
+    )
+    assert "ROCm image" not in r.text
