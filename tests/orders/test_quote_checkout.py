@@ -1,0 +1,110 @@
+"""A sales quote's unit price is honoured at checkout until the quote expires."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from sqlmodel import Session
+
+from app.orders.models import Order
+from tests.orders.conftest import deploy_form, form_value
+
+B200 = 3_490_000
+
+
+def make_quote(engine: Any, clock: Any, make_user: Any, discount_bp: int = 500) -> str:
+    from app.quotes import service as quotes
+
+    sales = make_user(role="sales")
+    with Session(engine, expire_on_commit=False) as s:
+        q = quotes.create_quote(
+            s,
+            actor=sales,
+            data=quotes.QuoteInput(
+                prospect_name="Ada",
+                prospect_email="ada@example.com",
+                prospect_company="Lab",
+                sku_id="hgx-b200",
+                quantity=1,
+                months=1,
+                discount_bp=discount_bp,
+                valid_days=7,
+                sizing_query="",
+                sizing_notes="",
+                notes="",
+            ),
+            now=clock.now(),
+        )
+        quotes.send_quote(s, q, actor=sales, now=clock.now())
+        s.commit()
+        return q.token
+
+
+def test_quoted_price_until_expiry(
+    client, engine, clock, make_user, login, stock, fund, balances, ledger_ok
+) -> None:
+    stock("hgx-b200", 2)
+    token = make_quote(engine, clock, make_user)
+    u = make_user()
+    fund(u, 2 * B200)
+    login(client, u)
+    quoted = B200 * 95 // 100
+    r = client.get("/deploy", params={"quote": token})
+    assert 'value="hgx-b200" selected' in r.text and "Quoted price, valid until" in r.text
+    data = deploy_form(client, quote=token)
+    r = client.post("/deploy", data=data)
+    assert r.status_code == 303
+    oid = int(r.headers["location"].split("/")[2])
+    with Session(engine) as s:
+        o = s.get(Order, oid)
+        assert o is not None and o.unit_price_cents == quoted and o.quote_id is not None
+
+    # The quote runs out before the customer pays: the list price applies, shown first.
+    page = client.get(f"/orders/{oid}/review").text
+    form = {
+        "idempotency_key": form_value(page, "idempotency_key"),
+        "promise_date": form_value(page, "promise_date"),
+    }
+    clock.advance(timedelta(days=8))
+    page = client.get(f"/orders/{oid}/review").text
+    form["promise_date"] = form_value(page, "promise_date")
+    r = client.post(f"/orders/{oid}/pay", data=form)
+    assert r.status_code == 409 and "quoted price expired" in r.text
+    with Session(engine) as s:
+        o = s.get(Order, oid)
+        assert o is not None and o.unit_price_cents == B200 and o.status == "awaiting_payment"
+    assert balances(u) == (2 * B200, 0)
+    r = client.post(f"/orders/{oid}/pay", data=form)
+    assert r.status_code == 303
+    assert balances(u) == (B200, B200)
+    ledger_ok()
+
+
+def test_quote_pays_at_the_quoted_price_and_only_once(
+    client, engine, clock, make_user, login, stock, fund, balances
+) -> None:
+    stock("hgx-b200", 2)
+    token = make_quote(engine, clock, make_user)
+    u = make_user()
+    fund(u, 2 * B200)
+    login(client, u)
+    quoted = B200 * 95 // 100
+    r = client.post("/deploy", data=deploy_form(client, quote=token))
+    oid = int(r.headers["location"].split("/")[2])
+    page = client.get(f"/orders/{oid}/review").text
+    r = client.post(
+        f"/orders/{oid}/pay",
+        data={
+            "idempotency_key": form_value(page, "idempotency_key"),
+            "promise_date": form_value(page, "promise_date"),
+        },
+    )
+    assert r.status_code == 303
+    assert balances(u) == (2 * B200 - quoted, quoted)
+    # The same quote link for a second order: list price (one quote, one order).
+    r = client.post("/deploy", data=deploy_form(client, quote=token))
+    oid2 = int(r.headers["location"].split("/")[2])
+    with Session(engine) as s:
+        o2 = s.get(Order, oid2)
+        assert o2 is not None and o2.unit_price_cents == B200 and o2.quote_id is None
