@@ -12,6 +12,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from app.accounts.audit import client_ip
+from app.accounts.deps import OptionalUser
 from app.clock import utc
 from app.quotes import pricing, service
 from app.quotes.pricing import QuoteKind
@@ -26,8 +27,11 @@ PRIVATE_HEADERS = {"Cache-Control": "no-store"}
 
 
 @router.get("/q/{token}", response_class=HTMLResponse)
-def shared_quote(request: Request, token: str, session: SessionDep, now: NowDep) -> Response:
-    q = service.view_shared(session, token, now, ip=client_ip(request))
+def shared_quote(
+    request: Request, token: str, session: SessionDep, now: NowDep, user: OptionalUser
+) -> Response:
+    by_staff = user is not None and user.is_staff
+    q = service.view_shared(session, token, now, ip=client_ip(request), by_staff=by_staff)
     ctx = _quote_ctx(session, q)
     exp = q.expires_at
     ctx.update(

@@ -556,9 +556,13 @@ def shared_quote(session: Session, token: str, now: datetime) -> Quote:
     return observe_expiry(session, q, now)
 
 
-def view_shared(session: Session, token: str, now: datetime, ip: str = "") -> Quote:
+def view_shared(
+    session: Session, token: str, now: datetime, ip: str = "", *, by_staff: bool = False
+) -> Quote:
+    """The prospect opens the link: the first view marks the quote viewed (staff
+    checking how the page looks do not count)."""
     q = shared_quote(session, token, now)
-    if q.status == QuoteStatus.sent:
+    if q.status == QuoteStatus.sent and not by_staff:
         q.status = QuoteStatus.viewed.value
         q.viewed_at = now
         session.add(q)

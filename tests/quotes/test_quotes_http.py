@@ -245,6 +245,9 @@ def test_prospect_views_accepts_and_lands_on_deploy_with_the_quoted_price(
     qid = build_quote(sizing="/size?model=llama-3.1-8b&tokens=1T", discount="10")
     _send(sales_client, qid)
     token = _quote(session, qid).token
+    # Sales checking the page does not count as the prospect's view.
+    assert sales_client.get(f"/q/{token}").status_code == 200
+    assert _quote(session, qid).status == "sent"
     prospect = new_client()  # logged out, another browser
     r = prospect.get(f"/q/{token}")
     assert r.status_code == 200
