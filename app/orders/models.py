@@ -38,7 +38,9 @@ class Order(SQLModel, table=True):
     note_node_count: int | None = None
     note_private_network: bool = False
     note_comm_pattern: str = Field(default="", max_length=300)
-    note_free_text: str = Field(default="", sa_column=Column(Text, nullable=False, server_default=""))
+    note_free_text: str = Field(
+        default="", sa_column=Column(Text, nullable=False, server_default="")
+    )
     sizing_query: str = Field(default="", max_length=2000)  # the /size query string it came from
 
     # Money (integer cents), frozen when the order is created/paid.
@@ -50,7 +52,9 @@ class Order(SQLModel, table=True):
     pay_attempts: int = 0
 
     # The delivery promise, frozen when paid (in the same transaction as the node hold).
-    promised_date: date | None = Field(default=None, sa_column=Column(Date, nullable=True, index=True))
+    promised_date: date | None = Field(
+        default=None, sa_column=Column(Date, nullable=True, index=True)
+    )
     promise_explanation: str = Field(default="", max_length=300)
     delay_reason: str = Field(default="", max_length=500)
     delay_estimate: date | None = Field(default=None, sa_column=Column(Date, nullable=True))
@@ -86,7 +90,9 @@ class OrderHost(SQLModel, table=True):
     ssh_user: str = Field(default="ubuntu", max_length=64)
     ssh_port: int = 22
     # One fingerprint per line, as `ssh-keygen -lf` prints them.
-    host_key_fingerprints: str = Field(default="", sa_column=Column(Text, nullable=False, server_default=""))
+    host_key_fingerprints: str = Field(
+        default="", sa_column=Column(Text, nullable=False, server_default="")
+    )
 
 
 class OrderEvent(SQLModel, table=True):
@@ -112,6 +118,8 @@ class RenewalCharge(SQLModel, table=True):
     order_id: int = Field(foreign_key="orders.id", index=True)
     period_index: int  # 1 = the first renewal (second month)
     attempted_at: datetime = Field(sa_column=_dt(nullable=False))
-    status: str = Field(default="pending", sa_column=Column(String(16), nullable=False))  # paid | short
+    status: str = Field(
+        default="pending", sa_column=Column(String(16), nullable=False)
+    )  # paid | short
     amount_cents: int
     ledger_entry_id: int | None = None

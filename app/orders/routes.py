@@ -317,8 +317,9 @@ async def deploy_submit(
         for k in ("text", "public_key"):
             if k in errs:
                 errs["new_key_text"] = errs.pop(k)
-        if not set(errs) & {"ssh_keys", "new_key_name", "new_key_text"}:
-            errs = {"new_key_text": e.message}
+        known = {"ssh_keys", "new_key_name", "new_key_text", "nodes", "sku", "image"}
+        if not set(errs) & known:
+            errs = {"ssh_keys": e.render_message(_)}
         page = _render_deploy(request, session, user, now, values, errs, idem_key, status_code=422)
         return _with_cookies(page, response)
     response.headers["location"] = f"/orders/{order.id}/review"

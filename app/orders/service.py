@@ -449,6 +449,18 @@ def create_order(
     existing = find_existing(session, user, key, draft)
     if existing is not None:
         return existing, False
+    from app.catalog import service as catalog
+
+    if not catalog.current_promise(session, draft.sku_id, draft.quantity, now).available:
+        raise InvalidInput(
+            field="nodes",
+            errors={
+                "nodes": N_(
+                    "We cannot promise a delivery date for this many nodes right now. "
+                    "Choose fewer nodes or talk to our sales team."
+                )
+            },
+        )
 
     # SSH keys: saved ones must be the user's; a pasted one is parsed and saved by accounts.
     saved = {k.id: k for k in accounts.ssh_keys_for(session, user.id)}

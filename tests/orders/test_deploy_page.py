@@ -173,3 +173,20 @@ def test_summary_warns_about_an_image_that_does_not_fit(client: TestClient) -> N
         headers={"HX-Request": "true"},
     )
     assert "ROCm image" not in r.text
+
+
+def test_more_nodes_than_we_can_promise(
+    client: TestClient, engine, make_user, login, stock
+) -> None:
+    stock("mi355x", 1)
+    u = make_user()
+    login(client, u)
+    data = deploy_form(client, sku="mi355x", image="ubuntu-24.04-rocm", nodes="40")
+    r = client.get(
+        "/deploy/summary", params={"sku": "mi355x", "nodes": "40"}, headers={"HX-Request": "true"}
+    )
+    assert "No date we can promise" in r.text
+    r = client.post("/deploy", data=data)
+    assert r.status_code == 422 and "cannot promise a delivery date for this many nodes" in r.text
+    with Session(engine) as s:
+        assert s.exec(select(Order)).all() == []
