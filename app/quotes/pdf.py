@@ -9,6 +9,7 @@ without a PDF text extractor.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
@@ -52,6 +53,17 @@ def _fonts(pdf: FPDF, lang: str) -> str:
     return "helvetica"  # core font: ASCII only, but never fails
 
 
+def promise_text(q: Quote, gettext: Callable[[str], str]) -> str:
+    """The delivery estimate's sentence in the reader's language."""
+    if q.promise_message:
+        try:
+            params = json.loads(q.promise_params_json or "{}")
+            return gettext(q.promise_message).format(**(params if isinstance(params, dict) else {}))
+        except (KeyError, IndexError, ValueError):
+            pass
+    return q.promise_explanation
+
+
 def _ascii_money(cents: int) -> str:
     return f"USD {cents // 100:,}.{cents % 100:02d}"
 
@@ -65,7 +77,9 @@ def build_pdf(
     gpus_per_node: int,
     staff_email: str,
     now: datetime,
+    layout_rows: list[tuple[str, str]] | None = None,
 ) -> bytes:
+    """The quote as PDF bytes, in ``pdf_language(locale)``."""
     lang = pdf_language(locale)
     _: Callable[[str], str] = translations_for(lang).gettext
     money: Callable[[int], str] = lambda c: format_cents(c, lang)  # noqa: E731
@@ -108,14 +122,16 @@ def build_pdf(
         config = _("{gpus} GPUs ({racks} × {name}), {months}-month term").format(
             gpus=q.quantity, racks=q.quantity // pricing.RACK_GPUS, name=sku_name, months=q.months
         )
-        unit_label = _("Price per GPU per month")
+        unit_label = _("Quoted price per GPU per month")
+        list_label = _("List price per GPU per month")
     else:
         config = _("{nodes} × {name} ({gpus} GPUs), {months} month(s)").format(
             nodes=q.quantity, name=sku_name, gpus=q.quantity * gpus_per_node, months=q.months
         )
-        unit_label = _("Price per node per month")
+        unit_label = _("Quoted price per node per month")
+        list_label = _("List price per node per month")
     row(_("Configuration"), config)
-    row(_("List price"), money(q.list_unit_price_cents))
+    row(list_label, money(q.list_unit_price_cents))
     if q.discount_bp:
         row(_("Discount"), f"{pricing.format_discount(q.discount_bp)} %")
     row(unit_label, money(q.unit_price_cents), bold=True)
@@ -126,13 +142,11 @@ def build_pdf(
     pdf.ln(2)
 
     line(_("Delivery estimate"), 11, True, 7)
+    promise = promise_text(q, _)
     if q.promise_available and q.promise_date:
-        line(
-            q.promise_date.isoformat()
-            + (f" — {q.promise_explanation}" if q.promise_explanation else "")
-        )
+        line(q.promise_date.isoformat() + (f" — {promise}" if promise else ""))
     else:
-        line(_("Agreed with sales when the contract is signed."))
+        line(promise or _("Agreed with sales when the contract is signed."))
     line(_("This is an estimate, not a reservation: nodes are held only when an order is paid."), 8)
     pdf.ln(2)
 
@@ -149,7 +163,9 @@ def build_pdf(
                     days=f"{float(summary['training_days']):.1f}"
                 )
             )
-        if summary.get("layout"):
+        if layout_rows:
+            line("; ".join(f"{k}: {v}" for k, v in layout_rows), 9)
+        elif summary.get("layout"):
             line(str(summary["layout"]), 9)
     if q.sizing_notes:
         line(_("Sizing notes"), 11, True, 7)

@@ -19,7 +19,7 @@ from app.catalog.specs import spec
 from app.errors import N_, InvalidInput, NotFound
 from app.quotes import pricing, service
 from app.quotes.models import Quote
-from app.quotes.pdf import build_pdf, pdf_language
+from app.quotes.pdf import build_pdf, pdf_language, promise_text
 from app.web.deps import NowDep, SessionDep
 from app.web.flash import flash
 from app.web.i18n import current_locale
@@ -46,12 +46,7 @@ FormData = Annotated[dict[str, str], Depends(form_data)]
 
 
 def _promise_text(q: Quote) -> str:
-    if q.promise_message:
-        try:
-            return _(q.promise_message).format(**service.promise_params(q))
-        except (KeyError, IndexError, ValueError):
-            pass
-    return q.promise_explanation
+    return promise_text(q, _)
 
 
 def _layout_rows(summary: dict[str, Any] | None) -> list[tuple[str, str]]:
@@ -461,10 +456,13 @@ def pdf_response(session: Session, q: Quote, now: Any, staff: Any = None) -> Res
     s = spec(q.sku_id)
     creator = service.users_by_id(session, {q.created_by_id}).get(q.created_by_id)
     locale = current_locale()
+    summary = service.sizing_summary(q)
     body = build_pdf(
         q,
         locale=locale,
-        summary=service.sizing_summary(q),
+        summary=summary,
+        # The rows are in the request's language: only when the PDF is in it too.
+        layout_rows=_layout_rows(summary) if pdf_language(locale) == locale else None,
         sku_name=s.name,
         gpus_per_node=s.gpus_per_node,
         staff_email=creator.email if creator else "",
