@@ -541,15 +541,22 @@ def console(request: Request, session: SessionDep, now: NowDep, user: CurrentUse
 
     orders = service.visible_orders(session, user)
     available, held = service.balance_of(session, user)
+    notifications = unread_for(session, user.id or 0)
+    unread = {n.id for n in notifications if n.read_at is None}
+    for n in notifications:  # shown once as new, then seen
+        if n.read_at is None:
+            n.read_at = now
+            session.add(n)
     return render(
         request,
         "orders/console.html",
         {
+            "unread": unread,
             "orders": orders,
             "badges": {o.id: status_badge(o, now) for o in orders},
             "deadlines": {o.id: _deadline(o.promised_date) for o in orders},
             "offset_ms": _clock_offset_ms(now),
-            "notifications": unread_for(session, user.id or 0),
+            "notifications": notifications,
             "available": available,
             "held": held,
             "sku_names": {s.id: s.name for s in specs.all_specs()},

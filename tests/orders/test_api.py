@@ -130,3 +130,10 @@ def test_list_get_cancel_and_authorization(
     assert r.status_code == 200 and r.json()["status"] == "cancelled"
     assert balances(a) == (B200, 0)
     ledger_ok()
+
+
+def test_openapi_documents_the_orders_api(raw_client: TestClient) -> None:
+    spec = raw_client.get("/openapi.json").json()
+    post = spec["paths"]["/api/v1/orders"]["post"]
+    assert any(p["name"] == "Idempotency-Key" for p in post["parameters"])
+    assert "/api/v1/orders/{order_id}/cancel" in spec["paths"]

@@ -95,7 +95,9 @@ def test_paid_on_time_and_delivered(
     page = client.get(f"/console/orders/{oid}").text
     assert "data-countdown" in page and "nvidia-smi topo -m" in page and "830 GB/s" in page
     assert "Cancel and get a full refund" not in page  # not late: no refund button
-    assert "Paid" in client.get("/console").text
+    console = client.get("/console").text
+    assert "Paid" in console and 'class="unread"' in console and f"Order #{oid} is paid" in console
+    assert 'class="unread"' not in client.get("/console").text  # seen once
     ledger_ok()
 
     deliver(engine, clock, make_user, oid)
