@@ -531,22 +531,26 @@ def expire_due(session: Session, now: datetime) -> int:
     return int(getattr(result, "rowcount", 0) or 0)
 
 
-def get_quote(session: Session, quote_id: int, now: datetime) -> Quote:
-    q = session.get(Quote, quote_id)
+def get_quote(session: Session, quote_id: int, now: datetime, *, lock: bool = False) -> Quote:
+    """A quote by id; ``lock`` takes the row lock (PostgreSQL) before a state change, so
+    two staff actions on one quote (approve vs withdraw) cannot interleave."""
+    stmt = select(Quote).where(Quote.id == quote_id)
+    q = session.exec(stmt.with_for_update() if lock else stmt).first()
     if q is None:
         raise QuoteNotFound()
     return observe_expiry(session, q, now)
 
 
-def _by_token(session: Session, token: str) -> Quote | None:
+def _by_token(session: Session, token: str, lock: bool = False) -> Quote | None:
     if not token or len(token) > 64:
         return None
-    return session.exec(select(Quote).where(Quote.token == token)).first()
+    stmt = select(Quote).where(Quote.token == token)
+    return session.exec(stmt.with_for_update() if lock else stmt).first()
 
 
-def shared_quote(session: Session, token: str, now: datetime) -> Quote:
+def shared_quote(session: Session, token: str, now: datetime, *, lock: bool = False) -> Quote:
     """The quote behind a share link, for the prospect. Drafts and withdrawn → 404."""
-    q = _by_token(session, token)
+    q = _by_token(session, token, lock)
     if q is None or q.status in (
         QuoteStatus.draft,
         QuoteStatus.pending_approval,
@@ -572,7 +576,7 @@ def view_shared(
 
 
 def accept_shared(session: Session, token: str, now: datetime, ip: str = "") -> Quote:
-    q = shared_quote(session, token, now)
+    q = shared_quote(session, token, now, lock=True)
     if q.status == QuoteStatus.accepted:
         exp = utc(q.expires_at) if q.expires_at else None
         if not pricing.honoured(q.status, exp, now):
@@ -717,7 +721,7 @@ def quote_for_checkout(session: Session, token: str, now: datetime) -> QuoteTerm
 
 def mark_used(session: Session, quote_id: int, order_id: int, now: datetime) -> None:
     """Checkout created ``order_id`` from this quote. One quote, one order."""
-    q = session.get(Quote, quote_id)
+    q = session.exec(select(Quote).where(Quote.id == quote_id).with_for_update()).first()
     if q is None:
         raise QuoteNotFound()
     if q.used_order_id is not None and q.used_order_id != order_id:

@@ -324,8 +324,8 @@ def rack_request_update(
     return RedirectResponse(target, status_code=303)
 
 
-def _load(session: Session, quote_id: int, now: Any) -> Quote:
-    return service.get_quote(session, quote_id, now)
+def _load(session: Session, quote_id: int, now: Any, lock: bool = False) -> Quote:
+    return service.get_quote(session, quote_id, now, lock=lock)
 
 
 @router.get("/quotes/{quote_id}/edit", response_class=HTMLResponse)
@@ -361,7 +361,7 @@ def quote_update(
     now: NowDep,
     form: FormData,
 ) -> Response:
-    q = _load(session, quote_id, now)
+    q = _load(session, quote_id, now, lock=True)
     try:
         data = service.parse_form(session, form)
     except InvalidInput as e:
@@ -394,7 +394,7 @@ def quote_detail(
 def quote_send(
     request: Request, quote_id: int, session: SessionDep, user: SalesUser, now: NowDep
 ) -> Response:
-    q = _load(session, quote_id, now)
+    q = _load(session, quote_id, now, lock=True)
     service.send_quote(session, q, actor=user, now=now, ip=client_ip(request))
     if q.status == pricing.QuoteStatus.pending_approval:
         flash(
@@ -420,7 +420,7 @@ def quote_approve(
     now: NowDep,
     form: FormData,
 ) -> Response:
-    q = _load(session, quote_id, now)
+    q = _load(session, quote_id, now, lock=True)
     if form.get("decision") == "decline":
         service.decline_quote(
             session, q, actor=user, reason=form.get("reason", ""), now=now, ip=client_ip(request)
@@ -438,7 +438,7 @@ def quote_approve(
 def quote_withdraw(
     request: Request, quote_id: int, session: SessionDep, user: SalesUser, now: NowDep
 ) -> Response:
-    q = _load(session, quote_id, now)
+    q = _load(session, quote_id, now, lock=True)
     service.withdraw_quote(session, q, actor=user, now=now, ip=client_ip(request))
     flash(request, _("Quote withdrawn: its link no longer works."), "success")
     return RedirectResponse(f"/staff/quotes/{q.id}", status_code=303)
