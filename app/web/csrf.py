@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hmac
 import secrets
+from contextvars import ContextVar
 
 from fastapi import Request
 from itsdangerous import BadSignature, URLSafeSerializer
@@ -22,6 +23,14 @@ HEADER = "x-csrf-token"
 FIELD = "csrf_token"
 SAFE_METHODS = {"GET", "HEAD", "OPTIONS", "TRACE"}
 EXEMPT_PATHS = ("/payments/webhook",)
+
+
+# The token of the page being rendered, for macros imported without context.
+_current_token: ContextVar[str] = ContextVar("csrf_token", default="")
+
+
+def current_token() -> str:
+    return _current_token.get()
 
 
 def _signer(request: Request) -> URLSafeSerializer:
@@ -46,6 +55,7 @@ def csrf_token(request: Request) -> str:
         token = secrets.token_urlsafe(32)
         request.state.csrf_new = True
     request.state.csrf_token = token
+    _current_token.set(token)
     return token
 
 

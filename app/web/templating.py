@@ -18,6 +18,7 @@ from fastapi.templating import Jinja2Templates
 from app.clock import utc
 from app.money import format_cents
 from app.web import i18n
+from app.web.csrf import current_token
 
 TEMPLATES_DIR = Path(__file__).resolve().parents[2] / "templates"
 STATIC_DIR = Path(__file__).resolve().parents[2] / "static"
@@ -90,6 +91,7 @@ def make_templates() -> Jinja2Templates:
         htmx_file=HTMX_FILE,
         locale_names=i18n.LOCALE_NAMES,
         current_locale=i18n.current_locale,
+        current_csrf_token=current_token,
     )
     env.filters["money"] = format_money
     env.filters["number"] = format_number

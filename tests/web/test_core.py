@@ -132,3 +132,55 @@ def test_request_transaction_rolls_back_on_error(app: FastAPI, engine) -> None: 
     assert "Nothing was charged" in r.text
     with Session(engine) as s:
         assert s.exec(select(OutboxEmail)).all() == []
+
+
+def test_every_form_on_public_pages_carries_the_page_token(raw_client: TestClient) -> None:
+    """Real browsers send only what the form holds: no empty csrf_token fields anywhere."""
+    import re
+
+    for path in (
+        "/",
+        "/login",
+        "/signup",
+        "/password/forgot",
+        "/deploy",
+        "/nodes/gb300-nvl72/request",
+        "/size",
+    ):
+        r = raw_client.get(path)
+        if r.status_code != 200:
+            continue
+        meta = re.search(r'name="csrf-token" content="([^"]+)"', r.text)
+        assert meta, path
+        for value in re.findall(r'name="csrf_token" value="([^"]*)"', r.text):
+            assert value == meta.group(1), f"{path}: a form carries {value!r}"
+
+
+def test_every_form_on_staff_and_console_pages_carries_the_page_token(
+    raw_client: TestClient, make_user, login
+) -> None:  # type: ignore[no-untyped-def]
+    import re
+
+    login(raw_client, make_user("ops"))
+    for path in (
+        "/staff",
+        "/staff/ops",
+        "/staff/nodes",
+        "/staff/ledger",
+        "/staff/quotes",
+        "/staff/quotes/new",
+        "/staff/clock",
+        "/staff/audit",
+        "/staff/users",
+        "/account",
+        "/console",
+        "/balance",
+        "/topups/new",
+    ):
+        r = raw_client.get(path)
+        if r.status_code != 200:
+            continue
+        meta = re.search(r'name="csrf-token" content="([^"]+)"', r.text)
+        assert meta, path
+        for value in re.findall(r'name="csrf_token" value="([^"]*)"', r.text):
+            assert value == meta.group(1), f"{path}: a form carries {value!r}"
