@@ -48,13 +48,12 @@ CHECKS: tuple[tuple[str, str, str], ...] = (
     (
         "running_balances",
         "each posting's balance-after equals the running sum of its account",
-        """SELECT p.id, p.balance_after_cents,
-                  (SELECT SUM(q.amount_cents) FROM ledger_postings q
-                    WHERE q.account_id = p.account_id AND q.id <= p.id)
-           FROM ledger_postings p JOIN ledger_accounts a ON a.id = p.account_id
-           WHERE a.kind <> 'system' AND p.balance_after_cents IS DISTINCT FROM
-                 (SELECT SUM(q.amount_cents) FROM ledger_postings q
-                   WHERE q.account_id = p.account_id AND q.id <= p.id)""",
+        """SELECT id, balance_after_cents, running FROM (
+             SELECT p.id, p.balance_after_cents,
+                    SUM(p.amount_cents) OVER (PARTITION BY p.account_id ORDER BY p.id) AS running
+             FROM ledger_postings p JOIN ledger_accounts a ON a.id = p.account_id
+             WHERE a.kind <> 'system') t
+           WHERE balance_after_cents IS NULL OR balance_after_cents <> running""",
     ),
     (
         "non_negative",
