@@ -56,7 +56,9 @@ def invoice_json(inv: Invoice) -> dict[str, Any]:
 
 
 @router.get("/balance")
-def get_balance(session: SessionDep, user: CurrentUser, limit: int = 20, offset: int = 0) -> dict[str, Any]:
+def get_balance(
+    session: SessionDep, user: CurrentUser, limit: int = 20, offset: int = 0
+) -> dict[str, Any]:
     """Available and on-hold balance in US cents, with the latest statement lines."""
     assert user.id is not None
     available, held = ledger.balance_summary(session, user.id)
@@ -83,7 +85,9 @@ def get_balance(session: SessionDep, user: CurrentUser, limit: int = 20, offset:
 
 
 @router.post("/topups", status_code=201)
-def post_topup(body: TopupIn, session: SessionDep, user: CurrentUser, now: NowDep) -> dict[str, Any]:
+def post_topup(
+    body: TopupIn, session: SessionDep, user: CurrentUser, now: NowDep
+) -> dict[str, Any]:
     """Create a crypto top-up invoice; the rate is locked for 15 minutes."""
     assert user.id is not None
     inv = payments.create_topup(

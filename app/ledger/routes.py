@@ -27,7 +27,9 @@ KIND_TEXT = {
 KIND_EXPLAIN = {
     "topup": N_("Converted once at the invoice's locked rate."),
     "promotion": N_("Credit given by us."),
-    "hold": N_("Moved from available to on hold; charged when the node is delivered, released if the order is cancelled."),
+    "hold": N_(
+        "Moved from available to on hold; charged when the node is delivered, released if the order is cancelled."
+    ),
     "hold_post": N_("The reserved amount was charged: your node was delivered."),
     "hold_void": N_("The reserved amount went back to your available balance."),
     "charge": N_("Paid directly from your available balance (for example a monthly renewal)."),
@@ -52,7 +54,9 @@ def statement_context(session: SessionDep, user_id: int, page: int) -> dict[str,
 
 
 @router.get("/balance", response_class=HTMLResponse)
-def balance_page(request: Request, session: SessionDep, user: CurrentUser, page: int = 1) -> Response:
+def balance_page(
+    request: Request, session: SessionDep, user: CurrentUser, page: int = 1
+) -> Response:
     ctx = statement_context(session, user.id, page)  # type: ignore[arg-type]
     ctx["invoices"] = [i for i in payments.invoices_for(session, user.id, 10)]  # type: ignore[arg-type]
     return render(request, "ledger/balance.html", ctx)

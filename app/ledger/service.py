@@ -141,7 +141,10 @@ def system_account(session: Session, which: SystemAccount, now: datetime) -> Led
     return _create_account(
         session,
         LedgerAccount(
-            code=which.value, kind=AccountKind.system.value, name=SYSTEM_NAMES[which], created_at=now
+            code=which.value,
+            kind=AccountKind.system.value,
+            name=SYSTEM_NAMES[which],
+            created_at=now,
         ),
     )
 
@@ -159,14 +162,18 @@ def _create_account(session: Session, acc: LedgerAccount) -> LedgerAccount:
         return found
 
 
-def _find(session: Session, user_id: int, kind: AccountKind, lock: bool = False) -> LedgerAccount | None:
+def _find(
+    session: Session, user_id: int, kind: AccountKind, lock: bool = False
+) -> LedgerAccount | None:
     stmt = select(LedgerAccount).where(LedgerAccount.code == _code(user_id, kind))
     if lock:
         stmt = stmt.with_for_update()
     return session.exec(stmt.execution_options(populate_existing=True)).first()
 
 
-def _lock_customer(session: Session, user_id: int, now: datetime) -> tuple[LedgerAccount, LedgerAccount]:
+def _lock_customer(
+    session: Session, user_id: int, now: datetime
+) -> tuple[LedgerAccount, LedgerAccount]:
     """Lock the customer's available account (the per-customer mutex); create both if new."""
     avail = _find(session, user_id, AccountKind.available, lock=True)
     if avail is None:
@@ -207,13 +214,15 @@ def _move(
         elif leg.account == AccountKind.held.value:
             acc = held
         else:
-            resolved.append((system_account(session, SystemAccount(leg.account), now), leg.amount_cents, None))
+            resolved.append(
+                (system_account(session, SystemAccount(leg.account), now), leg.amount_cents, None)
+            )
             continue
         stmt = (
             update(LedgerAccount)
             .where(col(LedgerAccount.id) == acc.id)
             .values(balance_cents=LedgerAccount.balance_cents + leg.amount_cents)
-            .returning(LedgerAccount.balance_cents)
+            .returning(col(LedgerAccount.balance_cents))
             .execution_options(synchronize_session=False)
         )
         if leg.amount_cents < 0:
@@ -259,7 +268,9 @@ def _check_amount(amount_cents: int, *, signed: bool = False) -> None:
 
 def _check_key(key: str) -> None:
     if not key or len(key) > 120:
-        raise errors.InvalidInput(N_("A request key (1–120 characters) is required."), field="idempotency_key")
+        raise errors.InvalidInput(
+            N_("A request key (1–120 characters) is required."), field="idempotency_key"
+        )
 
 
 def _fingerprint(command: str, **params: Any) -> str:
@@ -331,7 +342,9 @@ def get_hold(session: Session, hold_id: int) -> Hold | None:
     return session.get(Hold, hold_id)
 
 
-def statement(session: Session, user_id: int, limit: int = 50, offset: int = 0) -> list[StatementLine]:
+def statement(
+    session: Session, user_id: int, limit: int = 50, offset: int = 0
+) -> list[StatementLine]:
     """The customer's entries, newest first, with the change to available and held."""
     entries = list(
         session.exec(
@@ -349,7 +362,9 @@ def statement(session: Session, user_id: int, limit: int = 50, offset: int = 0) 
     ids = [e.id for e in entries]
     acc_ids = {a.id: a.kind for a in (avail, held) if a is not None}
     postings = session.exec(
-        select(Posting).where(col(Posting.entry_id).in_(ids), col(Posting.account_id).in_(list(acc_ids)))
+        select(Posting).where(
+            col(Posting.entry_id).in_(ids), col(Posting.account_id).in_(list(acc_ids))
+        )
     ).all()
     by_entry: dict[int, dict[str, Posting]] = {}
     for p in postings:
@@ -495,7 +510,9 @@ def _resolve(
     res = session.exec(  # type: ignore[call-overload]
         update(Hold)
         .where(col(Hold.id) == hold_id, col(Hold.status) == HoldStatus.pending.value)
-        .values(status=wanted.value, resolved_at=now, resolved_by=actor_id, resolve_reason=reason[:300])
+        .values(
+            status=wanted.value, resolved_at=now, resolved_by=actor_id, resolve_reason=reason[:300]
+        )
         .execution_options(synchronize_session=False)
     )
     if res.rowcount != 1:  # pragma: no cover - impossible under the customer's lock
@@ -525,7 +542,9 @@ def _resolve(
     return entry
 
 
-def post_hold(session: Session, hold_id: int, *, now: datetime, actor_id: int | None = None) -> JournalEntry:
+def post_hold(
+    session: Session, hold_id: int, *, now: datetime, actor_id: int | None = None
+) -> JournalEntry:
     """Capture a pending hold (held → revenue). Same call again: returns the first entry."""
     return _resolve(session, hold_id, HoldStatus.posted, now=now, reason="", actor_id=actor_id)
 
@@ -616,7 +635,9 @@ def credit_topup(
     """
     _check_amount(amount_cents)
     avail, held = _lock_customer(session, user_id, now)
-    first = session.exec(select(JournalEntry).where(JournalEntry.credit_invoice_id == invoice_id)).first()
+    first = session.exec(
+        select(JournalEntry).where(JournalEntry.credit_invoice_id == invoice_id)
+    ).first()
     if first is not None:
         if first.user_id != user_id or first.amount_cents != amount_cents:
             raise errors.Conflict(N_("This invoice was already credited with a different amount."))
@@ -762,7 +783,9 @@ def adjust(
     return entry
 
 
-def journal(session: Session, limit: int = 50, offset: int = 0) -> list[tuple[JournalEntry, list[tuple[Posting, LedgerAccount]]]]:
+def journal(
+    session: Session, limit: int = 50, offset: int = 0
+) -> list[tuple[JournalEntry, list[tuple[Posting, LedgerAccount]]]]:
     """Staff: the whole journal, newest first, each entry with its postings."""
     entries = list(
         session.exec(

@@ -51,19 +51,28 @@ def journal_page(
 
 
 def _customer_page(
-    request: Request, session: SessionDep, customer_id: int, page: int, form: dict[str, Any], errs: dict[str, str],
+    request: Request,
+    session: SessionDep,
+    customer_id: int,
+    page: int,
+    form: dict[str, Any],
+    errs: dict[str, str],
     status_code: int = 200,
 ) -> Response:
     customer = session.get(User, customer_id)
     if customer is None:
         raise errors.NotFound(N_("No such customer."))
     ctx = statement_context(session, customer_id, page)
-    ctx.update({"customer": customer, "form": form, "errors": errs, "order_base": "/staff/ops/orders/"})
+    ctx.update(
+        {"customer": customer, "form": form, "errors": errs, "order_base": "/staff/ops/orders/"}
+    )
     return render(request, "ledger/staff_customer.html", ctx, status_code=status_code)
 
 
 @router.get("/ledger/customers/{customer_id}", response_class=HTMLResponse)
-def customer_page(request: Request, customer_id: int, session: SessionDep, user: StaffUser, page: int = 1) -> Response:
+def customer_page(
+    request: Request, customer_id: int, session: SessionDep, user: StaffUser, page: int = 1
+) -> Response:
     form = {"amount": "", "reason": "", "key": secrets.token_urlsafe(16)}
     return _customer_page(request, session, customer_id, page, form, {})
 
@@ -97,8 +106,14 @@ def adjust(
     if not errs:
         try:
             ledger.adjust(
-                session, user_id=customer_id, amount_cents=cents, reason=reason, actor=user, now=now,
-                idempotency_key=f"adjust:{form['key']}", ip=client_ip(request),
+                session,
+                user_id=customer_id,
+                amount_cents=cents,
+                reason=reason,
+                actor=user,
+                now=now,
+                idempotency_key=f"adjust:{form['key']}",
+                ip=client_ip(request),
             )
         except ledger.InsufficientBalance as e:
             errs["amount"] = e.render_message(_)

@@ -23,11 +23,19 @@ CURRENCIES: dict[str, Currency] = {
     "BTC": Currency("BTC", "Bitcoin", 8, "bitcoin", "sat"),
     "ETH": Currency("ETH", "Ether", 18, "ethereum", "wei"),
     "USDT": Currency(
-        "USDT", "Tether USD (ERC-20)", 6, "ethereum", "µUSDT",
+        "USDT",
+        "Tether USD (ERC-20)",
+        6,
+        "ethereum",
+        "µUSDT",
         "0xdAC17F958D2ee523a2206206994597C13D831ec7",
     ),
     "USDC": Currency(
-        "USDC", "USD Coin (ERC-20)", 6, "ethereum", "µUSDC",
+        "USDC",
+        "USD Coin (ERC-20)",
+        6,
+        "ethereum",
+        "µUSDC",
         "0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48",
     ),
 }
@@ -45,7 +53,12 @@ class RateSource(Protocol):
     def quote(self, currency: str, now: datetime) -> Rate: ...
 
 
-_BASE = {"BTC": Decimal("97250"), "ETH": Decimal("3420"), "USDT": Decimal("1"), "USDC": Decimal("1")}
+_BASE = {
+    "BTC": Decimal("97250"),
+    "ETH": Decimal("3420"),
+    "USDT": Decimal("1"),
+    "USDC": Decimal("1"),
+}
 _SWING = {"BTC": 0.012, "ETH": 0.018, "USDT": 0.0004, "USDC": 0.0002}
 
 

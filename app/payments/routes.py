@@ -82,9 +82,13 @@ def invoice_view(inv: Invoice, now: datetime) -> dict[str, Any]:
         "clock_offset_ms": int((now - wall_now()).total_seconds() * 1000),
         "status_text": STATUS_TEXT.get(inv.status, inv.status),
         "exception_text": EXCEPTION_TEXT.get(inv.exception_status, ""),
-        "badge": {"Settled": "ok", "Processing": "warn", "New": "", "Expired": "bad", "Invalid": "bad"}.get(
-            inv.status, ""
-        ),
+        "badge": {
+            "Settled": "ok",
+            "Processing": "warn",
+            "New": "",
+            "Expired": "bad",
+            "Invalid": "bad",
+        }.get(inv.status, ""),
     }
 
 
@@ -98,7 +102,10 @@ def _amount_from_query(raw: str | None) -> str:
 
 @router.get("/topups/new", response_class=HTMLResponse)
 def topup_form(
-    request: Request, user: CurrentUser, amount_cents: str | None = None, return_to: str | None = None,
+    request: Request,
+    user: CurrentUser,
+    amount_cents: str | None = None,
+    return_to: str | None = None,
     currency: str = "USDC",
 ) -> Response:
     return render(
@@ -136,7 +143,11 @@ def topup_create(
     if not errs:
         try:
             inv = payments.create_topup(
-                session, user_id=user.id, amount_cents=cents, currency=currency, now=now,  # type: ignore[arg-type]
+                session,
+                user_id=user.id,  # type: ignore[arg-type]
+                amount_cents=cents,
+                currency=currency,
+                now=now,
                 return_to=return_to or None,
             )
         except errors.InvalidInput as e:
@@ -152,7 +163,9 @@ def topup_create(
 
 
 @router.get("/topups/{invoice_id}", response_class=HTMLResponse)
-def invoice_page(request: Request, invoice_id: int, session: SessionDep, user: CurrentUser, now: NowDep) -> Response:
+def invoice_page(
+    request: Request, invoice_id: int, session: SessionDep, user: CurrentUser, now: NowDep
+) -> Response:
     inv = payments.invoice_visible_to(session, user, invoice_id)
     ctx = invoice_view(inv, now)
     ctx.update({"qr": qr_svg(inv.payment_uri), "sim_actions": SIM_ACTIONS})
@@ -244,7 +257,9 @@ def simulate_provider(engine: Any, invoice_id: int, action: str, now: Any) -> li
                 inv.created_at = utc(inv.created_at) - shift
                 inv.expires_at -= shift
                 inv.monitoring_until -= shift
-                for cp in s.exec(select(ChainPayment).where(ChainPayment.invoice_id == inv.id)).all():
+                for cp in s.exec(
+                    select(ChainPayment).where(ChainPayment.invoice_id == inv.id)
+                ).all():
                     cp.seen_at = utc(cp.seen_at) - shift
                     s.add(cp)
             s.add(inv)
@@ -284,11 +299,14 @@ async def webhook(request: Request) -> Response:
 
     def work() -> dict[str, Any]:
         with transaction(request.app.state.engine) as s:
-            return payments.handle_webhook(s, body, signature, secret=settings.webhook_secret, now=now)
+            return payments.handle_webhook(
+                s, body, signature, secret=settings.webhook_secret, now=now
+            )
 
     try:
         result = await run_in_threadpool(work)
     except errors.DomainError as e:
-        return JSONResponse({"error": {"code": e.code, "message": e.render_message(lambda t: t)}}, e.status_code)
+        return JSONResponse(
+            {"error": {"code": e.code, "message": e.render_message(lambda t: t)}}, e.status_code
+        )
     return JSONResponse(result)
-

@@ -105,6 +105,4 @@ def is_same_site_path(target: str | None) -> bool:
     """A local path we may link back to (no scheme, no host, no protocol-relative //)."""
     if not target or len(target) > 500 or not target.startswith("/"):
         return False
-    if target.startswith("//") or "\\" in target or any(ord(c) < 32 for c in target):
-        return False
-    return True
+    return not (target.startswith("//") or "\\" in target or any(ord(c) < 32 for c in target))

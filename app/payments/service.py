@@ -58,7 +58,9 @@ class SimulatedProvider:
 
     def payments(self, session: Session, invoice: Invoice) -> list[rules.Payment]:
         rows = session.exec(
-            select(ChainPayment).where(ChainPayment.invoice_id == invoice.id).order_by(col(ChainPayment.id))
+            select(ChainPayment)
+            .where(ChainPayment.invoice_id == invoice.id)
+            .order_by(col(ChainPayment.id))
         ).all()
         return [rules.Payment(int(r.units), utc(r.seen_at), r.confirmed) for r in rows]
 
@@ -123,7 +125,7 @@ def create_topup(
         due_units=str(due),
         address=address,
         payment_uri=payment_uri(currency, address, due),
-        return_to=return_to if rules.is_same_site_path(return_to) else "",
+        return_to=(return_to or "") if rules.is_same_site_path(return_to) else "",
         created_at=now,
         expires_at=now + rules.RATE_LOCK,
         monitoring_until=now + rules.RATE_LOCK + rules.MONITORING_WINDOW,
@@ -145,7 +147,10 @@ def invoice_visible_to(session: Session, user: Any, invoice_id: int) -> Invoice:
 def invoices_for(session: Session, user_id: int, limit: int = 20) -> list[Invoice]:
     return list(
         session.exec(
-            select(Invoice).where(Invoice.user_id == user_id).order_by(col(Invoice.id).desc()).limit(limit)
+            select(Invoice)
+            .where(Invoice.user_id == user_id)
+            .order_by(col(Invoice.id).desc())
+            .limit(limit)
         )
     )
 
@@ -340,7 +345,9 @@ def record_chain_payment(
 
 def confirm_chain_payments(session: Session, invoice: Invoice) -> int:
     rows = session.exec(
-        select(ChainPayment).where(ChainPayment.invoice_id == invoice.id, col(ChainPayment.confirmed).is_(False))
+        select(ChainPayment).where(
+            ChainPayment.invoice_id == invoice.id, col(ChainPayment.confirmed).is_(False)
+        )
     ).all()
     for r in rows:
         r.confirmed = True
@@ -352,10 +359,15 @@ def confirm_chain_payments(session: Session, invoice: Invoice) -> int:
 def review_queue(session: Session, limit: int = 100) -> list[Invoice]:
     return list(
         session.exec(
-            select(Invoice).where(col(Invoice.needs_review).is_(True)).order_by(col(Invoice.id).desc()).limit(limit)
+            select(Invoice)
+            .where(col(Invoice.needs_review).is_(True))
+            .order_by(col(Invoice.id).desc())
+            .limit(limit)
         )
     )
 
 
 def recent_invoices(session: Session, limit: int = 50, offset: int = 0) -> list[Invoice]:
-    return list(session.exec(select(Invoice).order_by(col(Invoice.id).desc()).limit(limit).offset(offset)))
+    return list(
+        session.exec(select(Invoice).order_by(col(Invoice.id).desc()).limit(limit).offset(offset))
+    )

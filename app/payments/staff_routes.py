@@ -14,7 +14,9 @@ router = APIRouter()
 
 
 @router.get("/payments", response_class=HTMLResponse)
-def invoices_page(request: Request, session: SessionDep, user: StaffUser, page: int = 1) -> Response:
+def invoices_page(
+    request: Request, session: SessionDep, user: StaffUser, page: int = 1
+) -> Response:
     page = max(1, page)
     return render(
         request,

@@ -42,7 +42,9 @@ def make() -> FastAPI:
     app.add_middleware(InFlightLimit, limit=int(os.environ.get("TEST_IN_FLIGHT", "12")))
 
     @app.post("/test/debit", status_code=201)
-    def debit(session: SessionDep, user: CurrentUser, now: NowDep, body: Any = Body(...)) -> dict[str, Any]:  # noqa: B008
+    def debit(
+        session: SessionDep, user: CurrentUser, now: NowDep, body: Any = Body(...)
+    ) -> dict[str, Any]:  # noqa: B008
         hold = ledger.place_hold(
             session,
             user_id=user.id,  # type: ignore[arg-type]

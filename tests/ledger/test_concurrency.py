@@ -42,12 +42,19 @@ START_BALANCE = PRICE * AFFORDS + PRICE - 1  # 37 fit, the 38th is short by one 
 def fund(engine: Engine, user_id: int, now: Any) -> None:
     with Session(engine) as s:
         ledger.grant_promotion(
-            s, user_id=user_id, amount_cents=START_BALANCE, reason="test", now=now, idempotency_key="fund"
+            s,
+            user_id=user_id,
+            amount_cents=START_BALANCE,
+            reason="test",
+            now=now,
+            idempotency_key="fund",
         )
         s.commit()
 
 
-def test_sqlite_threads(make_user: Callable[..., Any], engine: Engine, clock: FixedClock, db_url: str) -> None:
+def test_sqlite_threads(
+    make_user: Callable[..., Any], engine: Engine, clock: FixedClock, db_url: str
+) -> None:
     if not db_url.startswith("sqlite"):
         pytest.skip("the PostgreSQL variant runs several processes below")
     user = make_user()
@@ -61,7 +68,12 @@ def test_sqlite_threads(make_user: Callable[..., Any], engine: Engine, clock: Fi
         with Session(engine) as s:
             try:
                 ledger.place_hold(
-                    s, user_id=user.id, amount_cents=PRICE, idempotency_key=f"k{i}", now=clock.now(), reason="t"
+                    s,
+                    user_id=user.id,
+                    amount_cents=PRICE,
+                    idempotency_key=f"k{i}",
+                    now=clock.now(),
+                    reason="t",
                 )
                 s.commit()
                 result = "ok"
@@ -99,9 +111,23 @@ def servers(pg_url: str) -> Iterator[list[int]]:
     }
     procs = [
         subprocess.Popen(
-            [sys.executable, "-m", "uvicorn", "--factory", "tests.ledger.debit_app:make",
-             "--host", "127.0.0.1", "--port", str(p), "--log-level", "warning"],
-            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            [
+                sys.executable,
+                "-m",
+                "uvicorn",
+                "--factory",
+                "tests.ledger.debit_app:make",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(p),
+                "--log-level",
+                "warning",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
         )
         for p in ports
     ]
@@ -129,7 +155,9 @@ def servers(pg_url: str) -> Iterator[list[int]]:
 
 
 @pytest.mark.postgres
-def test_postgres_three_processes_over_http(pg_url: str, servers: list[int], clock: FixedClock) -> None:
+def test_postgres_three_processes_over_http(
+    pg_url: str, servers: list[int], clock: FixedClock
+) -> None:
     engine = make_engine(pg_url)
     try:
         with Session(engine, expire_on_commit=False) as s:

@@ -36,11 +36,19 @@ def fund(session: Session, user_id: int, cents: int, now: Any, key: str = "fund"
     session.commit()
 
 
-def test_hold_reduces_available_then_posts_once(session: Session, customer: Any, clock: FixedClock) -> None:
+def test_hold_reduces_available_then_posts_once(
+    session: Session, customer: Any, clock: FixedClock
+) -> None:
     now = clock.now()
     fund(session, customer.id, 10_000, now)
     hold = ledger.place_hold(
-        session, user_id=customer.id, amount_cents=3_000, idempotency_key="k1", now=now, reason="order", order_id=7
+        session,
+        user_id=customer.id,
+        amount_cents=3_000,
+        idempotency_key="k1",
+        now=now,
+        reason="order",
+        order_id=7,
     )
     session.commit()
     assert ledger.balance_summary(session, customer.id) == (7_000, 3_000)
@@ -61,7 +69,12 @@ def test_void_returns_money(session: Session, customer: Any, clock: FixedClock) 
     now = clock.now()
     fund(session, customer.id, 5_000, now)
     hold = ledger.place_hold(
-        session, user_id=customer.id, amount_cents=5_000, idempotency_key="k", now=now, reason="order"
+        session,
+        user_id=customer.id,
+        amount_cents=5_000,
+        idempotency_key="k",
+        now=now,
+        reason="order",
     )
     ledger.void_hold(session, hold.id, now=now, reason="promise missed")
     ledger.void_hold(session, hold.id, now=now, reason="promise missed")  # replay: no-op
@@ -72,16 +85,27 @@ def test_void_returns_money(session: Session, customer: Any, clock: FixedClock) 
     session.rollback()
     lines = ledger.statement(session, customer.id, 10, 0)
     assert [ln.kind for ln in lines] == ["hold_void", "hold", "promotion"]
-    assert [(ln.available_delta, ln.held_delta) for ln in lines] == [(5_000, -5_000), (-5_000, 5_000), (5_000, 0)]
+    assert [(ln.available_delta, ln.held_delta) for ln in lines] == [
+        (5_000, -5_000),
+        (-5_000, 5_000),
+        (5_000, 0),
+    ]
     assert run_checks(session) == []
 
 
-def test_insufficient_is_recorded_and_key_stays_open(session: Session, customer: Any, clock: FixedClock) -> None:
+def test_insufficient_is_recorded_and_key_stays_open(
+    session: Session, customer: Any, clock: FixedClock
+) -> None:
     now = clock.now()
     fund(session, customer.id, 1_000, now)
     with pytest.raises(InsufficientBalance) as ei:
         ledger.place_hold(
-            session, user_id=customer.id, amount_cents=2_500, idempotency_key="pay-1", now=now, reason="order"
+            session,
+            user_id=customer.id,
+            amount_cents=2_500,
+            idempotency_key="pay-1",
+            now=now,
+            reason="order",
         )
     assert isinstance(ei.value, BaseInsufficient)
     assert ei.value.shortfall_cents == 1_500
@@ -92,57 +116,132 @@ def test_insufficient_is_recorded_and_key_stays_open(session: Session, customer:
     # After a top-up, the same key is a new attempt and succeeds; then it replays.
     fund(session, customer.id, 2_000, now, key="topup")
     h1 = ledger.place_hold(
-        session, user_id=customer.id, amount_cents=2_500, idempotency_key="pay-1", now=now, reason="order"
+        session,
+        user_id=customer.id,
+        amount_cents=2_500,
+        idempotency_key="pay-1",
+        now=now,
+        reason="order",
     )
     h2 = ledger.place_hold(
-        session, user_id=customer.id, amount_cents=2_500, idempotency_key="pay-1", now=now, reason="order"
+        session,
+        user_id=customer.id,
+        amount_cents=2_500,
+        idempotency_key="pay-1",
+        now=now,
+        reason="order",
     )
     assert h1.id == h2.id
     assert ledger.available_cents(session, customer.id) == 500
     with pytest.raises(IdempotencyConflict):
         ledger.place_hold(
-            session, user_id=customer.id, amount_cents=2_400, idempotency_key="pay-1", now=now, reason="order"
+            session,
+            user_id=customer.id,
+            amount_cents=2_400,
+            idempotency_key="pay-1",
+            now=now,
+            reason="order",
         )
     with pytest.raises(IdempotencyConflict):
         ledger.charge(
-            session, user_id=customer.id, amount_cents=2_500, idempotency_key="pay-1", now=now, reason="x"
+            session,
+            user_id=customer.id,
+            amount_cents=2_500,
+            idempotency_key="pay-1",
+            now=now,
+            reason="x",
         )
     session.commit()
     assert run_checks(session) == []
 
 
-def test_charge_and_adjust(session: Session, customer: Any, make_user: Callable[..., Any], clock: FixedClock) -> None:
+def test_charge_and_adjust(
+    session: Session, customer: Any, make_user: Callable[..., Any], clock: FixedClock
+) -> None:
     now = clock.now()
     ops = make_user(role="ops")
     fund(session, customer.id, 10_000, now)
     e = ledger.charge(
-        session, user_id=customer.id, amount_cents=4_000, idempotency_key="renew-1", now=now, reason="renewal", order_id=3
+        session,
+        user_id=customer.id,
+        amount_cents=4_000,
+        idempotency_key="renew-1",
+        now=now,
+        reason="renewal",
+        order_id=3,
     )
-    assert ledger.charge(
-        session, user_id=customer.id, amount_cents=4_000, idempotency_key="renew-1", now=now, reason="renewal", order_id=3
-    ).id == e.id
+    assert (
+        ledger.charge(
+            session,
+            user_id=customer.id,
+            amount_cents=4_000,
+            idempotency_key="renew-1",
+            now=now,
+            reason="renewal",
+            order_id=3,
+        ).id
+        == e.id
+    )
     with pytest.raises(InsufficientBalance):
         ledger.charge(
-            session, user_id=customer.id, amount_cents=6_001, idempotency_key="renew-2", now=now, reason="renewal"
+            session,
+            user_id=customer.id,
+            amount_cents=6_001,
+            idempotency_key="renew-2",
+            now=now,
+            reason="renewal",
         )
-    ledger.adjust(session, user_id=customer.id, amount_cents=-1_000, reason="duplicate credit", actor=ops, now=now, idempotency_key="adj-1")
+    ledger.adjust(
+        session,
+        user_id=customer.id,
+        amount_cents=-1_000,
+        reason="duplicate credit",
+        actor=ops,
+        now=now,
+        idempotency_key="adj-1",
+    )
     with pytest.raises(InsufficientBalance):
-        ledger.adjust(session, user_id=customer.id, amount_cents=-5_001, reason="too much", actor=ops, now=now, idempotency_key="adj-2")
+        ledger.adjust(
+            session,
+            user_id=customer.id,
+            amount_cents=-5_001,
+            reason="too much",
+            actor=ops,
+            now=now,
+            idempotency_key="adj-2",
+        )
     with pytest.raises(InvalidInput):
-        ledger.adjust(session, user_id=customer.id, amount_cents=100, reason="  ", actor=ops, now=now, idempotency_key="adj-3")
+        ledger.adjust(
+            session,
+            user_id=customer.id,
+            amount_cents=100,
+            reason="  ",
+            actor=ops,
+            now=now,
+            idempotency_key="adj-3",
+        )
     session.commit()
     assert ledger.available_cents(session, customer.id) == 5_000
     from app.accounts.audit import AuditEvent
 
-    assert len(session.exec(select(AuditEvent).where(AuditEvent.action == "ledger.adjust")).all()) == 1
+    assert (
+        len(session.exec(select(AuditEvent).where(AuditEvent.action == "ledger.adjust")).all()) == 1
+    )
     assert run_checks(session) == []
 
 
 @pytest.mark.parametrize("amount", [0, -5, 10**13])
-def test_bad_amounts_change_nothing(session: Session, customer: Any, clock: FixedClock, amount: int) -> None:
+def test_bad_amounts_change_nothing(
+    session: Session, customer: Any, clock: FixedClock, amount: int
+) -> None:
     with pytest.raises(InvalidInput):
         ledger.place_hold(
-            session, user_id=customer.id, amount_cents=amount, idempotency_key="x", now=clock.now(), reason="r"
+            session,
+            user_id=customer.id,
+            amount_cents=amount,
+            idempotency_key="x",
+            now=clock.now(),
+            reason="r",
         )
     session.rollback()
     assert count(session, JournalEntry) == 0
@@ -150,7 +249,15 @@ def test_bad_amounts_change_nothing(session: Session, customer: Any, clock: Fixe
 
 def test_topup_credit_once(session: Session, customer: Any, clock: FixedClock) -> None:
     now = clock.now()
-    kw = dict(user_id=customer.id, amount_cents=1_234, invoice_id=99, now=now, crypto_amount=1, currency="BTC", rate="97000")
+    kw = dict(
+        user_id=customer.id,
+        amount_cents=1_234,
+        invoice_id=99,
+        now=now,
+        crypto_amount=1,
+        currency="BTC",
+        rate="97000",
+    )
     e1 = ledger.credit_topup(session, **kw)  # type: ignore[arg-type]
     e2 = ledger.credit_topup(session, **kw)  # type: ignore[arg-type]
     assert e1.id == e2.id
@@ -160,18 +267,26 @@ def test_topup_credit_once(session: Session, customer: Any, clock: FixedClock) -
     assert ledger.available_cents(session, customer.id) == 1_234
 
 
-def test_database_refuses_negative_balance_and_double_resolution(session: Session, customer: Any, clock: FixedClock) -> None:
+def test_database_refuses_negative_balance_and_double_resolution(
+    session: Session, customer: Any, clock: FixedClock
+) -> None:
     now = clock.now()
     fund(session, customer.id, 100, now)
     with pytest.raises(IntegrityError):
         session.exec(text("UPDATE ledger_accounts SET balance_cents = -1 WHERE kind = 'available'"))  # type: ignore[call-overload]
         session.flush()
     session.rollback()
-    hold = ledger.place_hold(session, user_id=customer.id, amount_cents=100, idempotency_key="h", now=now, reason="r")
+    hold = ledger.place_hold(
+        session, user_id=customer.id, amount_cents=100, idempotency_key="h", now=now, reason="r"
+    )
     entry = ledger.post_hold(session, hold.id, now=now)
     session.commit()
     with pytest.raises(IntegrityError):
-        session.add(JournalEntry(kind="hold_void", amount_cents=100, resolves_hold_id=hold.id, created_at=now))
+        session.add(
+            JournalEntry(
+                kind="hold_void", amount_cents=100, resolves_hold_id=hold.id, created_at=now
+            )
+        )
         session.flush()
     session.rollback()
     assert session.get(Hold, hold.id).resolve_entry_id == entry.id  # type: ignore[union-attr]
@@ -184,3 +299,43 @@ def test_checks_find_tampering(session: Session, customer: Any, clock: FixedCloc
     session.commit()
     names = {v.check for v in run_checks(session)}
     assert {"cached_balances", "zero_sum", "ledger_balanced"} <= names
+
+
+def test_demo_seed_once_and_cli_check(
+    session: Session, make_user: Callable[..., Any], clock: FixedClock, db_url: str
+) -> None:
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from app.ledger import seed
+
+    demo = make_user(email=seed.DEMO_EMAIL)
+    assert seed.seed(session, clock.now())
+    assert seed.seed(session, clock.now()) == []  # once
+    session.commit()
+    assert ledger.available_cents(session, demo.id) == seed.DEMO_BALANCE_CENTS
+    session.rollback()  # end the read transaction (SQLite: BEGIN IMMEDIATE holds the lock)
+    root = Path(__file__).resolve().parents[2]
+    ok = subprocess.run(
+        [sys.executable, "-m", "app", "ledger", "check", "--database-url", db_url],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert ok.returncode == 0 and "zero_sum" in ok.stdout and "all checks passed" in ok.stdout
+    session.exec(
+        text(
+            "UPDATE ledger_accounts SET balance_cents = balance_cents + 1 WHERE kind = 'available'"
+        )
+    )  # type: ignore[call-overload]
+    session.commit()
+    bad = subprocess.run(
+        [sys.executable, "-m", "app", "ledger", "check", "--database-url", db_url],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert bad.returncode == 1 and "FAIL" in bad.stdout

@@ -62,8 +62,12 @@ class Inv:
 class Model:
     avail: dict[int, int] = field(default_factory=dict)
     held: dict[int, int] = field(default_factory=dict)
-    holds: dict[int, tuple[int, int, str]] = field(default_factory=dict)  # id → (user, amount, status)
-    keys: dict[tuple[int, str], tuple[str, int, Any]] = field(default_factory=dict)  # → (cmd, amount, result)
+    holds: dict[int, tuple[int, int, str]] = field(
+        default_factory=dict
+    )  # id → (user, amount, status)
+    keys: dict[tuple[int, str], tuple[str, int, Any]] = field(
+        default_factory=dict
+    )  # → (cmd, amount, result)
     invoices: dict[int, Inv] = field(default_factory=dict)
 
 
@@ -71,7 +75,9 @@ def test_randomized_ledger_simulation(
     engine: Engine, clock: FixedClock, make_user: Callable[..., Any], db_url: str, settings: Any
 ) -> None:
     if not db_url.startswith("sqlite"):
-        pytest.skip("the simulation runs in-process on the SQLite file; PostgreSQL races are tested separately")
+        pytest.skip(
+            "the simulation runs in-process on the SQLite file; PostgreSQL races are tested separately"
+        )
     seed = int(os.environ.get("LEDGER_SIM_SEED", "20261201"))
     rng = random.Random(seed)
     users = [make_user().id for _ in range(5)]
@@ -115,7 +121,9 @@ def test_randomized_ledger_simulation(
 
     def predicted_credit(inv: Inv, units: int) -> int:
         if units >= inv.due:
-            return inv.amount + cents_for_crypto(units - inv.due, inv.rate, CURRENCIES[inv.currency].decimals)
+            return inv.amount + cents_for_crypto(
+                units - inv.due, inv.rate, CURRENCIES[inv.currency].decimals
+            )
         return min(inv.amount, cents_for_crypto(units, inv.rate, CURRENCIES[inv.currency].decimals))
 
     def credit(inv: Inv, units: int) -> None:
@@ -126,7 +134,18 @@ def test_randomized_ledger_simulation(
     step = 0
     for step in range(STEPS):
         kind = rng.choices(
-            ["topup", "pay", "hold", "resolve", "charge", "adjust", "replay", "time", "crash", "fail_mid"],
+            [
+                "topup",
+                "pay",
+                "hold",
+                "resolve",
+                "charge",
+                "adjust",
+                "replay",
+                "time",
+                "crash",
+                "fail_mid",
+            ],
             weights=[10, 14, 22, 16, 10, 4, 8, 6, 5, 5],
         )[0]
         counts[kind] = counts.get(kind, 0) + 1
@@ -135,10 +154,21 @@ def test_randomized_ledger_simulation(
         if kind == "topup":
             cur = rng.choice(list(CURRENCIES))
             amount = rng.randint(100, 500_000)
-            row = tx(lambda s: payments.create_topup(s, user_id=u, amount_cents=amount, currency=cur, now=clock.now()))
-            m.invoices[row.id] = Inv(row.id, u, amount, int(row.due_units), cur, row.rate,
-                                     expires_at=clock.now() + timedelta(minutes=15),
-                                     monitoring_until=clock.now() + timedelta(minutes=15, hours=24))
+            row = tx(
+                lambda s: payments.create_topup(
+                    s, user_id=u, amount_cents=amount, currency=cur, now=clock.now()
+                )
+            )
+            m.invoices[row.id] = Inv(
+                row.id,
+                u,
+                amount,
+                int(row.due_units),
+                cur,
+                row.rate,
+                expires_at=clock.now() + timedelta(minutes=15),
+                monitoring_until=clock.now() + timedelta(minutes=15, hours=24),
+            )
         elif kind == "pay":
             open_invs = [i for i in m.invoices.values() if not i.credited]
             if not open_invs:
@@ -156,7 +186,11 @@ def test_randomized_ledger_simulation(
                 continue
             now = clock.now()
             in_window = now <= inv.monitoring_until
-            tx(lambda s: payments.record_chain_payment(s, s.get(payments.Invoice, inv.id), units, now=now, confirmed=True))
+            tx(
+                lambda s: payments.record_chain_payment(
+                    s, s.get(payments.Invoice, inv.id), units, now=now, confirmed=True
+                )
+            )
             if in_window:
                 inv.paid += units
             events = rng.sample(EVENTS, rng.randint(1, len(EVENTS)))
@@ -164,7 +198,9 @@ def test_randomized_ledger_simulation(
                 deliver(inv, etype)
                 if rng.random() < 0.3:  # the same delivery again, byte for byte
                     with Session(engine) as s:
-                        b = payments.event_body(s.get(payments.Invoice, inv.id), etype, now, delivery_id="dup-%d" % step)  # type: ignore[arg-type]
+                        row = s.get(payments.Invoice, inv.id)
+                        assert row is not None
+                        b = payments.event_body(row, etype, now, delivery_id=f"dup-{step}")
                     deliver(inv, etype, b)
                     deliver(inv, etype, b)
             if in_window and inv.paid >= inv.due:
@@ -185,9 +221,33 @@ def test_randomized_ledger_simulation(
             oid = rng.randint(1, 10_000)
             try:
                 if kind == "hold":
-                    res = tx(lambda s: ledger.place_hold(s, user_id=u, amount_cents=amount, idempotency_key=key, now=clock.now(), reason="order", order_id=oid).id)
+                    res = tx(
+                        lambda s: (
+                            ledger.place_hold(
+                                s,
+                                user_id=u,
+                                amount_cents=amount,
+                                idempotency_key=key,
+                                now=clock.now(),
+                                reason="order",
+                                order_id=oid,
+                            ).id
+                        )
+                    )
                 else:
-                    res = tx(lambda s: ledger.charge(s, user_id=u, amount_cents=amount, idempotency_key=key, now=clock.now(), reason="renewal", order_id=oid).id)
+                    res = tx(
+                        lambda s: (
+                            ledger.charge(
+                                s,
+                                user_id=u,
+                                amount_cents=amount,
+                                idempotency_key=key,
+                                now=clock.now(),
+                                reason="renewal",
+                                order_id=oid,
+                            ).id
+                        )
+                    )
             except InsufficientBalance as e:
                 assert m.avail[u] < amount and e.shortfall_cents == amount - m.avail[u]
                 continue
@@ -222,7 +282,17 @@ def test_randomized_ledger_simulation(
         elif kind == "adjust":
             amount = rng.choice([-1, 1]) * rng.randint(1, 50_000)
             try:
-                tx(lambda s: ledger.adjust(s, user_id=u, amount_cents=amount, reason="ops fix", actor=ops_user, now=clock.now(), idempotency_key=f"adj-{step}"))
+                tx(
+                    lambda s: ledger.adjust(
+                        s,
+                        user_id=u,
+                        amount_cents=amount,
+                        reason="ops fix",
+                        actor=ops_user,
+                        now=clock.now(),
+                        idempotency_key=f"adj-{step}",
+                    )
+                )
             except InsufficientBalance:
                 assert m.avail[u] + amount < 0
                 continue
@@ -235,11 +305,33 @@ def test_randomized_ledger_simulation(
             touched = [ku]
             fn = ledger.place_hold if cmd == "hold" else ledger.charge
             if rng.random() < 0.5:
-                got = tx(lambda s: fn(s, user_id=ku, amount_cents=amount, idempotency_key=key, now=clock.now(), reason="r", order_id=oid).id)
+                got = tx(
+                    lambda s: (
+                        fn(
+                            s,
+                            user_id=ku,
+                            amount_cents=amount,
+                            idempotency_key=key,
+                            now=clock.now(),
+                            reason="r",
+                            order_id=oid,
+                        ).id
+                    )
+                )
                 assert got == res
             else:
                 with pytest.raises(IdempotencyConflict):
-                    tx(lambda s: fn(s, user_id=ku, amount_cents=amount + 1, idempotency_key=key, now=clock.now(), reason="r", order_id=oid))
+                    tx(
+                        lambda s: fn(
+                            s,
+                            user_id=ku,
+                            amount_cents=amount + 1,
+                            idempotency_key=key,
+                            now=clock.now(),
+                            reason="r",
+                            order_id=oid,
+                        )
+                    )
         elif kind in ("crash", "fail_mid"):
             # A multi-leg operation that dies: a crash before commit, or an exception injected
             # at a random flush inside the ledger's write path. Nothing may remain.
@@ -247,8 +339,22 @@ def test_randomized_ledger_simulation(
             fail_at = None if kind == "crash" else rng.randint(1, 4)
 
             def work(s: Session) -> None:
-                ledger.place_hold(s, user_id=u, amount_cents=amount, idempotency_key=f"crash-{step}", now=clock.now(), reason="x")
-                ledger.charge(s, user_id=u, amount_cents=1, idempotency_key=f"crash-c-{step}", now=clock.now(), reason="x")
+                ledger.place_hold(
+                    s,
+                    user_id=u,
+                    amount_cents=amount,
+                    idempotency_key=f"crash-{step}",
+                    now=clock.now(),
+                    reason="x",
+                )
+                ledger.charge(
+                    s,
+                    user_id=u,
+                    amount_cents=1,
+                    idempotency_key=f"crash-c-{step}",
+                    now=clock.now(),
+                    reason="x",
+                )
                 pending = [h for h, (hu, _a, st) in m.holds.items() if st == "pending"]
                 if pending:
                     ledger.void_hold(s, rng.choice(pending), now=clock.now(), reason="x")
@@ -258,7 +364,9 @@ def test_randomized_ledger_simulation(
                     row = s.get(payments.Invoice, inv.id)
                     payments.record_chain_payment(s, row, inv.due, now=clock.now(), confirmed=True)  # type: ignore[arg-type]
                     b = payments.event_body(row, "InvoiceSettled", clock.now())  # type: ignore[arg-type]
-                    payments.handle_webhook(s, b, payments.sign(b, secret), secret=secret, now=clock.now())
+                    payments.handle_webhook(
+                        s, b, payments.sign(b, secret), secret=secret, now=clock.now()
+                    )
                 raise Injected("crash before commit")
 
             with pytest.raises((Injected, InsufficientBalance, DomainError)):
@@ -274,7 +382,10 @@ def test_randomized_ledger_simulation(
     assert min(counts.get(k, 0) for k in ("pay", "resolve", "crash", "fail_mid", "replay")) > 0
     proc = subprocess.run(
         [sys.executable, "-m", "app", "ledger", "check", "--database-url", db_url],
-        cwd=ROOT, capture_output=True, text=True, timeout=120,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "all checks passed" in proc.stdout

@@ -63,7 +63,9 @@ def provider(raw_client: Any, engine: Engine, clock: FixedClock, settings: Setti
 def topup(engine: Engine, clock: FixedClock) -> Callable[..., Invoice]:
     def _make(user_id: int, amount_cents: int = 100_000, currency: str = "BTC") -> Invoice:
         with Session(engine, expire_on_commit=False) as s:
-            inv = payments.create_topup(s, user_id=user_id, amount_cents=amount_cents, currency=currency, now=clock.now())
+            inv = payments.create_topup(
+                s, user_id=user_id, amount_cents=amount_cents, currency=currency, now=clock.now()
+            )
             s.commit()
             return inv
 

@@ -27,7 +27,11 @@ def balance(engine: Engine, user_id: int) -> int:
 
 def credits(engine: Engine) -> int:
     with Session(engine) as s:
-        return int(s.exec(select(func.count()).select_from(JournalEntry).where(JournalEntry.kind == "topup")).one())
+        return int(
+            s.exec(
+                select(func.count()).select_from(JournalEntry).where(JournalEntry.kind == "topup")
+            ).one()
+        )
 
 
 def expire(engine: Engine, clock: FixedClock) -> int:
@@ -48,7 +52,9 @@ def customer(make_user: Callable[..., Any]) -> Any:
 
 
 @pytest.mark.parametrize("currency", ["BTC", "ETH", "USDT", "USDC"])
-def test_paid_in_full(provider: Provider, topup: Callable[..., Any], customer: Any, engine: Engine, currency: str) -> None:
+def test_paid_in_full(
+    provider: Provider, topup: Callable[..., Any], customer: Any, engine: Engine, currency: str
+) -> None:
     inv = topup(customer.id, 250_000, currency)
     due = int(inv.due_units)
     provider.pay(inv.id, due, confirmed=False)
@@ -62,7 +68,9 @@ def test_paid_in_full(provider: Provider, topup: Callable[..., Any], customer: A
     assert_clean(engine)
 
 
-def test_overpaid_credits_excess_at_locked_rate(provider: Provider, topup: Callable[..., Any], customer: Any, engine: Engine) -> None:
+def test_overpaid_credits_excess_at_locked_rate(
+    provider: Provider, topup: Callable[..., Any], customer: Any, engine: Engine
+) -> None:
     inv = topup(customer.id, 100_000, "BTC")
     due = int(inv.due_units)
     provider.pay(inv.id, due + 50_000)  # 0.0005 BTC extra
@@ -93,7 +101,9 @@ def test_partial_then_expired_credits_what_was_received_when_window_closes(
     assert_clean(engine)
 
 
-def test_paid_late_within_window(provider: Provider, topup: Callable[..., Any], customer: Any, engine: Engine, clock: FixedClock) -> None:
+def test_paid_late_within_window(
+    provider: Provider, topup: Callable[..., Any], customer: Any, engine: Engine, clock: FixedClock
+) -> None:
     inv = topup(customer.id, 100_000, "ETH")
     clock.advance(timedelta(minutes=20))
     expire(engine, clock)
@@ -105,7 +115,9 @@ def test_paid_late_within_window(provider: Provider, topup: Callable[..., Any], 
     assert_clean(engine)
 
 
-def test_expired_unpaid_credits_nothing(provider: Provider, topup: Callable[..., Any], customer: Any, engine: Engine, clock: FixedClock) -> None:
+def test_expired_unpaid_credits_nothing(
+    provider: Provider, topup: Callable[..., Any], customer: Any, engine: Engine, clock: FixedClock
+) -> None:
     inv = topup(customer.id, 100_000, "BTC")
     clock.advance(timedelta(minutes=15, hours=24))
     expire(engine, clock)
@@ -114,7 +126,9 @@ def test_expired_unpaid_credits_nothing(provider: Provider, topup: Callable[...,
     assert balance(engine, customer.id) == 0 and credits(engine) == 0
 
 
-def test_paid_after_window_is_invalid_and_flagged(provider: Provider, topup: Callable[..., Any], customer: Any, engine: Engine, clock: FixedClock) -> None:
+def test_paid_after_window_is_invalid_and_flagged(
+    provider: Provider, topup: Callable[..., Any], customer: Any, engine: Engine, clock: FixedClock
+) -> None:
     inv = topup(customer.id, 100_000, "USDT")
     clock.advance(timedelta(minutes=15, hours=24, seconds=1))
     provider.pay(inv.id, int(inv.due_units))
@@ -125,7 +139,9 @@ def test_paid_after_window_is_invalid_and_flagged(provider: Provider, topup: Cal
     assert balance(engine, customer.id) == 0 and credits(engine) == 0
 
 
-def test_money_after_close_is_flagged_not_credited(provider: Provider, topup: Callable[..., Any], customer: Any, engine: Engine) -> None:
+def test_money_after_close_is_flagged_not_credited(
+    provider: Provider, topup: Callable[..., Any], customer: Any, engine: Engine
+) -> None:
     inv = topup(customer.id, 100_000, "BTC")
     provider.pay(inv.id, int(inv.due_units))
     provider.notify(inv.id, "InvoiceSettled")
@@ -136,7 +152,9 @@ def test_money_after_close_is_flagged_not_credited(provider: Provider, topup: Ca
     assert balance(engine, customer.id) == 100_000
 
 
-def test_hundred_replays_one_credit(provider: Provider, topup: Callable[..., Any], customer: Any, engine: Engine) -> None:
+def test_hundred_replays_one_credit(
+    provider: Provider, topup: Callable[..., Any], customer: Any, engine: Engine
+) -> None:
     inv = topup(customer.id, 100_000, "BTC")
     provider.pay(inv.id, int(inv.due_units))
     body = provider.body(inv.id, "InvoiceSettled")
@@ -151,17 +169,27 @@ def test_hundred_replays_one_credit(provider: Provider, topup: Callable[..., Any
     assert_clean(engine)
 
 
-def test_out_of_order_events(provider: Provider, topup: Callable[..., Any], customer: Any, engine: Engine) -> None:
+def test_out_of_order_events(
+    provider: Provider, topup: Callable[..., Any], customer: Any, engine: Engine
+) -> None:
     inv = topup(customer.id, 100_000, "BTC")
     provider.pay(inv.id, int(inv.due_units))
-    for etype in ("InvoiceSettled", "InvoicePaymentSettled", "InvoiceReceivedPayment", "InvoiceProcessing", "InvoiceCreated"):
+    for etype in (
+        "InvoiceSettled",
+        "InvoicePaymentSettled",
+        "InvoiceReceivedPayment",
+        "InvoiceProcessing",
+        "InvoiceCreated",
+    ):
         out = provider.notify(inv.id, etype)
         assert out["status"] == "Settled"
     assert credits(engine) == 1 and balance(engine, customer.id) == 100_000
 
 
 @pytest.mark.parametrize("sig", [None, "", "sha256=" + "0" * 64, "sha256=deadbeef", "garbage"])
-def test_forged_or_missing_signature_rejected(provider: Provider, topup: Callable[..., Any], customer: Any, engine: Engine, sig: str | None) -> None:
+def test_forged_or_missing_signature_rejected(
+    provider: Provider, topup: Callable[..., Any], customer: Any, engine: Engine, sig: str | None
+) -> None:
     inv = topup(customer.id, 100_000, "BTC")
     provider.pay(inv.id, int(inv.due_units))
     r = provider.send(provider.body(inv.id, "InvoiceSettled"), sig=sig)
@@ -170,7 +198,9 @@ def test_forged_or_missing_signature_rejected(provider: Provider, topup: Callabl
     assert provider.invoice(inv.id).status == "New"
 
 
-def test_signature_over_other_body_or_key_rejected(provider: Provider, topup: Callable[..., Any], customer: Any, engine: Engine) -> None:
+def test_signature_over_other_body_or_key_rejected(
+    provider: Provider, topup: Callable[..., Any], customer: Any, engine: Engine
+) -> None:
     inv = topup(customer.id, 100_000, "BTC")
     provider.pay(inv.id, int(inv.due_units))
     body = provider.body(inv.id, "InvoiceSettled")
@@ -179,8 +209,14 @@ def test_signature_over_other_body_or_key_rejected(provider: Provider, topup: Ca
     assert credits(engine) == 0
 
 
-def test_malformed_or_unknown_notifications(provider: Provider, topup: Callable[..., Any], customer: Any) -> None:
+def test_malformed_or_unknown_notifications(
+    provider: Provider, topup: Callable[..., Any], customer: Any
+) -> None:
     inv = topup(customer.id, 100_000, "BTC")
-    for body in (b"not json", b'{"type":"Nope","invoiceId":"x","deliveryId":"1"}', b'{"type":"InvoiceSettled","deliveryId":"1","invoiceId":"missing"}'):
+    for body in (
+        b"not json",
+        b'{"type":"Nope","invoiceId":"x","deliveryId":"1"}',
+        b'{"type":"InvoiceSettled","deliveryId":"1","invoiceId":"missing"}',
+    ):
         assert provider.send(body).status_code in (404, 422)
     assert provider.invoice(inv.id).status == "New"

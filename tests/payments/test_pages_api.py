@@ -26,7 +26,9 @@ def invoice_id_from(r: Any) -> int:
     return int(m.group(1))
 
 
-def test_topup_form_prefills_and_validates(client: Any, login: Callable[..., Any], make_user: Callable[..., Any]) -> None:
+def test_topup_form_prefills_and_validates(
+    client: Any, login: Callable[..., Any], make_user: Callable[..., Any]
+) -> None:
     login(client, make_user())
     r = client.get("/topups/new?amount_cents=123456&return_to=/orders/5/review")
     assert r.status_code == 200
@@ -48,7 +50,11 @@ def test_topups_need_login(client: Any) -> None:
 
 @pytest.mark.parametrize("currency", ["BTC", "ETH", "USDT", "USDC"])
 def test_invoice_page_address_qr_and_countdown(
-    client: Any, login: Callable[..., Any], make_user: Callable[..., Any], engine: Engine, currency: str
+    client: Any,
+    login: Callable[..., Any],
+    make_user: Callable[..., Any],
+    engine: Engine,
+    currency: str,
 ) -> None:
     login(client, make_user())
     iid = invoice_id_from(client.post("/topups/new", data={"amount": "2500", "currency": currency}))
@@ -76,7 +82,10 @@ def test_simulation_controls_go_through_webhook(
     user = make_user()
     login(client, user)
     iid = invoice_id_from(
-        client.post("/topups/new", data={"amount": "1000", "currency": "USDC", "return_to": "/orders/9/review"})
+        client.post(
+            "/topups/new",
+            data={"amount": "1000", "currency": "USDC", "return_to": "/orders/9/review"},
+        )
     )
     r = client.post(f"/topups/{iid}/simulate", data={"action": "pay_full"})
     assert r.status_code == 303
@@ -88,8 +97,9 @@ def test_simulation_controls_go_through_webhook(
     with Session(engine) as s:
         assert ledger.available_cents(s, user.id) == 100_000
         assert run_checks(s) == []
-        from app.payments.models import WebhookDelivery
         from sqlmodel import select
+
+        from app.payments.models import WebhookDelivery
 
         assert len(s.exec(select(WebhookDelivery)).all()) >= 4
     bal = client.get("/balance")
@@ -110,8 +120,14 @@ def test_simulation_controls_go_through_webhook(
     ],
 )
 def test_every_simulated_path(
-    client: Any, login: Callable[..., Any], make_user: Callable[..., Any], engine: Engine,
-    actions: list[str], status: str, exception: str, credited: str,
+    client: Any,
+    login: Callable[..., Any],
+    make_user: Callable[..., Any],
+    engine: Engine,
+    actions: list[str],
+    status: str,
+    exception: str,
+    credited: str,
 ) -> None:
     user = make_user()
     login(client, user)
@@ -130,12 +146,19 @@ def test_every_simulated_path(
             assert 0 < bal < 100_000 and bal == inv.credited_cents
         else:  # overpaid by a quarter of the due, the excess converted (rounded down)
             extra = int(inv.due_units) // 4
-            assert bal == 100_000 + cents_for_crypto(extra, inv.rate, inv.decimals) == inv.credited_cents
+            assert (
+                bal
+                == 100_000 + cents_for_crypto(extra, inv.rate, inv.decimals)
+                == inv.credited_cents
+            )
         assert run_checks(s) == []
 
 
 def test_other_customers_invoice_is_404(
-    client: Any, new_client: Callable[[], Any], login: Callable[..., Any], make_user: Callable[..., Any]
+    client: Any,
+    new_client: Callable[[], Any],
+    login: Callable[..., Any],
+    make_user: Callable[..., Any],
 ) -> None:
     login(client, make_user())
     iid = invoice_id_from(client.post("/topups/new", data={"amount": "10", "currency": "BTC"}))
@@ -145,13 +168,17 @@ def test_other_customers_invoice_is_404(
     assert other.get(f"/api/v1/topups/{iid}").status_code == 404
 
 
-def test_unknown_simulation_action(client: Any, login: Callable[..., Any], make_user: Callable[..., Any]) -> None:
+def test_unknown_simulation_action(
+    client: Any, login: Callable[..., Any], make_user: Callable[..., Any]
+) -> None:
     login(client, make_user())
     iid = invoice_id_from(client.post("/topups/new", data={"amount": "10", "currency": "BTC"}))
     assert client.post(f"/topups/{iid}/simulate", data={"action": "print_money"}).status_code == 422
 
 
-def test_json_api_with_bearer_token(raw_client: Any, make_user: Callable[..., Any], engine: Engine, clock: FixedClock) -> None:
+def test_json_api_with_bearer_token(
+    raw_client: Any, make_user: Callable[..., Any], engine: Engine, clock: FixedClock
+) -> None:
     user = make_user()
     with Session(engine) as s:
         made = create_api_token(s, user, "t", clock.now())
@@ -161,10 +188,14 @@ def test_json_api_with_bearer_token(raw_client: Any, make_user: Callable[..., An
     assert raw_client.get("/api/v1/balance").status_code == 401
     r = raw_client.get("/api/v1/balance", headers=h)
     assert r.status_code == 200 and r.json()["available_cents"] == 0
-    r = raw_client.post("/api/v1/topups", json={"amount_cents": 50_000, "currency": "eth"}, headers=h)
+    r = raw_client.post(
+        "/api/v1/topups", json={"amount_cents": 50_000, "currency": "eth"}, headers=h
+    )
     assert r.status_code == 201, r.text
     body = r.json()
-    assert body["status"] == "New" and body["address"].startswith("0x") and int(body["due_units"]) > 0
+    assert (
+        body["status"] == "New" and body["address"].startswith("0x") and int(body["due_units"]) > 0
+    )
     got = raw_client.get(f"/api/v1/topups/{body['id']}", headers=h).json()
     assert got["payment_uri"] == body["payment_uri"]
     bad = raw_client.post("/api/v1/topups", json={"amount_cents": 5, "currency": "BTC"}, headers=h)
@@ -172,28 +203,54 @@ def test_json_api_with_bearer_token(raw_client: Any, make_user: Callable[..., An
 
 
 def test_staff_journal_customer_and_adjustment(
-    client: Any, new_client: Callable[[], Any], login: Callable[..., Any], make_user: Callable[..., Any],
-    engine: Engine, clock: FixedClock,
+    client: Any,
+    new_client: Callable[[], Any],
+    login: Callable[..., Any],
+    make_user: Callable[..., Any],
+    engine: Engine,
+    clock: FixedClock,
 ) -> None:
     customer = make_user()
     with Session(engine) as s:
-        ledger.grant_promotion(s, user_id=customer.id, amount_cents=10_000, reason="hi", now=clock.now(), idempotency_key="p")
+        ledger.grant_promotion(
+            s,
+            user_id=customer.id,
+            amount_cents=10_000,
+            reason="hi",
+            now=clock.now(),
+            idempotency_key="p",
+        )
         s.commit()
     sales = login(new_client(), make_user(role="sales"))
     assert sales.get("/staff/ledger").status_code == 200
     assert sales.get(f"/staff/ledger/customers/{customer.id}").status_code == 200
-    r = sales.post(f"/staff/ledger/customers/{customer.id}/adjust", data={"amount": "5", "reason": "x", "key": "k"})
+    r = sales.post(
+        f"/staff/ledger/customers/{customer.id}/adjust",
+        data={"amount": "5", "reason": "x", "key": "k"},
+    )
     assert r.status_code == 403
     login(client, make_user(role="ops"))
     r = client.get(f"/staff/ledger?email={customer.email}")
     assert r.status_code == 303
-    r = client.post(f"/staff/ledger/customers/{customer.id}/adjust", data={"amount": "-5", "reason": "", "key": "k1"})
+    r = client.post(
+        f"/staff/ledger/customers/{customer.id}/adjust",
+        data={"amount": "-5", "reason": "", "key": "k1"},
+    )
     assert r.status_code == 422 and "reason is required" in r.text
-    r = client.post(f"/staff/ledger/customers/{customer.id}/adjust", data={"amount": "-500", "reason": "too much", "key": "k2"})
+    r = client.post(
+        f"/staff/ledger/customers/{customer.id}/adjust",
+        data={"amount": "-500", "reason": "too much", "key": "k2"},
+    )
     assert r.status_code == 422 and 'value="-500"' in r.text
-    r = client.post(f"/staff/ledger/customers/{customer.id}/adjust", data={"amount": "-25.50", "reason": "goodwill reversal", "key": "k3"})
+    r = client.post(
+        f"/staff/ledger/customers/{customer.id}/adjust",
+        data={"amount": "-25.50", "reason": "goodwill reversal", "key": "k3"},
+    )
     assert r.status_code == 303
-    r = client.post(f"/staff/ledger/customers/{customer.id}/adjust", data={"amount": "-25.50", "reason": "goodwill reversal", "key": "k3"})
+    r = client.post(
+        f"/staff/ledger/customers/{customer.id}/adjust",
+        data={"amount": "-25.50", "reason": "goodwill reversal", "key": "k3"},
+    )
     assert r.status_code == 303  # a resubmitted form does not adjust twice
     with Session(engine) as s:
         assert ledger.available_cents(s, customer.id) == 10_000 - 2_550
