@@ -77,7 +77,7 @@ def invoice_view(inv: Invoice, now: datetime) -> dict[str, Any]:
         "received_text": format_units(received, cur.decimals),
         "remaining_text": format_units(max(0, due - received), cur.decimals),
         "expires_iso": expires.isoformat(),
-        "lock_active": now < expires,
+        "lock_active": now < expires and not inv.final,
         # The simulated clock may run ahead of the browser's: the countdown adds this.
         "clock_offset_ms": int((now - wall_now()).total_seconds() * 1000),
         "status_text": STATUS_TEXT.get(inv.status, inv.status),
