@@ -169,6 +169,11 @@ def _lock(session: Session, invoice_id: int) -> Invoice:
 
 def sync_invoice(session: Session, invoice_id: int, now: datetime) -> Invoice:
     """Re-read the provider and bring the invoice (and its credit) up to date."""
+    return _sync(session, invoice_id, now)[0]
+
+
+def _sync(session: Session, invoice_id: int, now: datetime) -> tuple[Invoice, bool]:
+    """As ``sync_invoice``; also says whether *this* call credited the ledger."""
     inv = _lock(session, invoice_id)
     pays = PROVIDER.payments(session, inv)
     if inv.final:
@@ -178,7 +183,7 @@ def sync_invoice(session: Session, invoice_id: int, now: datetime) -> Invoice:
             inv.updated_at = now
             session.add(inv)
             session.flush()
-        return inv
+        return inv, False
     ev = rules.evaluate(
         due_units=int(inv.due_units),
         payments=pays,
@@ -191,6 +196,7 @@ def sync_invoice(session: Session, invoice_id: int, now: datetime) -> Invoice:
     inv.received_units = str(ev.received_units)
     inv.needs_review = inv.needs_review or ev.needs_review
     inv.updated_at = now
+    credited_now = False
     if ev.final:
         inv.final = True
         cents = credit_for_invoice(
@@ -217,9 +223,10 @@ def sync_invoice(session: Session, invoice_id: int, now: datetime) -> Invoice:
                 + (f" ({ev.exception.value})" if ev.exception.value else ""),
             )
             inv.credit_entry_id = entry.id
+            credited_now = True
     session.add(inv)
     session.flush()
-    return inv
+    return inv, credited_now
 
 
 def expire_due(session: Session, now: datetime) -> int:
@@ -289,13 +296,12 @@ def handle_webhook(
             session.flush()
     except IntegrityError:
         duplicate = True  # the same delivery again: re-reading is harmless
-    before = inv.credit_entry_id
-    inv = sync_invoice(session, inv.id, now)  # type: ignore[arg-type]
+    inv, credited_now = _sync(session, inv.id, now)  # type: ignore[arg-type]
     return {
         "invoice": inv.provider_id,
         "status": inv.status,
         "exception": inv.exception_status,
-        "credited": inv.credit_entry_id is not None and before is None,
+        "credited": credited_now,
         "duplicate": duplicate,
     }
 
