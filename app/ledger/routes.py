@@ -9,6 +9,7 @@ from app.accounts.deps import CurrentUser
 from app.errors import N_
 from app.ledger import service as ledger
 from app.payments import service as payments
+from app.payments.rates import CURRENCIES, format_units
 from app.web.deps import SessionDep
 from app.web.templating import render
 
@@ -50,7 +51,17 @@ def statement_context(session: SessionDep, user_id: int, page: int) -> dict[str,
         "total": total,
         "kind_text": KIND_TEXT,
         "kind_explain": KIND_EXPLAIN,
+        "coin": coin,
     }
+
+
+def coin(units: str, currency: str) -> str:
+    """Smallest units of a crypto receipt as whole coins (e.g. 2584732 sat → 0.02584732)."""
+    cur = CURRENCIES.get(currency)
+    try:
+        return format_units(int(units), cur.decimals) if cur else units
+    except ValueError:
+        return units
 
 
 @router.get("/balance", response_class=HTMLResponse)
