@@ -15,7 +15,7 @@ from app.accounts.deps import OpsUser, StaffUser
 from app.accounts.models import User
 from app.errors import N_
 from app.ledger import service as ledger
-from app.ledger.routes import statement_context
+from app.ledger.routes import coin, statement_context
 from app.money import parse_amount
 from app.web.deps import NowDep, SessionDep
 from app.web.flash import flash
@@ -46,6 +46,7 @@ def journal_page(
             "has_next": page * PAGE < total,
             "total": total,
             "email": email,
+            "coin": coin,
         },
     )
 
