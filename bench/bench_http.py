@@ -14,7 +14,7 @@ from pathlib import Path
 
 from bench.common import AppProcess, LoadResult, app_env, free_port, machine, run_locust, seeded_sqlite
 
-SIZE_QUERY = "preset=llama-3.1-8b&tokens=1T&seq_len=4096&micro_batch_size=1&method=full"
+SIZE_QUERY = "model=llama-3.1-8b&tokens=1T&seq_len=4096&mbs=1&method=full"
 USERS = 16
 SECONDS = 15
 
