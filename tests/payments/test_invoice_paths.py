@@ -220,3 +220,8 @@ def test_malformed_or_unknown_notifications(
     ):
         assert provider.send(body).status_code in (404, 422)
     assert provider.invoice(inv.id).status == "New"
+
+
+def test_oversized_notification_refused(provider: Provider) -> None:
+    body = b'{"type":"InvoiceSettled","pad":"' + b"x" * 70_000 + b'"}'
+    assert provider.send(body).status_code == 413
