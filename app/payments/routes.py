@@ -170,6 +170,8 @@ def invoice_page(
     inv = payments.invoice_visible_to(session, user, invoice_id)
     ctx = invoice_view(inv, now)
     ctx.update({"qr": qr_svg(inv.payment_uri), "sim_actions": SIM_ACTIONS})
+    if user.is_staff:
+        ctx["chain"], ctx["deliveries"] = payments.provider_log(session, inv)
     return render(request, "payments/invoice.html", ctx)
 
 

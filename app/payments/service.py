@@ -377,3 +377,20 @@ def recent_invoices(session: Session, limit: int = 50, offset: int = 0) -> list[
     return list(
         session.exec(select(Invoice).order_by(col(Invoice.id).desc()).limit(limit).offset(offset))
     )
+
+
+def provider_log(
+    session: Session, invoice: Invoice
+) -> tuple[list[ChainPayment], list[WebhookDelivery]]:
+    """Staff: the payments the provider saw and every notification we accepted."""
+    pays = session.exec(
+        select(ChainPayment)
+        .where(ChainPayment.invoice_id == invoice.id)
+        .order_by(col(ChainPayment.id))
+    ).all()
+    deliveries = session.exec(
+        select(WebhookDelivery)
+        .where(WebhookDelivery.provider_invoice_id == invoice.provider_id)
+        .order_by(col(WebhookDelivery.id))
+    ).all()
+    return list(pays), list(deliveries)

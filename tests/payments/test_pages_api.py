@@ -257,4 +257,9 @@ def test_staff_journal_customer_and_adjustment(
         assert run_checks(s) == []
     assert "goodwill reversal" in client.get(f"/staff/ledger/customers/{customer.id}").text
     assert client.get("/staff/payments").status_code == 200
+    iid = invoice_id_from(
+        login(new_client(), customer).post("/topups/new", data={"amount": "10", "currency": "BTC"})
+    )
+    staff_view = client.get(f"/topups/{iid}")
+    assert staff_view.status_code == 200 and "Provider log" in staff_view.text
     assert login(new_client(), customer).get("/staff/ledger").status_code == 403
