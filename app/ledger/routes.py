@@ -52,6 +52,7 @@ def statement_context(session: SessionDep, user_id: int, page: int) -> dict[str,
         "kind_text": KIND_TEXT,
         "kind_explain": KIND_EXPLAIN,
         "coin": coin,
+        "pending": ledger.pending_holds(session, user_id),
     }
 
 

@@ -396,6 +396,28 @@ def statement(
     return lines
 
 
+def pending_holds(session: Session, user_id: int) -> list[Hold]:
+    """What makes up the customer's on-hold balance."""
+    return list(
+        session.exec(
+            select(Hold)
+            .where(Hold.user_id == user_id, Hold.status == HoldStatus.pending.value)
+            .order_by(col(Hold.id))
+        )
+    )
+
+
+def declined_attempts(session: Session, user_id: int, limit: int = 20) -> list[DeclinedAttempt]:
+    return list(
+        session.exec(
+            select(DeclinedAttempt)
+            .where(DeclinedAttempt.user_id == user_id)
+            .order_by(col(DeclinedAttempt.id).desc())
+            .limit(limit)
+        )
+    )
+
+
 def statement_count(session: Session, user_id: int) -> int:
     return int(
         session.exec(
@@ -726,8 +748,14 @@ def adjust(
         raise errors.InvalidInput(N_("A reason is required."), field="reason")
     if getattr(actor, "id", None) is None:
         raise errors.Forbidden()
+    if corrects_entry_id is not None:
+        target = session.get(JournalEntry, corrects_entry_id)
+        if target is None or target.user_id != user_id:
+            raise errors.InvalidInput(
+                N_("That entry is not one of this customer's."), field="corrects_entry_id"
+            )
     avail, held = _lock_customer(session, user_id, now)
-    fp = _fingerprint("adjust", amount=amount_cents, reason=reason)
+    fp = _fingerprint("adjust", amount=amount_cents, reason=reason, corrects=corrects_entry_id)
     prior = _replay(session, user_id, idempotency_key, "adjust", fp)
     if prior is not None:
         entry = session.get(JournalEntry, prior.entry_id)

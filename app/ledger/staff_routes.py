@@ -65,7 +65,13 @@ def _customer_page(
         raise errors.NotFound(N_("No such customer."))
     ctx = statement_context(session, customer_id, page)
     ctx.update(
-        {"customer": customer, "form": form, "errors": errs, "order_base": "/staff/ops/orders/"}
+        {
+            "customer": customer,
+            "form": form,
+            "errors": errs,
+            "order_base": "/staff/ops/orders/",
+            "declined": ledger.declined_attempts(session, customer_id),
+        }
     )
     return render(request, "ledger/staff_customer.html", ctx, status_code=status_code)
 
@@ -74,7 +80,7 @@ def _customer_page(
 def customer_page(
     request: Request, customer_id: int, session: SessionDep, user: StaffUser, page: int = 1
 ) -> Response:
-    form = {"amount": "", "reason": "", "key": secrets.token_urlsafe(16)}
+    form = {"amount": "", "reason": "", "corrects": "", "key": secrets.token_urlsafe(16)}
     return _customer_page(request, session, customer_id, page, form, {})
 
 
@@ -88,8 +94,14 @@ def adjust(
     amount: Annotated[str, Form()] = "",
     reason: Annotated[str, Form()] = "",
     key: Annotated[str, Form()] = "",
+    corrects: Annotated[str, Form()] = "",
 ) -> Response:
-    form = {"amount": amount, "reason": reason, "key": key or secrets.token_urlsafe(16)}
+    form = {
+        "amount": amount,
+        "reason": reason,
+        "corrects": corrects,
+        "key": key or secrets.token_urlsafe(16),
+    }
     errs: dict[str, str] = {}
     cents = 0
     text = amount.strip()
@@ -102,6 +114,12 @@ def adjust(
         errs["amount"] = _("Enter an amount in US dollars, for example 25.00 or -25.00.")
     if not reason.strip():
         errs["reason"] = _("A reason is required.")
+    corrects_id: int | None = None
+    if corrects.strip():
+        try:
+            corrects_id = int(corrects.strip().lstrip("#"))
+        except ValueError:
+            errs["corrects_entry_id"] = _("Enter an entry number, like 42.")
     if session.get(User, customer_id) is None:
         raise errors.NotFound(N_("No such customer."))
     if not errs:
@@ -115,6 +133,7 @@ def adjust(
                 now=now,
                 idempotency_key=f"adjust:{form['key']}",
                 ip=client_ip(request),
+                corrects_entry_id=corrects_id,
             )
         except ledger.InsufficientBalance as e:
             errs["amount"] = e.render_message(_)

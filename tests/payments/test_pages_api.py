@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Callable
 from typing import Any
@@ -263,3 +264,60 @@ def test_staff_journal_customer_and_adjustment(
     staff_view = client.get(f"/topups/{iid}")
     assert staff_view.status_code == 200 and "Provider log" in staff_view.text
     assert login(new_client(), customer).get("/staff/ledger").status_code == 403
+
+
+def test_balance_explains_holds_and_staff_sees_declines(
+    client: Any,
+    new_client: Callable[[], Any],
+    login: Callable[..., Any],
+    make_user: Callable[..., Any],
+    engine: Engine,
+    clock: FixedClock,
+) -> None:
+    customer = make_user()
+    with Session(engine) as s:
+        ledger.grant_promotion(
+            s,
+            user_id=customer.id,
+            amount_cents=10_000,
+            reason="hi",
+            now=clock.now(),
+            idempotency_key="p",
+        )
+        ledger.place_hold(
+            s,
+            user_id=customer.id,
+            amount_cents=4_000,
+            idempotency_key="o1",
+            now=clock.now(),
+            reason="order #41",
+            order_id=41,
+        )
+        with contextlib.suppress(ledger.InsufficientBalance):
+            ledger.place_hold(
+                s,
+                user_id=customer.id,
+                amount_cents=9_000,
+                idempotency_key="o2",
+                now=clock.now(),
+                reason="order #42",
+                order_id=42,
+            )
+        s.commit()
+    page = login(client, customer).get("/balance")
+    assert "/console/orders/41" in page.text and "Reserved for an order" in page.text
+    ops = login(new_client(), make_user(role="ops"))
+    staff = ops.get(f"/staff/ledger/customers/{customer.id}")
+    assert "Declined payment attempts" in staff.text and "/staff/ops/orders/42" in staff.text
+    bad = ops.post(
+        f"/staff/ledger/customers/{customer.id}/adjust",
+        data={"amount": "1", "reason": "fix", "key": "kk", "corrects": "999999"},
+    )
+    assert bad.status_code == 422 and "not one of this customer" in bad.text
+    ok = ops.post(
+        f"/staff/ledger/customers/{customer.id}/adjust",
+        data={"amount": "1", "reason": "fix", "key": "kk2", "corrects": "#1"},
+    )
+    assert ok.status_code == 303
+    with Session(engine) as s:
+        assert ledger.balance_summary(s, customer.id) == (6_100, 4_000)
