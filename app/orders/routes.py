@@ -360,12 +360,21 @@ def _review_page(
     topup_errors: dict[str, str] | None = None,
     topup_amount: str | None = None,
 ) -> HTMLResponse:
+    from app.payments import service as payments
+
     rv = service.review(session, order, now)
     spec = specs.spec(order.sku_id)
+    back = f"/orders/{order.id}/review"
+    open_topups = [
+        i
+        for i in payments.invoices_for(session, order.user_id)
+        if i.return_to == back and not i.final
+    ]
     return render(
         request,
         "orders/review.html",
         {
+            "open_topups": open_topups if rv.shortfall_cents > 0 else [],
             "order": order,
             "rv": rv,
             "spec": spec,

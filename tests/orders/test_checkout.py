@@ -174,6 +174,7 @@ def test_shortfall_topup_then_pay_with_one_click(
         inv = s.exec(select(Invoice).where(Invoice.user_id == u.id)).one()
         assert inv.amount_cents == 2_490_000 and inv.return_to == f"/orders/{oid}/review"
     assert invoice_page == f"/topups/{inv.id}"
+    assert f'href="{invoice_page}"' in client.get(f"/orders/{oid}/review").text  # still open
     # The simulated provider is paid in full; its signed webhook settles the invoice.
     r = client.post(f"{invoice_page}/simulate", data={"action": "pay_full"})
     assert r.status_code == 303
