@@ -25,12 +25,22 @@ from app.settings import Settings
 
 log = logging.getLogger("app.worker")
 
-Job = Callable[[Session, datetime], Any]
+Job = Callable[[Engine, datetime], Any]
+
+
+def in_transaction(job: Callable[[Session, datetime], Any]) -> Job:
+    """A job that does its whole round in one transaction."""
+
+    def run(engine: Engine, now: datetime) -> Any:
+        with transaction(engine) as session:
+            return job(session, now)
+
+    return run
 
 
 def jobs(settings: Settings) -> list[tuple[str, Job]]:
     from app.notifications.service import send_outbox
-    from app.orders.renewals import run_due_renewals, send_late_notices
+    from app.orders.renewals import run_due_renewals_each, send_late_notices
     from app.payments.service import expire_due
 
     def outbox(session: Session, now: datetime) -> int:
@@ -42,29 +52,29 @@ def jobs(settings: Settings) -> list[tuple[str, Job]]:
             now=now,
         )
 
-    def renewals(session: Session, now: datetime) -> int:
-        return run_due_renewals(session, now).total()
+    def renewals(engine: Engine, now: datetime) -> int:
+        # One short transaction per lease (see run_due_renewals_each).
+        return run_due_renewals_each(engine, now).total()
 
     return [
         ("renewals", renewals),
-        ("late_notices", send_late_notices),
-        ("invoice_expiry", expire_due),
-        ("outbox", outbox),
+        ("late_notices", in_transaction(send_late_notices)),
+        ("invoice_expiry", in_transaction(expire_due)),
+        ("outbox", in_transaction(outbox)),
     ]
 
 
 def run_once(
     engine: Engine, clock: Clock, settings: Settings, *, only: set[str] | None = None
 ) -> dict[str, Any]:
-    """Run every due job once, each in its own transaction; a failing job is logged and
-    the others still run. Returns what each job did (or the error)."""
+    """Run every due job once, each in its own transaction(s); a failing job is logged
+    and the others still run. Returns what each job did (or the error)."""
     results: dict[str, Any] = {}
     for name, job in jobs(settings):
         if only is not None and name not in only:
             continue
         try:
-            with transaction(engine) as session:
-                results[name] = job(session, clock.now())
+            results[name] = job(engine, clock.now())
         except Exception as e:  # keep the loop alive; the job is retried next round
             log.exception("job %s failed", name)
             results[name] = f"error: {e.__class__.__name__}"

@@ -20,11 +20,12 @@ import logging
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlmodel import Session, col, select
 
 from app.clock import utc
-from app.db import is_postgres
+from app.db import is_postgres, transaction
 from app.errors import N_, InsufficientBalance
 from app.orders import ops
 from app.orders.lifecycle import GRACE_DAYS, PRE_DELIVERY, OrderStatus
@@ -82,26 +83,61 @@ def _lock_order(session: Session, order_id: int, now: datetime) -> Order | None:
     return order
 
 
+def renew_order(session: Session, order_id: int, now: datetime) -> str | None:
+    """Lock one lease and do what its period end calls for; None when it is not due (any
+    more) or another worker holds it. Returns renewed | short | retried | suspended |
+    ended."""
+    order = _lock_order(session, order_id, now)
+    if order is None:
+        return None
+    return _renew_one(session, order, now)
+
+
+def _count(report: RenewalReport, order_id: int, outcome: str | None) -> None:
+    if outcome is None:
+        report.skipped += 1
+        return
+    setattr(report, outcome, getattr(report, outcome) + 1)
+    report.order_ids.append(order_id)
+
+
 def run_due_renewals(session: Session, now: datetime, *, limit: int = 500) -> RenewalReport:
-    """Handle every lease whose period has ended. Safe to run from several workers."""
+    """Handle every lease whose period has ended, in the caller's transaction (each lease
+    in a savepoint). Safe to run from several workers; the worker itself prefers
+    ``run_due_renewals_each`` (one short transaction per lease)."""
     report = RenewalReport()
     for order_id in due_order_ids(session, now, limit):
         sp = session.begin_nested()
         try:
-            order = _lock_order(session, order_id, now)
-            if order is None:
-                report.skipped += 1
-                sp.rollback()
-                continue
-            outcome = _renew_one(session, order, now)
+            outcome = renew_order(session, order_id, now)
             sp.commit()
         except IntegrityError:
             # Another worker recorded this period first: nothing to do.
             sp.rollback()
-            report.skipped += 1
-            continue
-        setattr(report, outcome, getattr(report, outcome) + 1)
-        report.order_ids.append(order_id)
+            outcome = None
+        _count(report, order_id, outcome)
+    return report
+
+
+def run_due_renewals_each(engine: Engine, now: datetime, *, limit: int = 500) -> RenewalReport:
+    """The worker's way: each lease in its own short transaction. Two workers then never
+    hold many customers' ledger rows at once (no deadlock between them), one bad lease
+    cannot undo the others, and a worker killed midway keeps what it committed."""
+    with transaction(engine) as session:
+        ids = due_order_ids(session, now, limit)
+    report = RenewalReport()
+    for order_id in ids:
+        try:
+            with transaction(engine) as session:
+                outcome = renew_order(session, order_id, now)
+        except IntegrityError:
+            outcome = None  # another worker recorded this period first
+        except OperationalError:
+            # A lock conflict with another worker (PostgreSQL chose us as the deadlock
+            # victim, or SQLite stayed busy): nothing of it was kept; retried next round.
+            log.warning("renewal of order %s deferred: lock conflict", order_id)
+            outcome = None
+        _count(report, order_id, outcome)
     return report
 
 

@@ -71,10 +71,10 @@ def test_worker_sends_late_notice_by_smtp_once(
 def test_a_failing_job_does_not_stop_the_others(engine, clock, settings, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     import app.orders.renewals as renewals
 
-    def boom(session, now):  # type: ignore[no-untyped-def]
+    def boom(engine, now):  # type: ignore[no-untyped-def]
         raise RuntimeError("disk on fire")
 
-    monkeypatch.setattr(renewals, "run_due_renewals", boom)
+    monkeypatch.setattr(renewals, "run_due_renewals_each", boom)
     settings.smtp_port = _free_port()  # nobody listens: the outbox just retries later
     results = run_once(engine, clock, settings)
     assert results["renewals"] == "error: RuntimeError"
