@@ -507,6 +507,15 @@ def mark_delivered(
 
     order = load_order(session, order_id)
     _require(order, PRE_DELIVERY)
+    waiting = catalog.waiting_units(session, order.id or 0)
+    if waiting > 0:
+        raise OrderStateConflict(
+            N_(
+                "{n} node(s) of this order are still waiting for an incoming batch: mark the "
+                "batch arrived on the Nodes page first."
+            ),
+            n=waiting,
+        )
     hosts = hosts_of(session, order.id or 0)
     if len(hosts) < order.quantity or any(not h.ip or not h.host_key_fingerprints for h in hosts):
         raise CredentialsMissing()

@@ -364,3 +364,31 @@ def test_customer_is_told_in_their_own_language(client, engine, make_user, login
     with Session(engine) as s:
         n = s.exec(select(Notification).where(Notification.kind == "order.provisioning")).one()
     assert "部署" in n.message
+
+
+def test_order_waiting_for_a_batch_cannot_be_assigned_or_delivered_yet(
+    client, engine, make_user, login, clock
+) -> None:  # type: ignore[no-untyped-def]
+    from app.catalog import service as catalog
+
+    seed_catalog(engine, clock.now())
+    with Session(engine) as s:
+        free = catalog.available_count(s, "hgx-h100")
+    order = paid_order(engine, make_user(), clock.now(), nodes=free + 1)
+    with Session(engine) as s:
+        assert catalog.waiting_units(s, order.id) == 1
+    login(client, make_user(role="ops"))
+    page = client.get(f"/staff/ops/orders/{order.id}").text
+    assert "still waiting for an incoming batch" in page
+    r = client.post(f"/staff/ops/orders/{order.id}/nodes", data={"node_ids": ["1"]})
+    assert r.status_code == 422 and "still waiting for an incoming batch" in r.text
+    ips = [f"203.0.113.{i + 20}" for i in range(free + 1)]
+    assert (
+        client.post(
+            f"/staff/ops/orders/{order.id}/credentials", data=_creds(order.id, ips)
+        ).status_code
+        == 303
+    )
+    r = client.post(f"/staff/ops/orders/{order.id}/deliver", data={})
+    assert "still waiting for an incoming batch" in client.get(r.headers["location"]).text
+    assert _order(engine, order.id).status == "paid"
