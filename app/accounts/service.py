@@ -271,8 +271,9 @@ def _secure(request: Request) -> bool:
 
 
 def _rotate_csrf(request: Request) -> None:
-    request.state.csrf_token = secrets.token_urlsafe(32)
-    request.state.csrf_new = True
+    from app.web.csrf import rotate
+
+    rotate(request)
 
 
 def start_session(

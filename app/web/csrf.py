@@ -59,6 +59,16 @@ def csrf_token(request: Request) -> str:
     return token
 
 
+def rotate(request: Request) -> str:
+    """A fresh token for this browser (at login and logout): a token planted or seen
+    before authentication is useless afterwards. The middleware sets the new cookie."""
+    token = secrets.token_urlsafe(32)
+    request.state.csrf_token = token
+    request.state.csrf_new = True
+    _current_token.set(token)
+    return token
+
+
 def cookie_value(request: Request) -> str:
     return _signer(request).dumps(request.state.csrf_token)
 

@@ -35,3 +35,9 @@ def page_csrf(html: str) -> str:
     m = re.search(r'name="csrf-token" content="([^"]+)"', html)
     assert m, "page without a CSRF meta tag"
     return m.group(1)
+
+
+def web_logout(client: Any) -> Any:
+    r = client.post("/logout")
+    reset_csrf(client)
+    return r

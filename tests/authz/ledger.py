@@ -1,0 +1,12 @@
+"""Ledger: the customer's own balance; journal and balances for staff, adjustments ops."""
+
+from tests.authz import customer_only, ops_only, staff_only
+from tests.authz._objects import customer_a
+
+RULES = [
+    customer_only("GET", "/balance"),
+    customer_only("GET", "/api/v1/balance"),
+    staff_only("GET", "/staff/ledger"),
+    staff_only("GET", "/staff/ledger/customers/{customer_id}", setup=customer_a),
+    ops_only("POST", "/staff/ledger/customers/{customer_id}/adjust", setup=customer_a),
+]

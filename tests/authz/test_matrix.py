@@ -1,0 +1,161 @@
+"""Every route of the app × five actors has an expected outcome (see README.md)."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi import FastAPI
+from fastapi.routing import iter_route_contexts
+from fastapi.testclient import TestClient
+from sqlalchemy.engine import Engine
+from sqlmodel import Session
+
+import tests.authz as authz
+from app.accounts.models import User
+from app.accounts.security import SESSION_COOKIE, create_session, hash_password
+from app.clock import FixedClock
+from tests.authz import ACTORS, Ctx, Rule
+from tests.conftest import TEST_SECRET, AppClient, _with_csrf_cookie
+
+SKIP_METHODS = {"HEAD", "OPTIONS"}
+_HASH = hash_password("matrix password 123")  # one argon2 hash for every matrix user
+
+
+def load_rules() -> list[Rule]:
+    rules: list[Rule] = []
+    folder = Path(authz.__file__).parent
+    for info in pkgutil.iter_modules([str(folder)]):
+        if info.name.startswith(("test_", "_", "conftest")):
+            continue
+        module = importlib.import_module(f"tests.authz.{info.name}")
+        rules += getattr(module, "RULES", [])
+    return rules
+
+
+def route_keys(app: FastAPI) -> set[tuple[str, str]]:
+    keys: set[tuple[str, str]] = set()
+    for rc in iter_route_contexts(app.routes):
+        methods = rc.methods
+        if not methods or rc.path is None:
+            continue  # mounts (static files)
+        for m in methods - SKIP_METHODS:
+            keys.add((m, rc.path))
+    return keys
+
+
+RULES = load_rules()
+
+
+def _rule_id(rule: Rule) -> str:
+    return f"{rule.method} {rule.path}"
+
+
+def test_every_route_has_exactly_one_rule(app: FastAPI) -> None:
+    routes = route_keys(app)
+    ruled: dict[tuple[str, str], int] = {}
+    for r in RULES:
+        ruled[(r.method, r.path)] = ruled.get((r.method, r.path), 0) + 1
+    missing = sorted(routes - set(ruled))
+    stale = sorted(set(ruled) - routes)
+    doubled = sorted(k for k, n in ruled.items() if n > 1)
+    assert not missing, (
+        "routes without an authorization rule (add them in tests/authz/<domain>.py):\n"
+        + "\n".join(f"  {m} {p}" for m, p in missing)
+    )
+    assert not stale, "rules for routes that no longer exist:\n" + "\n".join(
+        f"  {m} {p}" for m, p in stale
+    )
+    assert not doubled, f"routes with more than one rule: {doubled}"
+
+
+def _users(engine: Engine, now: Any) -> dict[str, User]:
+    out: dict[str, User] = {}
+    with Session(engine, expire_on_commit=False) as s:
+        for key, role in (("a", "customer"), ("b", "customer"), ("sales", "sales"), ("ops", "ops")):
+            u = User(
+                email=f"matrix-{key}@example.com", password_hash=_HASH, role=role, created_at=now
+            )
+            s.add(u)
+            out[key] = u
+        s.commit()
+    return out
+
+
+@pytest.fixture
+def actors(engine: Engine, clock: FixedClock) -> dict[str, User]:
+    return _users(engine, clock.now())
+
+
+@pytest.fixture
+def browser(app: FastAPI) -> Iterator[AppClient]:
+    with AppClient(app, base_url="http://testserver", follow_redirects=False) as c:
+        yield c
+
+
+def _login_as(c: TestClient, engine: Engine, user: User | None, now: Any) -> None:
+    c.cookies.clear()
+    _with_csrf_cookie(c)
+    if user is None:
+        return
+    with Session(engine) as s:
+        cookie = create_session(s, user, now, TEST_SECRET)
+        s.commit()
+    c.cookies.set(SESSION_COOKIE, cookie)
+
+
+@pytest.mark.parametrize("rule", RULES, ids=_rule_id)
+def test_rule(
+    rule: Rule,
+    app: FastAPI,
+    engine: Engine,
+    clock: FixedClock,
+    actors: dict[str, User],
+    browser: AppClient,
+) -> None:
+    who = {
+        "anon": None,
+        "customer": actors["a"],
+        "other_customer": actors["b"],
+        "sales": actors["sales"],
+        "ops": actors["ops"],
+    }
+    failures = []
+    for actor in ACTORS:
+        params: dict[str, Any] = {}
+        body: dict[str, Any] | None = None
+        if rule.setup is not None or callable(rule.data):
+            with Session(engine, expire_on_commit=False) as s:
+                ctx = Ctx(
+                    app=app,
+                    session=s,
+                    now=clock.now(),
+                    a=actors["a"],
+                    b=actors["b"],
+                    sales=actors["sales"],
+                    ops=actors["ops"],
+                )
+                params = rule.setup(ctx) if rule.setup else {}
+                s.commit()
+                body = rule.data(ctx, params) if callable(rule.data) else rule.data
+        else:
+            body = rule.data  # type: ignore[assignment]
+        path = rule.path.format(**{k: v for k, v in params.items() if "{" + k + "}" in rule.path})
+        _login_as(browser, engine, who[actor], clock.now())
+        kwargs: dict[str, Any] = {"headers": dict(rule.headers or {})}
+        if rule.json is not None:
+            kwargs["json"] = rule.json
+        elif body is not None and rule.method != "GET":
+            kwargs["data"] = body
+        r = browser.request(rule.method, path, **kwargs)
+        expected = rule.expected(actor)
+        location = r.headers.get("location", "")
+        if not expected.check(r.status_code, location):
+            failures.append(
+                f"{actor}: expected {expected!r}, got {r.status_code} {location}".rstrip()
+            )
+    assert not failures, f"{rule.method} {rule.path}\n  " + "\n  ".join(failures)
