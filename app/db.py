@@ -34,6 +34,9 @@ def make_engine(url: str, *, busy_timeout_ms: int = 15000, pool_size: int = 10) 
         engine = create_engine(
             url,
             connect_args={"check_same_thread": False, "timeout": busy_timeout_ms / 1000},
+            # Two connections per in-flight request at most (its session + the clock's read).
+            pool_size=pool_size,
+            max_overflow=pool_size,
         )
 
         @event.listens_for(engine, "connect")

@@ -14,7 +14,7 @@ from app.db import make_engine
 from app.errors import install_handlers
 from app.settings import Settings
 from app.web.csrf import csrf_protect
-from app.web.middleware import AppMiddleware
+from app.web.middleware import AppMiddleware, ConcurrencyLimit
 from app.web.templating import STATIC_DIR, make_templates
 
 # Every table module, imported so SQLModel's metadata (and Alembic) sees all tables.
@@ -93,6 +93,8 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
 
     install_handlers(app)
     app.add_middleware(AppMiddleware, https=settings.https, default_locale=settings.default_locale)
+    # At most as many requests in flight as pooled connections (see ConcurrencyLimit).
+    app.add_middleware(ConcurrencyLimit, limit=settings.db_pool_size)
     # Outermost: compress pages, fragments and static files (htmx is ~51 KB raw, ~16 KB gzipped).
     app.add_middleware(GZipMiddleware, minimum_size=800)
     app.mount("/static", StaticFiles(directory=str(STATIC_DIR)), name="static")

@@ -137,3 +137,31 @@ class AppMiddleware:
                 elapsed * 1000,
                 rid,
             )
+
+
+class ConcurrencyLimit:
+    """Admit at most ``limit`` requests at once per process; the rest wait at the edge.
+
+    Handlers are synchronous and run in a thread pool, and a request may hold a pooled
+    database connection between its dependencies and its handler. With more requests in
+    flight than pooled connections, every worker thread can end up waiting for a
+    connection held by a request that is itself waiting for a thread — a stall until the
+    pool times out. Queueing here (no thread, no connection held) keeps the process live
+    under any load. Static files and health checks are not counted.
+    """
+
+    EXEMPT = ("/static/", "/healthz", "/metrics")
+
+    def __init__(self, app: ASGIApp, *, limit: int) -> None:
+        import asyncio
+
+        self.app = app
+        self.limit = max(1, limit)
+        self._sem = asyncio.Semaphore(self.limit)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"].startswith(self.EXEMPT):
+            await self.app(scope, receive, send)
+            return
+        async with self._sem:
+            await self.app(scope, receive, send)
