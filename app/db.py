@@ -31,12 +31,13 @@ def make_engine(url: str, *, busy_timeout_ms: int = 15000, pool_size: int = 10) 
     if u.get_backend_name() == "sqlite":
         if u.database and u.database != ":memory:":
             Path(u.database).parent.mkdir(parents=True, exist_ok=True)
+        file_db = bool(u.database) and u.database != ":memory:"
+        # Two connections per in-flight request at most (its session + the clock's read).
+        pool_args = {"pool_size": pool_size, "max_overflow": pool_size} if file_db else {}
         engine = create_engine(
             url,
             connect_args={"check_same_thread": False, "timeout": busy_timeout_ms / 1000},
-            # Two connections per in-flight request at most (its session + the clock's read).
-            pool_size=pool_size,
-            max_overflow=pool_size,
+            **pool_args,
         )
 
         @event.listens_for(engine, "connect")
