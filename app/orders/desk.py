@@ -187,4 +187,3 @@ def private_network_groups(
         g["orders"].append(order)
         g["nodes"] += order.quantity
     return sorted(groups.values(), key=lambda g: (-g["nodes"], g["email"]))
-

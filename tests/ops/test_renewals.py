@@ -223,6 +223,12 @@ def test_two_workers_on_postgres_charge_each_period_once(pg_url) -> None:  # typ
     engine = make_engine(pg_url)
     now = datetime(2026, 12, 1, 9, tzinfo=UTC)
     seed_catalog(engine, now)
+    from app.catalog import service as catalog
+
+    with Session(engine) as s:  # enough nodes in stock for six one-node leases
+        for _ in range(6):
+            catalog.add_node(s, sku_id="hgx-h100", now=now)
+        s.commit()
     made = []
     for i in range(3):
         with Session(engine, expire_on_commit=False) as s:
