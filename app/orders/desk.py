@@ -187,3 +187,22 @@ def private_network_groups(
         g["orders"].append(order)
         g["nodes"] += order.quantity
     return sorted(groups.values(), key=lambda g: (-g["nodes"], g["email"]))
+
+
+def risk_counts(session: Session, now: datetime) -> dict[str, int]:
+    """How many orders awaiting provisioning are late, and how many are due within one
+    business day (the desk's headline)."""
+    today = now.date()
+    pending = col(Order.status).in_([s.value for s in PRE_DELIVERY])
+
+    def count(*conds: Any) -> int:
+        return int(
+            session.exec(select(func.count()).select_from(Order).where(pending, *conds)).one()
+        )
+
+    return {
+        "late": count(col(Order.promised_date) < today),
+        "due_soon": count(
+            col(Order.promised_date) >= today, col(Order.promised_date) <= at_risk_cutoff(today)
+        ),
+    }

@@ -57,6 +57,7 @@ def ops_queue(request: Request, user: StaffUser, session: SessionDep, now: NowDe
             "page": page,
             "f": f,
             "groups": groups,
+            "risk": desk.risk_counts(session, now),
             "time_left": time_left,
             "status_labels": ops.STATUS_LABELS,
             "sku_options": _sku_options(),

@@ -134,6 +134,7 @@ def test_queue_sorts_at_risk_first_filters_searches_and_pages(
     assert page.status_code == 200
     text = page.text
     assert "114 orders" in text and "page 1 of 3" in text
+    assert "1 late" in text and "1 due within a business day" in text
     # At risk first: late, then due within one business day.
     assert (
         text.index(f"#{ids['late']}<")
