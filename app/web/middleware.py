@@ -90,7 +90,7 @@ class AppMiddleware:
                 headers.setdefault("Content-Security-Policy", CSP)
                 headers["X-Content-Type-Options"] = "nosniff"
                 headers["X-Frame-Options"] = "DENY"
-                headers["Referrer-Policy"] = "strict-origin-when-cross-origin"
+                headers.setdefault("Referrer-Policy", "strict-origin-when-cross-origin")
                 headers["Permissions-Policy"] = "camera=(), microphone=(), geolocation=()"
                 if self.https:
                     headers["Strict-Transport-Security"] = "max-age=63072000; includeSubDomains"
