@@ -52,11 +52,17 @@ def load_user(request: Request) -> User | None:
     """For templates rendered where no dependency resolved the user (error pages)."""
     if getattr(request.state, "user_loaded", False):
         return request.state.user  # type: ignore[no-any-return]
+    current: Session | None = getattr(request.state, "db", None)
     try:
-        with Session(request.app.state.engine, expire_on_commit=False) as db:
-            user = _resolve(request, db)
-            db.commit()
-    except Exception:
+        if current is not None and current.in_transaction():
+            # Inside the request's own transaction: a second session would wait on the
+            # write lock this one holds (SQLite BEGIN IMMEDIATE).
+            user = _resolve(request, current)
+        else:
+            with Session(request.app.state.engine, expire_on_commit=False) as db:
+                user = _resolve(request, db)
+                db.commit()
+    except Exception:  # noqa: BLE001 - an error page must render even if this fails
         user = None
     request.state.user = user
     request.state.user_loaded = True

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Request, Response
 from fastapi.testclient import TestClient
 
 from app.web.deps import SessionDep
@@ -184,3 +184,27 @@ def test_every_form_on_staff_and_console_pages_carries_the_page_token(
         assert meta, path
         for value in re.findall(r'name="csrf_token" value="([^"]*)"', r.text):
             assert value == meta.group(1), f"{path}: a form carries {value!r}"
+
+
+def test_a_logged_in_page_that_writes_renders_without_waiting_on_itself(app: FastAPI, client: TestClient, make_user, login) -> None:  # type: ignore[no-untyped-def]
+    """A handler that holds the write lock and renders a page for a logged-in user
+    (the template looks the user up) must not wait on its own transaction."""
+    from app.clock import monotonic
+    from app.web.templating import render
+
+    @app.post("/_test/write-then-render")
+    def write_then_render(request: Request, db: SessionDep) -> Response:
+        from datetime import UTC, datetime
+
+        from app.notifications.models import OutboxEmail
+
+        db.add(OutboxEmail(to_addr="x@example.com", subject="s", body="b", created_at=datetime(2026, 1, 1, tzinfo=UTC)))
+        db.flush()
+        return render(request, "home.html", {"specs": []})
+
+    login(client, make_user())
+    started = monotonic()
+    r = client.post("/_test/write-then-render")
+    assert r.status_code == 200
+    assert "Log out" in r.text
+    assert monotonic() - started < 5  # the busy timeout is 15 s; this is a hang check, not a timing
