@@ -168,6 +168,18 @@ def install_handlers(app: FastAPI) -> None:
             return JSONResponse({"error": {"code": "server_error", "message": message}}, 500)
         return render_error(request, 500, message, code="server_error")
 
+    async def out_of_range(request: Request, exc: Exception) -> Response:
+        # An id or number beyond what the database can store (SQLite raises OverflowError,
+        # PostgreSQL a DataError): the input is wrong, not the server.
+        message = gettext("A number in the request is out of range.")
+        if wants_json(request):
+            return JSONResponse({"error": {"code": "out_of_range", "message": message}}, 422)
+        return render_error(request, 422, message, code="out_of_range")
+
+    from sqlalchemy.exc import DataError
+
+    app.add_exception_handler(OverflowError, out_of_range)
+    app.add_exception_handler(DataError, out_of_range)
     app.add_exception_handler(DomainError, domain_error)
     app.add_exception_handler(StarletteHTTPException, http_error)
     app.add_exception_handler(RequestValidationError, validation_error)

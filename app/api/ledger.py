@@ -19,6 +19,7 @@ from app.payments import service as payments
 from app.payments.models import Invoice
 from app.payments.rates import CURRENCIES, format_units
 from app.web.deps import NowDep, SessionDep
+from app.web.params import Limit, Offset, RowId
 
 router = fastapi.APIRouter(prefix="/api/v1", tags=["balance"])
 
@@ -57,7 +58,7 @@ def invoice_json(inv: Invoice) -> dict[str, Any]:
 
 @router.get("/balance")
 def get_balance(
-    session: SessionDep, user: CurrentUser, limit: int = 20, offset: int = 0
+    session: SessionDep, user: CurrentUser, limit: Limit = 20, offset: Offset = 0
 ) -> dict[str, Any]:
     """Available and on-hold balance in US cents, with the latest statement lines."""
     assert user.id is not None
@@ -102,5 +103,5 @@ def post_topup(
 
 
 @router.get("/topups/{invoice_id}")
-def get_topup(invoice_id: int, session: SessionDep, user: CurrentUser) -> dict[str, Any]:
+def get_topup(invoice_id: RowId, session: SessionDep, user: CurrentUser) -> dict[str, Any]:
     return invoice_json(payments.invoice_visible_to(session, user, invoice_id))

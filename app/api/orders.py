@@ -22,6 +22,7 @@ from app.orders.models import Order
 from app.orders.schemas import EventOut, OrderCreate, OrderOut
 from app.web.deps import NowDep, SessionDep
 from app.web.i18n import gettext as _
+from app.web.params import RowId
 
 router = APIRouter(prefix="/api/v1/orders", tags=["orders"])
 
@@ -106,11 +107,11 @@ def list_orders(session: SessionDep, now: NowDep, user: CurrentUser) -> list[Ord
 
 
 @router.get("/{order_id}", response_model=OrderOut)
-def get_order(order_id: int, session: SessionDep, now: NowDep, user: CurrentUser) -> OrderOut:
+def get_order(order_id: RowId, session: SessionDep, now: NowDep, user: CurrentUser) -> OrderOut:
     return _out(session, service.get_order_for(session, user, order_id), now, detail=True)
 
 
 @router.post("/{order_id}/cancel", response_model=OrderOut)
-def cancel_order(order_id: int, session: SessionDep, now: NowDep, user: CurrentUser) -> OrderOut:
+def cancel_order(order_id: RowId, session: SessionDep, now: NowDep, user: CurrentUser) -> OrderOut:
     order = service.cancel_order(session, user=user, order_id=order_id, now=now)
     return _out(session, order, now, detail=True)

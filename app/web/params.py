@@ -1,0 +1,13 @@
+"""Typed request parameters shared by routes: ids and paging within what the database holds."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Path, Query
+
+MAX_ID = 2**63 - 1  # BIGINT / SQLite INTEGER
+
+RowId = Annotated[int, Path(ge=1, le=MAX_ID, description="a positive id")]
+Limit = Annotated[int, Query(ge=1, le=200, description="how many rows (1–200)")]
+Offset = Annotated[int, Query(ge=0, le=10_000_000, description="rows to skip")]
