@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import importlib
+import itertools
 import pkgutil
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,8 +21,10 @@ import tests.authz as authz
 from app.accounts.models import User
 from app.accounts.security import SESSION_COOKIE, create_session, hash_password
 from app.clock import FixedClock
+from app.main import create_app
+from app.settings import Settings
 from tests.authz import ACTORS, Ctx, Rule
-from tests.conftest import TEST_SECRET, AppClient, _with_csrf_cookie
+from tests.conftest import START, TEST_SECRET, AppClient, _with_csrf_cookie
 
 SKIP_METHODS = {"HEAD", "OPTIONS"}
 _HASH = hash_password("matrix password 123")  # one argon2 hash for every matrix user
@@ -55,8 +59,8 @@ def _rule_id(rule: Rule) -> str:
     return f"{rule.method} {rule.path}"
 
 
-def test_every_route_has_exactly_one_rule(app: FastAPI) -> None:
-    routes = route_keys(app)
+def test_every_route_has_exactly_one_rule(matrix_app: FastAPI) -> None:
+    routes = route_keys(matrix_app)
     ruled: dict[tuple[str, str], int] = {}
     for r in RULES:
         ruled[(r.method, r.path)] = ruled.get((r.method, r.path), 0) + 1
@@ -73,12 +77,20 @@ def test_every_route_has_exactly_one_rule(app: FastAPI) -> None:
     assert not doubled, f"routes with more than one rule: {doubled}"
 
 
+_COUNTER = itertools.count(1)
+
+
 def _users(engine: Engine, now: Any) -> dict[str, User]:
+    """Four fresh users per rule (the app and its database are shared by the module)."""
+    n = next(_COUNTER)
     out: dict[str, User] = {}
     with Session(engine, expire_on_commit=False) as s:
         for key, role in (("a", "customer"), ("b", "customer"), ("sales", "sales"), ("ops", "ops")):
             u = User(
-                email=f"matrix-{key}@example.com", password_hash=_HASH, role=role, created_at=now
+                email=f"matrix-{key}-{n}@example.com",
+                password_hash=_HASH,
+                role=role,
+                created_at=now,
             )
             s.add(u)
             out[key] = u
@@ -86,14 +98,34 @@ def _users(engine: Engine, now: Any) -> dict[str, User]:
     return out
 
 
-@pytest.fixture
-def actors(engine: Engine, clock: FixedClock) -> dict[str, User]:
-    return _users(engine, clock.now())
+@pytest.fixture(scope="module")
+def matrix_app(
+    sqlite_template: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[FastAPI]:
+    """One app for the whole matrix (SQLite; who may do what does not depend on the
+    backend): building an app per rule would make this suite the slowest in the project."""
+    target = tmp_path_factory.mktemp("authz") / "matrix.db"
+    shutil.copy(sqlite_template, target)
+    settings = Settings(
+        environment="test",
+        database_url=f"sqlite:///{target}",
+        secret_key=TEST_SECRET,
+        simulation=True,
+        webhook_secret="test-webhook-secret",
+    )
+    application = create_app(settings, clock=FixedClock(START))
+    yield application
+    application.state.engine.dispose()
 
 
 @pytest.fixture
-def browser(app: FastAPI) -> Iterator[AppClient]:
-    with AppClient(app, base_url="http://testserver", follow_redirects=False) as c:
+def actors(matrix_app: FastAPI) -> dict[str, User]:
+    return _users(matrix_app.state.engine, matrix_app.state.clock.now())
+
+
+@pytest.fixture(scope="module")
+def browser(matrix_app: FastAPI) -> Iterator[AppClient]:
+    with AppClient(matrix_app, base_url="http://testserver", follow_redirects=False) as c:
         yield c
 
 
@@ -109,14 +141,10 @@ def _login_as(c: TestClient, engine: Engine, user: User | None, now: Any) -> Non
 
 
 @pytest.mark.parametrize("rule", RULES, ids=_rule_id)
-def test_rule(
-    rule: Rule,
-    app: FastAPI,
-    engine: Engine,
-    clock: FixedClock,
-    actors: dict[str, User],
-    browser: AppClient,
-) -> None:
+def test_rule(rule: Rule, matrix_app: FastAPI, actors: dict[str, User], browser: AppClient) -> None:
+    app = matrix_app
+    engine = app.state.engine
+    clock = app.state.clock
     who = {
         "anon": None,
         "customer": actors["a"],
