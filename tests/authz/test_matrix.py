@@ -59,22 +59,28 @@ def _rule_id(rule: Rule) -> str:
     return f"{rule.method} {rule.path}"
 
 
-def test_every_route_has_exactly_one_rule(matrix_app: FastAPI) -> None:
-    routes = route_keys(matrix_app)
+def coverage_problems(app: FastAPI, rules: list[Rule]) -> list[str]:
+    routes = route_keys(app)
     ruled: dict[tuple[str, str], int] = {}
-    for r in RULES:
+    for r in rules:
         ruled[(r.method, r.path)] = ruled.get((r.method, r.path), 0) + 1
-    missing = sorted(routes - set(ruled))
-    stale = sorted(set(ruled) - routes)
-    doubled = sorted(k for k, n in ruled.items() if n > 1)
-    assert not missing, (
-        "routes without an authorization rule (add them in tests/authz/<domain>.py):\n"
-        + "\n".join(f"  {m} {p}" for m, p in missing)
-    )
-    assert not stale, "rules for routes that no longer exist:\n" + "\n".join(
-        f"  {m} {p}" for m, p in stale
-    )
-    assert not doubled, f"routes with more than one rule: {doubled}"
+    problems = [f"no rule: {m} {p}" for m, p in sorted(routes - set(ruled))]
+    problems += [f"stale rule: {m} {p}" for m, p in sorted(set(ruled) - routes)]
+    problems += [f"more than one rule: {m} {p}" for (m, p), n in sorted(ruled.items()) if n > 1]
+    return problems
+
+
+def test_every_route_has_exactly_one_rule(matrix_app: FastAPI) -> None:
+    problems = coverage_problems(matrix_app, RULES)
+    assert not problems, "fix tests/authz/<domain>.py (see README.md):\n  " + "\n  ".join(problems)
+
+
+def test_a_new_route_without_a_rule_is_caught(app: FastAPI) -> None:
+    @app.get("/brand-new/{thing_id}")
+    def brand_new(thing_id: int) -> dict[str, int]:
+        return {"id": thing_id}
+
+    assert coverage_problems(app, RULES) == ["no rule: GET /brand-new/{thing_id}"]
 
 
 _COUNTER = itertools.count(1)
