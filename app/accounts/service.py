@@ -407,6 +407,24 @@ def signup_or_login(
     return user
 
 
+def inline_errors(*, mode: str, email: str, password: str) -> dict[str, str]:
+    """What is wrong with the inline account fields before touching the database (field →
+    msgid), so a form can show these together with its own validation errors."""
+    errors: dict[str, str] = {}
+    if mode not in ("signup", "login"):
+        errors["account_mode"] = N_("Choose whether to create an account or log in.")
+    normal = looks_like_email(email)
+    if not normal:
+        errors["email"] = N_("Enter a valid email address, like name@example.com.")
+    if mode == "signup":
+        problem = password_problem(password or "", normal or "")
+        if problem:
+            errors["password"] = problem
+    elif not password:
+        errors["password"] = N_("Enter your password.")
+    return errors
+
+
 def active_sessions(session: Session, user_id: int, now: datetime) -> list[UserSession]:
     rows = session.exec(
         select(UserSession)

@@ -268,3 +268,15 @@ def test_logged_in_visitor_skips_login_page(
     login(client, make_user())
     assert client.get("/login?next=/nodes").headers["location"] == "/nodes"
     assert client.get("/signup").headers["location"] == "/account"
+
+
+def test_inline_errors_for_forms_that_embed_the_account_step() -> None:
+    assert service.inline_errors(mode="signup", email="ann@example.com", password=STRONG) == {}
+    errs = service.inline_errors(mode="signup", email="bad", password="short")
+    assert set(errs) == {"email", "password"}
+    assert service.inline_errors(mode="login", email="ann@example.com", password="") == {
+        "password": "Enter your password."
+    }
+    assert "account_mode" in service.inline_errors(
+        mode="hack", email="a@example.com", password=STRONG
+    )
