@@ -146,7 +146,15 @@ class AppClient(TestClient):
     def request(self, method: str, url: Any, **kwargs: Any) -> Any:  # type: ignore[override]
         if self.csrf and method.upper() not in ("GET", "HEAD", "OPTIONS"):
             headers = dict(kwargs.pop("headers", None) or {})
-            headers.setdefault("X-CSRF-Token", CSRF_TOKEN)
+            # The token of the client's current cookie (login/logout rotate it), as a page would.
+            token = CSRF_TOKEN
+            raw = self.cookies.get("csrftoken")
+            if raw:
+                try:
+                    token = URLSafeSerializer(TEST_SECRET, salt="csrf").loads(raw)
+                except Exception:  # noqa: BLE001 - a garbled cookie: send the default
+                    token = CSRF_TOKEN
+            headers.setdefault("X-CSRF-Token", token)
             kwargs["headers"] = headers
         return super().request(method, url, **kwargs)
 

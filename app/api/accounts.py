@@ -13,6 +13,7 @@ from app.accounts.audit import client_ip
 from app.accounts.deps import CurrentUser
 from app.accounts.models import SshKey
 from app.web.deps import NowDep, SessionDep
+from app.web.params import RowId
 
 router = fastapi.APIRouter(prefix="/api/v1", tags=["account"])
 
@@ -58,7 +59,7 @@ def add_key(
 
 @router.delete("/ssh-keys/{key_id}", status_code=204)
 def delete_key(
-    request: fastapi.Request, db: SessionDep, user: CurrentUser, now: NowDep, key_id: int
+    request: fastapi.Request, db: SessionDep, user: CurrentUser, now: NowDep, key_id: RowId
 ) -> fastapi.Response:
     service.delete_ssh_key(db, user, key_id, now, ip=client_ip(request))
     return fastapi.Response(status_code=204)

@@ -262,10 +262,15 @@ async def deploy_submit(
     if looks_private(values["new_key_text"]):
         values["new_key_text"] = ""  # never echo a private key back into the page
     if user is None:
-        if not values["email"]:
-            errors["email"] = N_("Enter your email address.")
-        if not str(form.get("password") or ""):
-            errors["password"] = N_("Enter a password.")
+        # Show what is wrong with the account part together with the rest of the form.
+        from app.accounts import service as accounts
+
+        for k, v in accounts.inline_errors(
+            mode=values["account_mode"],
+            email=values["email"],
+            password=str(form.get("password") or ""),
+        ).items():
+            errors.setdefault(k, v)
     if errors:
         return _render_deploy(
             request, session, user, now, values, errors, idem_key, status_code=422
