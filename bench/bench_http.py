@@ -12,7 +12,15 @@ import json
 import tempfile
 from pathlib import Path
 
-from bench.common import AppProcess, LoadResult, app_env, free_port, machine, run_locust, seeded_sqlite
+from bench.common import (
+    AppProcess,
+    LoadResult,
+    app_env,
+    free_port,
+    machine,
+    run_locust,
+    seeded_sqlite,
+)
 
 SIZE_QUERY = "model=llama-3.1-8b&tokens=1T&seq_len=4096&mbs=1&method=full"
 USERS = 16
@@ -23,10 +31,17 @@ def run(users: int = USERS, seconds: int = SECONDS) -> tuple[LoadResult, LoadRes
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         url = seeded_sqlite(tmp)
-        app = AppProcess(port=free_port(), env=app_env(url), log_path=tmp / "app.log", extra_args=["--workers", "2"])
+        app = AppProcess(
+            port=free_port(),
+            env=app_env(url),
+            log_path=tmp / "app.log",
+            extra_args=["--workers", "2"],
+        )
         app.start()
         try:
-            base = run_locust(app.url, "/healthz", users=users, seconds=seconds, name="bare JSON /healthz")
+            base = run_locust(
+                app.url, "/healthz", users=users, seconds=seconds, name="bare JSON /healthz"
+            )
             frag = run_locust(
                 app.url,
                 f"/size?{SIZE_QUERY}",

@@ -26,7 +26,9 @@ def seeded_sqlite(tmp: Path) -> str:
     url = f"sqlite:///{tmp / 'bench.db'}"
     env = app_env(url)
     subprocess.run([sys.executable, "-m", "app", "db", "upgrade"], cwd=ROOT, env=env, check=True)  # noqa: S603
-    subprocess.run([sys.executable, "-m", "app", "seed"], cwd=ROOT, env=env, check=True, capture_output=True)  # noqa: S603
+    subprocess.run(
+        [sys.executable, "-m", "app", "seed"], cwd=ROOT, env=env, check=True, capture_output=True
+    )  # noqa: S603
     return url
 
 
@@ -41,19 +43,41 @@ class LoadResult:
     p99_ms: float
 
 
-def run_locust(host: str, path: str, *, users: int, seconds: int, headers: str = "", name: str) -> LoadResult:
+def run_locust(
+    host: str, path: str, *, users: int, seconds: int, headers: str = "", name: str
+) -> LoadResult:
     """Drive one path with locust (headless, bounded users and duration) and read its CSV."""
     with tempfile.TemporaryDirectory() as d:
         prefix = str(Path(d) / "stats")
         env = dict(os.environ, BENCH_PATH=path, BENCH_HEADERS=headers)
         subprocess.run(  # noqa: S603
             [
-                sys.executable, "-m", "locust", "-f", str(ROOT / "bench" / "locustfile.py"),
-                "--headless", "-u", str(users), "-r", str(users), "--run-time", f"{seconds}s",
-                "--host", host, "--csv", prefix, "--only-summary", "--stop-timeout", "2",
-                "--loglevel", "WARNING",
+                sys.executable,
+                "-m",
+                "locust",
+                "-f",
+                str(ROOT / "bench" / "locustfile.py"),
+                "--headless",
+                "-u",
+                str(users),
+                "-r",
+                str(users),
+                "--run-time",
+                f"{seconds}s",
+                "--host",
+                host,
+                "--csv",
+                prefix,
+                "--only-summary",
+                "--stop-timeout",
+                "2",
+                "--loglevel",
+                "WARNING",
             ],
-            cwd=ROOT, env=env, check=False, capture_output=True,
+            cwd=ROOT,
+            env=env,
+            check=False,
+            capture_output=True,
         )
         with open(prefix + "_stats.csv", newline="") as f:
             rows = list(csv.DictReader(f))
@@ -69,4 +93,12 @@ def run_locust(host: str, path: str, *, users: int, seconds: int, headers: str =
     )
 
 
-__all__ = ["AppProcess", "LoadResult", "app_env", "free_port", "machine", "run_locust", "seeded_sqlite"]
+__all__ = [
+    "AppProcess",
+    "LoadResult",
+    "app_env",
+    "free_port",
+    "machine",
+    "run_locust",
+    "seeded_sqlite",
+]

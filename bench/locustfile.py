@@ -16,6 +16,8 @@ class Hammer(FastHttpUser):
 
     @task
     def hit(self) -> None:
-        with self.client.get(PATH, headers=HEADERS, name=PATH.split("?")[0], catch_response=True) as r:
+        with self.client.get(
+            PATH, headers=HEADERS, name=PATH.split("?")[0], catch_response=True
+        ) as r:
             if r.status_code != 200:
                 r.failure(f"status {r.status_code}")

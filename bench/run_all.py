@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import subprocess
 import sys
-from pathlib import Path
 
 from bench.common import ROOT, machine
 
@@ -25,7 +24,9 @@ DOCS = ROOT / "docs"
 def _sizing() -> str:
     subprocess.run([sys.executable, "bench/bench_sizing.py"], cwd=ROOT, check=True)  # noqa: S603
     text = (DOCS / "benchmarks-sizing.md").read_text(encoding="utf-8")
-    return text.replace("# Benchmarks: sizing engine", "## The sizing engine vs llm-analysis 0.2.2", 1)
+    return text.replace(
+        "# Benchmarks: sizing engine", "## The sizing engine vs llm-analysis 0.2.2", 1
+    )
 
 
 def _http() -> str:
@@ -45,7 +46,9 @@ def _checkout() -> str:
 def _lighthouse() -> str:
     subprocess.run([sys.executable, "scripts/lighthouse.py"], cwd=ROOT, check=True)  # noqa: S603
     text = (DOCS / "benchmarks-lighthouse.md").read_text(encoding="utf-8")
-    return text.replace("# Lighthouse: /size and /deploy", "## Page weight and Lighthouse: /size and /deploy", 1)
+    return text.replace(
+        "# Lighthouse: /size and /deploy", "## Page weight and Lighthouse: /size and /deploy", 1
+    )
 
 
 SECTIONS = {"sizing": _sizing, "http": _http, "checkout": _checkout, "lighthouse": _lighthouse}
@@ -53,7 +56,9 @@ SECTIONS = {"sizing": _sizing, "http": _http, "checkout": _checkout, "lighthouse
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else "")
-    ap.add_argument("--skip", default="", help="comma-separated sections to skip: " + ",".join(SECTIONS))
+    ap.add_argument(
+        "--skip", default="", help="comma-separated sections to skip: " + ",".join(SECTIONS)
+    )
     args = ap.parse_args()
     skip = {s for s in args.skip.split(",") if s}
     parts = [

@@ -32,9 +32,13 @@ class OrderStatus(StrEnum):
 
 TRANSITIONS: dict[OrderStatus, frozenset[OrderStatus]] = {
     OrderStatus.awaiting_payment: frozenset({OrderStatus.paid, OrderStatus.abandoned}),
-    OrderStatus.paid: frozenset({OrderStatus.provisioning, OrderStatus.delivered, OrderStatus.cancelled}),
+    OrderStatus.paid: frozenset(
+        {OrderStatus.provisioning, OrderStatus.delivered, OrderStatus.cancelled}
+    ),
     OrderStatus.provisioning: frozenset({OrderStatus.delivered, OrderStatus.cancelled}),
-    OrderStatus.delivered: frozenset({OrderStatus.ending, OrderStatus.suspended, OrderStatus.ended}),
+    OrderStatus.delivered: frozenset(
+        {OrderStatus.ending, OrderStatus.suspended, OrderStatus.ended}
+    ),
     OrderStatus.ending: frozenset({OrderStatus.ended, OrderStatus.delivered}),
     OrderStatus.suspended: frozenset({OrderStatus.ended, OrderStatus.delivered}),
     OrderStatus.ended: frozenset({OrderStatus.wiping}),
@@ -72,7 +76,11 @@ def promised_instant_passed(promised: date, now: datetime) -> bool:
 
 
 def is_late(status: str, promised: date | None, now: datetime) -> bool:
-    return promised is not None and OrderStatus(status) in PRE_DELIVERY and promised_instant_passed(promised, now)
+    return (
+        promised is not None
+        and OrderStatus(status) in PRE_DELIVERY
+        and promised_instant_passed(promised, now)
+    )
 
 
 def can_cancel_with_refund(status: str, promised: date | None, now: datetime) -> bool:

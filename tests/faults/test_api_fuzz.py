@@ -19,12 +19,19 @@ pytestmark = pytest.mark.slow
 EXAMPLES_PER_OPERATION = 25
 
 
-def test_api_never_errors_and_explains_bad_input(app: FastAPI, make_user, engine, clock: FixedClock) -> None:  # type: ignore[no-untyped-def]
+def test_api_never_errors_and_explains_bad_input(
+    app: FastAPI, make_user, engine, clock: FixedClock
+) -> None:  # type: ignore[no-untyped-def]
     user = make_user("customer")
     with Session(engine) as s:
         _row, token = create_api_token(s, user, "fuzz", clock.now())
         ledger.grant_promotion(
-            s, user_id=user.id, amount_cents=5_000_000, reason="fuzz", now=clock.now(), idempotency_key="fuzz"
+            s,
+            user_id=user.id,
+            amount_cents=5_000_000,
+            reason="fuzz",
+            now=clock.now(),
+            idempotency_key="fuzz",
         )
         s.commit()
     clock.advance(timedelta(seconds=1))
@@ -61,7 +68,9 @@ def test_api_never_errors_and_explains_bad_input(app: FastAPI, make_user, engine
                     return
                 err = body.get("error") if isinstance(body, dict) else None
                 if not isinstance(err, dict) or not (err.get("message") or err.get("errors")):
-                    failures.append(f"{where}: {response.status_code} without an explanation: {body!r:.200}")
+                    failures.append(
+                        f"{where}: {response.status_code} without an explanation: {body!r:.200}"
+                    )
 
         run()
     assert operations >= 5

@@ -68,7 +68,9 @@ def test_kill_9_mid_storm_loses_and_doubles_nothing(pg_url: str, tmp_path: Path)
 
         t = threading.Thread(target=assassin)
         t.start()
-        result = storm([p.url for p in procs], setup, attempts=400, concurrency=32, retry_seconds=60, seed=5)
+        result = storm(
+            [p.url for p in procs], setup, attempts=400, concurrency=32, retry_seconds=60, seed=5
+        )
         t.join()
     assert result.statuses[-1] == 0, result
     verify(engine, setup)
@@ -83,8 +85,13 @@ def _pg_cluster() -> tuple[str, str] | None:
     return (versions[-1], "main") if versions else None
 
 
-@pytest.mark.skipif(_pg_cluster() is None or os.geteuid() != 0, reason="needs a local PostgreSQL cluster we may restart")
-def test_postgres_restart_mid_storm_app_recovers_and_readyz_tells(pg_url: str, tmp_path: Path) -> None:
+@pytest.mark.skipif(
+    _pg_cluster() is None or os.geteuid() != 0,
+    reason="needs a local PostgreSQL cluster we may restart",
+)
+def test_postgres_restart_mid_storm_app_recovers_and_readyz_tells(
+    pg_url: str, tmp_path: Path
+) -> None:
     cluster = _pg_cluster()
     assert cluster is not None
     engine = create_engine(pg_url, pool_pre_ping=True)
@@ -96,7 +103,15 @@ def test_postgres_restart_mid_storm_app_recovers_and_readyz_tells(pg_url: str, t
         def restart() -> None:
             time.sleep(1.0)
             subprocess.run(  # noqa: S603
-                ["pg_ctlcluster", "--skip-systemctl-redirect", cluster[0], cluster[1], "stop", "-m", "fast"],  # noqa: S607
+                [
+                    "pg_ctlcluster",
+                    "--skip-systemctl-redirect",
+                    cluster[0],
+                    cluster[1],
+                    "stop",
+                    "-m",
+                    "fast",
+                ],  # noqa: S607
                 check=True,
                 capture_output=True,
             )
@@ -113,7 +128,9 @@ def test_postgres_restart_mid_storm_app_recovers_and_readyz_tells(pg_url: str, t
 
         t = threading.Thread(target=restart)
         t.start()
-        result = storm([p.url for p in procs], setup, attempts=200, concurrency=16, retry_seconds=90, seed=13)
+        result = storm(
+            [p.url for p in procs], setup, attempts=200, concurrency=16, retry_seconds=90, seed=13
+        )
         t.join()
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:

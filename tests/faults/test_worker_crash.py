@@ -39,20 +39,31 @@ def _worker(url: str, log: Path) -> subprocess.Popen[bytes]:
     )
 
 
-def test_killed_worker_then_two_workers_charge_each_period_once(pg_url: str, tmp_path: Path) -> None:
+def test_killed_worker_then_two_workers_charge_each_period_once(
+    pg_url: str, tmp_path: Path
+) -> None:
     log = tmp_path / "worker.log"
     engine = create_engine(pg_url)
     now = SimulatedClock(engine).now()
     with Session(engine, expire_on_commit=False) as s:
         users = []
         for i in range(ORDERS // 4):
-            u = User(email=f"renew{i}@example.com", password_hash=hash_password("renewal-pass-123"), created_at=now)
+            u = User(
+                email=f"renew{i}@example.com",
+                password_hash=hash_password("renewal-pass-123"),
+                created_at=now,
+            )
             s.add(u)
             s.flush()
             assert u.id is not None
             # Each customer can pay every renewal due (4 leases × 1 month).
             ledger.grant_promotion(
-                s, user_id=u.id, amount_cents=4 * PRICE, reason="renewals", now=now, idempotency_key=f"r{u.id}"
+                s,
+                user_id=u.id,
+                amount_cents=4 * PRICE,
+                reason="renewals",
+                now=now,
+                idempotency_key=f"r{u.id}",
             )
             users.append(u)
         for i in range(ORDERS):
@@ -92,7 +103,9 @@ def test_killed_worker_then_two_workers_charge_each_period_once(pg_url: str, tmp
         assert len(per_order) == ORDERS, f"{len(per_order)} of {ORDERS} leases renewed"
         assert set(per_order.values()) == {1}
         assert all(c.status == "paid" for c in charges)
-        renewed = s.exec(select(func.count()).select_from(Order).where(col(Order.periods_paid) == 2)).one()
+        renewed = s.exec(
+            select(func.count()).select_from(Order).where(col(Order.periods_paid) == 2)
+        ).one()
         assert renewed == ORDERS
         for u_id in {o.user_id for o in s.exec(select(Order)).all()}:
             assert ledger.available_cents(s, u_id) == 0  # 4 × PRICE granted, 4 renewals charged

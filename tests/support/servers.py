@@ -70,7 +70,9 @@ class AppProcess:
         deadline = time.monotonic() + wait
         while time.monotonic() < deadline:
             if self.proc is not None and self.proc.poll() is not None:
-                raise RuntimeError(f"app process exited early; log: {self.log_path.read_text()[-2000:]}")
+                raise RuntimeError(
+                    f"app process exited early; log: {self.log_path.read_text()[-2000:]}"
+                )
             try:
                 if httpx.get(self.url + path, timeout=1.0).status_code == 200:
                     return
@@ -113,9 +115,13 @@ def app_env(database_url: str, **extra: str) -> dict[str, str]:
 
 
 @contextmanager
-def app_processes(database_url: str, n: int, tmp: Path, **extra_env: str) -> Iterator[list[AppProcess]]:
+def app_processes(
+    database_url: str, n: int, tmp: Path, **extra_env: str
+) -> Iterator[list[AppProcess]]:
     procs = [
-        AppProcess(port=free_port(), env=app_env(database_url, **extra_env), log_path=tmp / f"app{i}.log")
+        AppProcess(
+            port=free_port(), env=app_env(database_url, **extra_env), log_path=tmp / f"app{i}.log"
+        )
         for i in range(n)
     ]
     try:

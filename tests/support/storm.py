@@ -45,7 +45,12 @@ def _public_key() -> str:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
     pub = Ed25519PrivateKey.generate().public_key()
-    return pub.public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH).decode() + " storm"
+    return (
+        pub.public_bytes(
+            serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH
+        ).decode()
+        + " storm"
+    )
 
 
 @dataclass
@@ -66,7 +71,9 @@ class StormResult:
     seconds: float = 0.0
 
 
-def arrange(engine: Engine, *, customers: int, affords: Callable[[int], int], seed: int = 7) -> StormSetup:
+def arrange(
+    engine: Engine, *, customers: int, affords: Callable[[int], int], seed: int = 7
+) -> StormSetup:
     """Customers with tokens and balances affording exactly ``affords(i)`` first months,
     plus a large incoming batch so stock never limits the storm (money does)."""
     from app.catalog.seed import seed as seed_catalog
@@ -80,12 +87,19 @@ def arrange(engine: Engine, *, customers: int, affords: Callable[[int], int], se
         seed_catalog(s, now)
         s.add(
             IncomingBatch(
-                sku_id=SKU, quantity=100_000, expected_on=(now + timedelta(days=20)).date(), created_at=now
+                sku_id=SKU,
+                quantity=100_000,
+                expected_on=(now + timedelta(days=20)).date(),
+                created_at=now,
             )
         )
         price = list_price_cents(s, SKU)
         for i in range(customers):
-            u = User(email=f"storm{i}-{rng.randrange(10**9)}@example.com", password_hash=password_hash, created_at=now)
+            u = User(
+                email=f"storm{i}-{rng.randrange(10**9)}@example.com",
+                password_hash=password_hash,
+                created_at=now,
+            )
             s.add(u)
             s.flush()
             assert u.id is not None
@@ -96,7 +110,12 @@ def arrange(engine: Engine, *, customers: int, affords: Callable[[int], int], se
             amount = k * price + rng.randrange(0, price)
             if amount:
                 ledger.grant_promotion(
-                    s, user_id=u.id, amount_cents=amount, reason="storm", now=now, idempotency_key=f"storm-{u.id}"
+                    s,
+                    user_id=u.id,
+                    amount_cents=amount,
+                    reason="storm",
+                    now=now,
+                    idempotency_key=f"storm-{u.id}",
                 )
             assert key.id is not None
             out.append(Customer(u.id, raw, k, key.id))
@@ -128,7 +147,13 @@ async def _fire(
                     try:
                         r = await client.post(
                             f"{base}/api/v1/orders",
-                            json={"sku": SKU, "nodes": 1, "image": IMAGE, "ssh_key_ids": [c.key_id], "pay": True},
+                            json={
+                                "sku": SKU,
+                                "nodes": 1,
+                                "image": IMAGE,
+                                "ssh_key_ids": [c.key_id],
+                                "pay": True,
+                            },
                             headers={"Authorization": f"Bearer {c.token}", "Idempotency-Key": key},
                         )
                     except httpx.HTTPError:
@@ -161,7 +186,9 @@ def storm(
     seed: int = 11,
 ) -> StormResult:
     rng = random.Random(seed)
-    plan = [(setup.customers[i % len(setup.customers)], f"storm-{seed}-{i}") for i in range(attempts)]
+    plan = [
+        (setup.customers[i % len(setup.customers)], f"storm-{seed}-{i}") for i in range(attempts)
+    ]
     rng.shuffle(plan)
     return asyncio.run(_fire(urls, plan, concurrency, retries, retry_seconds))
 
@@ -182,7 +209,9 @@ def verify(engine: Engine, setup: StormSetup) -> dict[str, int]:
                 problems.append(f"user {c.user_id}: {paid} paid orders, affords {c.affords}")
             held = ledger.held_cents(s, c.user_id)
             if held != c.affords * setup.price_cents:
-                problems.append(f"user {c.user_id}: held {held} != {c.affords} × {setup.price_cents}")
+                problems.append(
+                    f"user {c.user_id}: held {held} != {c.affords} × {setup.price_cents}"
+                )
             if ledger.available_cents(s, c.user_id) < 0:
                 problems.append(f"user {c.user_id}: negative balance")
         # No half-made order: paid ⇔ a pending hold and a stock reservation.
@@ -192,7 +221,9 @@ def verify(engine: Engine, setup: StormSetup) -> dict[str, int]:
             if o.promised_date is None:
                 problems.append(f"order {o.id} paid without a frozen promise")
         unpaid_with_hold = s.exec(
-            select(func.count()).select_from(Order).where(col(Order.status) == "awaiting_payment", col(Order.first_hold_id).is_not(None))
+            select(func.count())
+            .select_from(Order)
+            .where(col(Order.status) == "awaiting_payment", col(Order.first_hold_id).is_not(None))
         ).one()
         if unpaid_with_hold:
             problems.append(f"{unpaid_with_hold} unpaid orders carry a hold")

@@ -186,7 +186,9 @@ def test_every_form_on_staff_and_console_pages_carries_the_page_token(
             assert value == meta.group(1), f"{path}: a form carries {value!r}"
 
 
-def test_a_logged_in_page_that_writes_renders_without_waiting_on_itself(app: FastAPI, client: TestClient, make_user, login) -> None:  # type: ignore[no-untyped-def]
+def test_a_logged_in_page_that_writes_renders_without_waiting_on_itself(
+    app: FastAPI, client: TestClient, make_user, login
+) -> None:  # type: ignore[no-untyped-def]
     """A handler that holds the write lock and renders a page for a logged-in user
     (the template looks the user up) must not wait on its own transaction."""
     from app.clock import monotonic
@@ -198,7 +200,14 @@ def test_a_logged_in_page_that_writes_renders_without_waiting_on_itself(app: Fas
 
         from app.notifications.models import OutboxEmail
 
-        db.add(OutboxEmail(to_addr="x@example.com", subject="s", body="b", created_at=datetime(2026, 1, 1, tzinfo=UTC)))
+        db.add(
+            OutboxEmail(
+                to_addr="x@example.com",
+                subject="s",
+                body="b",
+                created_at=datetime(2026, 1, 1, tzinfo=UTC),
+            )
+        )
         db.flush()
         return render(request, "home.html", {"specs": []})
 
