@@ -36,6 +36,8 @@ START = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)  # a Tuesday
 
 import_models()
 
+pytest_plugins = ["tests.support.browser"]
+
 
 def _backends() -> list[Any]:
     params: list[Any] = ["sqlite"]

@@ -15,16 +15,9 @@ from sqlmodel import Session
 from app.accounts.models import User
 from app.accounts.security import hash_password
 from tests.orders.conftest import new_public_key
+from tests.support.browser import CHROMIUM, CHROMIUM_ARGS
 from tests.support.servers import AppProcess, app_env, free_port
 
-CHROMIUM = "/usr/bin/chromium"
-ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 pytestmark = [
     pytest.mark.browser,
     pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="needs /usr/bin/chromium"),
@@ -68,7 +61,7 @@ def browser() -> Iterator[object]:
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         yield b
         b.close()
 

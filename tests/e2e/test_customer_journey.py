@@ -17,9 +17,9 @@ from sqlmodel import Session
 from app.accounts.models import User
 from app.accounts.security import create_session, hash_password
 from tests.orders.conftest import new_public_key
+from tests.support.browser import CHROMIUM, CHROMIUM_ARGS
 from tests.support.servers import AppProcess, app_env, free_port
 
-CHROMIUM = "/usr/bin/chromium"
 SECRET = "test-secret-key-that-is-long-enough-0123456789"
 
 pytestmark = [
@@ -69,16 +69,7 @@ def test_customer_journey(server: tuple[str, str]) -> None:
 
     base, ops_cookie = server
     with sync_playwright() as p:
-        browser = p.chromium.launch(
-            executable_path=CHROMIUM,
-            args=[
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-            ],
-        )
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
             page = browser.new_page(viewport={"width": 1280, "height": 900})
             page.set_default_timeout(20_000)

@@ -5,15 +5,11 @@ from __future__ import annotations
 
 import os
 import re
-import socket
-import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from fastapi import FastAPI
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
@@ -22,57 +18,15 @@ from app.accounts.security import SESSION_COOKIE, create_session
 from app.clock import FixedClock
 from app.orders.models import Order
 from tests.ops.helpers import fingerprint, paid_order, seed_catalog
+from tests.support.browser import requires_chromium
 
-CHROMIUM = "/usr/bin/chromium"
-ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 SECRET = "test-secret-key-that-is-long-enough-0123456789"
 SHOTS = os.environ.get("OPS_SCREENSHOTS")  # a folder: save screenshots there for review
 
 pytestmark = [
     pytest.mark.browser,
-    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="chromium not installed"),
+    requires_chromium,
 ]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@pytest.fixture
-def live_url(app: FastAPI) -> Iterator[str]:
-    import uvicorn
-
-    port = _free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off")
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    for _ in range(200):
-        if server.started:
-            break
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(timeout=10)
-
-
-@pytest.fixture
-def browser() -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield b
-        b.close()
 
 
 def _context(

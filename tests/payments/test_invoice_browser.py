@@ -4,16 +4,11 @@ when the provider's signed notification arrives, with no reload and no CSP error
 from __future__ import annotations
 
 import re
-import socket
-import threading
-import time
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import httpx
 import pytest
-from fastapi import FastAPI
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
@@ -21,44 +16,20 @@ from app.accounts.security import SESSION_COOKIE, create_session
 from app.clock import FixedClock
 from app.payments import service as payments
 from app.payments.models import Invoice
+from tests.support.browser import launch, requires_chromium
 
-CHROMIUM = "/usr/bin/chromium"
-ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 SECRET = "test-secret-key-that-is-long-enough-0123456789"
 
 pytestmark = [
     pytest.mark.browser,
-    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="chromium not installed"),
+    requires_chromium,
 ]
 
 
-@pytest.fixture
-def live_url(app: FastAPI, db_url: str) -> Iterator[str]:
+@pytest.fixture(autouse=True)
+def _one_backend(db_url: str) -> None:
     if not db_url.startswith("sqlite"):
         pytest.skip("one backend is enough for the browser check")
-    import uvicorn
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = int(s.getsockname()[1])
-    server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off")
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    for _ in range(200):
-        if server.started:
-            break
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(timeout=10)
 
 
 def test_invoice_updates_itself(
@@ -74,7 +45,7 @@ def test_invoice_updates_itself(
         cookie = create_session(s, user, clock.now(), SECRET)
         s.commit()
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        browser = launch(p)
         try:
             ctx = browser.new_context()
             ctx.add_cookies([{"name": SESSION_COOKIE, "value": cookie, "url": live_url}])

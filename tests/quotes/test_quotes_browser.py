@@ -4,16 +4,11 @@ accepts it in another browser context and lands on /deploy prefilled with the qu
 from __future__ import annotations
 
 import re
-import socket
-import threading
-import time
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from fastapi import FastAPI
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
@@ -21,56 +16,14 @@ from app.accounts.models import User
 from app.accounts.security import SESSION_COOKIE, create_session
 from app.clock import FixedClock
 from app.quotes.models import Quote
+from tests.support.browser import requires_chromium
 
-CHROMIUM = "/usr/bin/chromium"
-ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 SECRET = "test-secret-key-that-is-long-enough-0123456789"
 
 pytestmark = [
     pytest.mark.browser,
-    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="chromium not installed"),
+    requires_chromium,
 ]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@pytest.fixture
-def live_url(app: FastAPI) -> Iterator[str]:
-    import uvicorn
-
-    port = _free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off")
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    for _ in range(200):
-        if server.started:
-            break
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(timeout=10)
-
-
-@pytest.fixture
-def browser() -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield b
-        b.close()
 
 
 def _session_cookie(engine: Engine, user: User, clock: FixedClock) -> str:
