@@ -58,7 +58,9 @@ test: install i18n lint
 browsers:
 	@command -v chromium >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq chromium)
 
+## make bench: every benchmark, as ratios against baselines in the same run → docs/benchmarks.md
 bench: install i18n
+	cd tools/lighthouse && (test -d node_modules || npm ci --no-audit --no-fund)
 	$(BIN)/python -m bench.run_all
 
 check-ledger: install
