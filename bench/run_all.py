@@ -5,7 +5,8 @@ machine. Sections:
   1. the sizing engine vs llm-analysis 0.2.2           (bench/bench_sizing.py)
   2. the live sizing fragment vs a bare JSON endpoint  (bench/bench_http.py, locust)
   3. checkouts/s on PostgreSQL (4 processes) vs pgbench TPC-B, and SQLite (bench/bench_checkout.py)
-  4. page weight and Lighthouse scores                 (scripts/lighthouse.py)
+  4. ledger operations vs a one-row write               (bench/bench_ledger.py)
+  5. page weight and Lighthouse scores                 (scripts/lighthouse.py)
 
     make bench            # or: .venv/bin/python -m bench.run_all [--skip lighthouse,...]
 """
@@ -25,8 +26,22 @@ def _sizing() -> str:
     subprocess.run([sys.executable, "bench/bench_sizing.py"], cwd=ROOT, check=True)  # noqa: S603
     text = (DOCS / "benchmarks-sizing.md").read_text(encoding="utf-8")
     return text.replace(
-        "# Benchmarks: sizing engine", "## The sizing engine vs llm-analysis 0.2.2", 1
+        "# Benchmarks: sizing engine\n\n## Sizing engine",
+        "## The sizing engine vs llm-analysis 0.2.2",
+        1,
     )
+
+
+def _ledger() -> str:
+    out = subprocess.run(  # noqa: S603
+        [sys.executable, "-m", "bench.bench_ledger", "-n", "1000"],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    body = out.replace("# Ledger operations", "## Ledger operations", 1)
+    return body + "\nReproduce: `.venv/bin/python -m bench.bench_ledger`\n"
 
 
 def _http() -> str:
@@ -51,7 +66,13 @@ def _lighthouse() -> str:
     )
 
 
-SECTIONS = {"sizing": _sizing, "http": _http, "checkout": _checkout, "lighthouse": _lighthouse}
+SECTIONS = {
+    "sizing": _sizing,
+    "http": _http,
+    "checkout": _checkout,
+    "ledger": _ledger,
+    "lighthouse": _lighthouse,
+}
 
 
 def main() -> int:
