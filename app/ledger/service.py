@@ -293,6 +293,16 @@ def _replay(
     return rec
 
 
+def _open(
+    session: Session, *, user_id: int, key: str, now: datetime, command: str, **params: Any
+) -> tuple[LedgerAccount, LedgerAccount, str, IdempotencyRecord | None]:
+    """The start of every keyed command: lock the customer, then look for a replay of the
+    same key (same parameters → the first result; different → IdempotencyConflict)."""
+    avail, held = _lock_customer(session, user_id, now)
+    fp = _fingerprint(command, **params)
+    return avail, held, fp, _replay(session, user_id, key, command, fp)
+
+
 def _decline(
     session: Session,
     *,
@@ -443,9 +453,15 @@ def place_hold(
     """Reserve money: it leaves *available* at once. Raises ``InsufficientBalance``."""
     _check_amount(amount_cents)
     _check_key(idempotency_key)
-    avail, held = _lock_customer(session, user_id, now)
-    fp = _fingerprint("hold", amount=amount_cents, order_id=order_id)
-    prior = _replay(session, user_id, idempotency_key, "hold", fp)
+    avail, held, fp, prior = _open(
+        session,
+        user_id=user_id,
+        key=idempotency_key,
+        now=now,
+        command="hold",
+        amount=amount_cents,
+        order_id=order_id,
+    )
     if prior is not None:
         hold = session.get(Hold, prior.hold_id)
         assert hold is not None
@@ -592,9 +608,15 @@ def charge(
     """A direct debit (available → revenue), e.g. a monthly renewal."""
     _check_amount(amount_cents)
     _check_key(idempotency_key)
-    avail, held = _lock_customer(session, user_id, now)
-    fp = _fingerprint("charge", amount=amount_cents, order_id=order_id)
-    prior = _replay(session, user_id, idempotency_key, "charge", fp)
+    avail, held, fp, prior = _open(
+        session,
+        user_id=user_id,
+        key=idempotency_key,
+        now=now,
+        command="charge",
+        amount=amount_cents,
+        order_id=order_id,
+    )
     if prior is not None:
         entry = session.get(JournalEntry, prior.entry_id)
         assert entry is not None
@@ -694,9 +716,14 @@ def grant_promotion(
     """Credit from the promotions account (demo balance, goodwill credits)."""
     _check_amount(amount_cents)
     _check_key(idempotency_key)
-    avail, held = _lock_customer(session, user_id, now)
-    fp = _fingerprint("promotion", amount=amount_cents)
-    prior = _replay(session, user_id, idempotency_key, "promotion", fp)
+    avail, held, fp, prior = _open(
+        session,
+        user_id=user_id,
+        key=idempotency_key,
+        now=now,
+        command="promotion",
+        amount=amount_cents,
+    )
     if prior is not None:
         entry = session.get(JournalEntry, prior.entry_id)
         assert entry is not None
@@ -754,9 +781,16 @@ def adjust(
             raise errors.InvalidInput(
                 N_("That entry is not one of this customer's."), field="corrects_entry_id"
             )
-    avail, held = _lock_customer(session, user_id, now)
-    fp = _fingerprint("adjust", amount=amount_cents, reason=reason, corrects=corrects_entry_id)
-    prior = _replay(session, user_id, idempotency_key, "adjust", fp)
+    avail, held, fp, prior = _open(
+        session,
+        user_id=user_id,
+        key=idempotency_key,
+        now=now,
+        command="adjust",
+        amount=amount_cents,
+        reason=reason,
+        corrects=corrects_entry_id,
+    )
     if prior is not None:
         entry = session.get(JournalEntry, prior.entry_id)
         assert entry is not None
