@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from app.catalog.specs import NodeSpec, all_specs
+from app.catalog.specs import SELF_SERVE_MAX_NODES, NodeSpec, all_specs
 from app.sizing import compute, layout
 from app.sizing.errors import SizingError
 from app.sizing.memory import (
@@ -92,7 +92,6 @@ SEARCH_BUDGET = 24  # node counts priced per SKU after the first that fits
 # are whole node-months, so 1 node for 24 months and 24 nodes for 1 month cost the same).
 COST_TIE = 0.02
 # Beyond this many nodes a cluster is a sales conversation, not a self-serve checkout.
-SELF_SERVE_MAX_NODES = 16
 
 
 @dataclass(frozen=True)
