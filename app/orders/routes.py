@@ -536,16 +536,14 @@ def status_badge(order: Order, now: datetime) -> tuple[str, str]:
 
 @router.get("/console", response_class=HTMLResponse)
 def console(request: Request, session: SessionDep, now: NowDep, user: CurrentUser) -> Response:
-    from app.notifications.service import unread_for
+    from app.notifications.service import mark_read, unread_for
 
     orders = service.visible_orders(session, user)
     available, held = service.balance_of(session, user)
     notifications = unread_for(session, user.id or 0)
     unread = {n.id for n in notifications if n.read_at is None}
-    for n in notifications:  # shown once as new, then seen
-        if n.read_at is None:
-            n.read_at = now
-            session.add(n)
+    # Shown once as new, then seen: a short write of its own (this GET only reads).
+    mark_read(request.app.state.engine, user.id or 0, [i for i in unread if i], now)
     return render(
         request,
         "orders/console.html",
