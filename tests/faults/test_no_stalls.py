@@ -110,12 +110,14 @@ def deploy_form(idem: str) -> dict[str, Any]:
 
 
 @contextmanager
-def server(url: str, tmp: Path, *, workers: int = 1, **env: str) -> Iterator[AppProcess]:
+def server(
+    url: str, tmp: Path, *, workers: int = 1, name: str = "app", **env: str
+) -> Iterator[AppProcess]:
     extra = ["--workers", str(workers)] if workers > 1 else []
     p = AppProcess(
         port=free_port(),
         env=app_env(url, **env),
-        log_path=tmp / f"app-{workers}.log",
+        log_path=tmp / f"{name}-{workers}.log",
         extra_args=extra,
     )
     p.start(wait=90)
@@ -385,3 +387,30 @@ def test_slow_bodies_hold_no_slot_and_huge_declared_bodies_are_refused_unsent(
         finally:
             for s in slow:
                 s.close()
+
+
+# --- the SQLite money storm -----------------------------------------------------------------
+
+
+def test_sqlite_money_storm_through_two_processes_ends_exactly_k(
+    live_url: str, tmp_path: Path
+) -> None:
+    """Two app processes on one SQLite file: checkouts serialise on BEGIN IMMEDIATE, so a
+    storm against balances affording exactly k first months pays exactly k."""
+    if not live_url.startswith("sqlite"):
+        pytest.skip("the PostgreSQL storms live in test_storm_and_faults.py")
+    from tests.support.storm import arrange as arrange_storm
+    from tests.support.storm import storm, verify
+
+    engine = make_engine(live_url)
+    setup = arrange_storm(engine, customers=12, affords=lambda i: i % 3)  # k = 12
+    with (
+        server(live_url, tmp_path, name="one") as p1,
+        server(live_url, tmp_path, name="two") as p2,
+    ):
+        result = storm([p1.url, p2.url], setup, attempts=120, concurrency=16, retry_seconds=60)
+    assert result.statuses[-1] == 0, result
+    assert sum(result.statuses.values()) == 120
+    assert result.statuses[201] + result.statuses[200] == setup.expected_paid, result
+    assert verify(engine, setup)["paid"] == setup.expected_paid
+    engine.dispose()
