@@ -2,10 +2,17 @@
 
 SQLite (the embedded default) gets WAL, foreign keys and a busy timeout on every
 connection; PostgreSQL gets a pool with pre-ping so a restarted server is survived.
+
+SQLite transactions start with ``BEGIN IMMEDIATE`` (writers serialise at the start, so
+read-then-write races — the last node, a balance — cannot interleave) unless the unit of
+work only reads: ``reader(engine)`` (every GET request's session, ``transaction(engine,
+write=False)``) starts a *deferred* transaction, which never waits for the write lock.
 """
 
 from __future__ import annotations
 
+import contextlib
+import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -24,6 +31,9 @@ NAMING_CONVENTION = {
 }
 SQLModel.metadata.naming_convention = NAMING_CONVENTION
 metadata: MetaData = SQLModel.metadata
+
+# Execution option: this engine's SQLite transactions are deferred (reads: no write lock).
+READ_OPTION = "app_sqlite_read_only"
 
 
 def make_engine(url: str, *, busy_timeout_ms: int = 15000, pool_size: int = 10) -> Engine:
@@ -45,20 +55,46 @@ def make_engine(url: str, *, busy_timeout_ms: int = 15000, pool_size: int = 10) 
             # Let SQLAlchemy issue BEGIN itself so we can make it BEGIN IMMEDIATE.
             dbapi_conn.isolation_level = None
             cur = dbapi_conn.cursor()
-            cur.execute("PRAGMA journal_mode=WAL")
-            cur.execute("PRAGMA foreign_keys=ON")
             cur.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
+            # Switching to WAL takes a lock; once the file is in WAL mode (it stays so), a
+            # new connection must not ask again or it fails while a writer holds the lock.
+            if str(cur.execute("PRAGMA journal_mode").fetchone()[0]).lower() != "wal":
+                # Locked: a later connection switches it.
+                with contextlib.suppress(sqlite3.OperationalError):
+                    cur.execute("PRAGMA journal_mode=WAL")
+            cur.execute("PRAGMA foreign_keys=ON")
             cur.execute("PRAGMA synchronous=NORMAL")
             cur.close()
 
         @event.listens_for(engine, "begin")
         def _sqlite_begin(conn: Any) -> None:
             # Writers serialise at BEGIN instead of failing later on lock upgrade:
-            # read-then-write races (balances, last node) cannot interleave.
-            conn.exec_driver_sql("BEGIN IMMEDIATE")
+            # read-then-write races (balances, last node) cannot interleave. Reads take
+            # no write lock (WAL: they see a snapshot and never block the writer).
+            if conn.get_execution_options().get(READ_OPTION):
+                conn.exec_driver_sql("BEGIN")
+            else:
+                conn.exec_driver_sql("BEGIN IMMEDIATE")
 
         return engine
     return create_engine(url, pool_pre_ping=True, pool_size=pool_size, max_overflow=pool_size)
+
+
+def reader(engine: Engine) -> Engine:
+    """The same engine (same pool) whose SQLite transactions are deferred: for units of work
+    that only read (a GET). Were one to write after all, SQLite upgrades the lock at the
+    first write, or refuses with "database is locked" (503) if another writer got there
+    first — never a lost update. PostgreSQL ignores the option."""
+    if engine.get_execution_options().get(READ_OPTION):
+        return engine
+    return engine.execution_options(**{READ_OPTION: True})
+
+
+def writer(engine: Engine) -> Engine:
+    """The engine for a unit of work that writes (``BEGIN IMMEDIATE`` on SQLite)."""
+    if engine.get_execution_options().get(READ_OPTION):
+        return engine.execution_options(**{READ_OPTION: False})
+    return engine
 
 
 def is_postgres(session_or_engine: Session | Engine) -> bool:
@@ -71,9 +107,11 @@ def is_postgres(session_or_engine: Session | Engine) -> bool:
 
 
 @contextmanager
-def transaction(engine: Engine) -> Iterator[Session]:
-    """A unit of work outside a request (CLI, worker): commit on success, roll back on error."""
-    with Session(engine, expire_on_commit=False) as session:
+def transaction(engine: Engine, *, write: bool = True) -> Iterator[Session]:
+    """A unit of work outside a request's own session (CLI, worker, a GET's short write):
+    commit on success, roll back on error. ``write=False`` for pure reads (no write lock)."""
+    bind = writer(engine) if write else reader(engine)
+    with Session(bind, expire_on_commit=False) as session:
         try:
             yield session
             session.commit()

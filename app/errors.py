@@ -91,6 +91,11 @@ class TooManyRequests(DomainError):
     default_message = N_("Too many attempts. Wait a few minutes and try again.")
 
 
+# "Database is locked", pool exhaustion, serialisation failures: 503 with Retry-After.
+RETRY_AFTER_S = 2
+BUSY_MESSAGE = N_("We are busy right now and nothing was changed. Try again in a few seconds.")
+
+
 def install_handlers(app: FastAPI) -> None:
     """Render every DomainError (and 404/500) in one place."""
     from fastapi import Request
@@ -156,7 +161,10 @@ def install_handlers(app: FastAPI) -> None:
                 {"error": {"code": "invalid_input", "message": "Invalid input.", "errors": errors}},
                 status_code=422,
             )
-        text = "; ".join(f"{e['field']}: {e['message']}" for e in errors)
+        from app.web.forms import field_errors
+
+        per_field = field_errors(exc.errors())
+        text = "; ".join(f"{name}: {gettext(msg)}" for name, msg in per_field.items())
         return render_error(request, 422, text, code="invalid_input")
 
     async def server_error(request: Request, exc: Exception) -> Response:
@@ -176,8 +184,34 @@ def install_handlers(app: FastAPI) -> None:
             return JSONResponse({"error": {"code": "out_of_range", "message": message}}, 422)
         return render_error(request, 422, message, code="out_of_range")
 
-    from sqlalchemy.exc import DataError
+    async def busy(request: Request, exc: Exception) -> Response:
+        # The database is locked (SQLite), the pool is exhausted, or PostgreSQL gave up a
+        # transaction (serialisation failure, deadlock, lock timeout): nothing committed,
+        # and trying again shortly will work. A temporary state, never a 500.
+        import logging
 
+        logging.getLogger("app").warning(
+            "database busy (%s) on %s %s: %s",
+            exc.__class__.__name__,
+            request.method,
+            request.url.path,
+            str(exc).splitlines()[0][:200] if str(exc) else "",
+        )
+        message = gettext(BUSY_MESSAGE)
+        headers = {"Retry-After": str(RETRY_AFTER_S)}
+        if wants_json(request):
+            return JSONResponse(
+                {"error": {"code": "busy", "message": message}}, 503, headers=headers
+            )
+        response = render_error(request, 503, message, code="busy")
+        response.headers["Retry-After"] = str(RETRY_AFTER_S)
+        return response
+
+    from sqlalchemy.exc import DataError, OperationalError
+    from sqlalchemy.exc import TimeoutError as PoolTimeout
+
+    app.add_exception_handler(OperationalError, busy)
+    app.add_exception_handler(PoolTimeout, busy)
     app.add_exception_handler(OverflowError, out_of_range)
     app.add_exception_handler(DataError, out_of_range)
     app.add_exception_handler(DomainError, domain_error)

@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 import importlib
-import logging
 
 from fastapi import Depends, FastAPI
 from fastapi.staticfiles import StaticFiles
 from starlette.middleware.gzip import GZipMiddleware
 
+from app import logs
 from app.clock import Clock, SimulatedClock, SystemClock
 from app.db import make_engine
 from app.errors import install_handlers
 from app.settings import Settings
 from app.web.csrf import csrf_protect
-from app.web.middleware import AppMiddleware, ConcurrencyLimit
+from app.web.middleware import AppMiddleware, BodyLimit, ConcurrencyLimit
 from app.web.templating import STATIC_DIR, make_templates
 
 # Every table module, imported so SQLModel's metadata (and Alembic) sees all tables.
@@ -65,9 +65,6 @@ def import_models() -> None:
 
 def create_app(settings: Settings | None = None, *, clock: Clock | None = None) -> FastAPI:
     settings = settings or Settings()
-    logging.basicConfig(
-        level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s"
-    )
     import_models()
     engine = make_engine(
         settings.database_url,
@@ -92,9 +89,13 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
     app.state.templates = make_templates()
 
     install_handlers(app)
-    app.add_middleware(AppMiddleware, https=settings.https, default_locale=settings.default_locale)
-    # At most as many requests in flight as pooled connections (see ConcurrencyLimit).
+    # Innermost first. At most as many requests in flight as pooled connections (see
+    # ConcurrencyLimit); bodies are read (bounded in size and time) *before* a slot is
+    # taken (BodyLimit), so a slow client holds no slot, thread, connection or lock;
+    # AppMiddleware (request id, locale, headers, access log) wraps them all.
     app.add_middleware(ConcurrencyLimit, limit=settings.db_pool_size)
+    app.add_middleware(BodyLimit)
+    app.add_middleware(AppMiddleware, https=settings.https, default_locale=settings.default_locale)
     # Outermost: compress pages, fragments and static files (htmx is ~51 KB raw, ~16 KB gzipped).
     app.add_middleware(GZipMiddleware, minimum_size=800)
     app.mount("/static", StaticFiles(directory=str(STATIC_DIR)), name="static")
@@ -106,5 +107,8 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
 
 
 def asgi() -> FastAPI:
-    """Factory for ``uvicorn --factory app.main:asgi``."""
-    return create_app()
+    """Factory for ``uvicorn --factory app.main:asgi``: called once per worker process at
+    start, so logging is configured here (not in ``create_app``)."""
+    settings = Settings()
+    logs.configure(settings.log_level)
+    return create_app(settings)

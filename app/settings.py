@@ -33,6 +33,10 @@ class Settings(BaseSettings):
     sqlite_busy_timeout_ms: int = 15000
     db_pool_size: int = 10
 
+    # --- observability (issue 13) ---
+    # Bearer token that GET /metrics requires; empty: /metrics answers 404 (not public).
+    metrics_token: str = ""
+
     @model_validator(mode="after")
     def _refuse_placeholder_secret(self) -> Settings:
         if self.environment == "production" and self.secret_key == PLACEHOLDER_SECRET:

@@ -1,5 +1,5 @@
-"""``python -m app worker``: runs what is due — renewals, late notices, invoice expiry and
-the email outbox — each job in its own transaction.
+"""``python -m app worker``: runs what is due — renewals, late notices, invoice expiry,
+the email outbox and pruning old login-throttle rows — each job in its own transaction(s).
 
 Several workers may run at once on PostgreSQL: every job locks the rows it works on
 (``FOR UPDATE SKIP LOCKED``) and renewals are also guarded by a unique (order, period)
@@ -19,6 +19,7 @@ from typing import Any
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
+from app import logs
 from app.clock import Clock, SimulatedClock, SystemClock
 from app.db import make_engine, transaction
 from app.settings import Settings
@@ -39,13 +40,16 @@ def in_transaction(job: Callable[[Session, datetime], Any]) -> Job:
 
 
 def jobs(settings: Settings) -> list[tuple[str, Job]]:
+    from app.accounts.throttle import prune as prune_throttle
     from app.notifications.service import send_outbox
     from app.orders.renewals import run_due_renewals_each, send_late_notices
     from app.payments.service import expire_due
 
-    def outbox(session: Session, now: datetime) -> int:
+    def outbox(engine: Engine, now: datetime) -> int:
+        # Claims, sends and marks in short transactions of its own: no lock is held
+        # while mail goes out.
         return send_outbox(
-            session,
+            engine,
             host=settings.smtp_host,
             port=settings.smtp_port,
             sender=settings.mail_from,
@@ -60,7 +64,8 @@ def jobs(settings: Settings) -> list[tuple[str, Job]]:
         ("renewals", renewals),
         ("late_notices", in_transaction(send_late_notices)),
         ("invoice_expiry", in_transaction(expire_due)),
-        ("outbox", in_transaction(outbox)),
+        ("outbox", outbox),
+        ("throttle_prune", in_transaction(prune_throttle)),
     ]
 
 
@@ -97,9 +102,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
     import_models()
     settings = Settings()
-    logging.basicConfig(
-        level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s"
-    )
+    logs.configure(settings.log_level)
     engine = make_engine(settings.database_url, busy_timeout_ms=settings.sqlite_busy_timeout_ms)
     clock: Clock = SimulatedClock(engine) if settings.simulation else SystemClock()
     try:

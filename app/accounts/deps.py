@@ -13,6 +13,7 @@ from sqlmodel import Session
 
 from app.accounts.models import Role, User
 from app.accounts.security import SESSION_COOKIE, session_from_cookie, user_for_api_token
+from app.db import reader
 from app.errors import N_, Forbidden, NotAuthenticated
 from app.web.deps import SessionDep
 
@@ -59,7 +60,7 @@ def load_user(request: Request) -> User | None:
             # write lock this one holds (SQLite BEGIN IMMEDIATE).
             user = _resolve(request, current)
         else:
-            with Session(request.app.state.engine, expire_on_commit=False) as db:
+            with Session(reader(request.app.state.engine), expire_on_commit=False) as db:
                 user = _resolve(request, db)
                 db.commit()
     except Exception:  # noqa: BLE001 - an error page must render even if this fails

@@ -23,6 +23,11 @@ class OutboxEmail(SQLModel, table=True):
     )
     attempts: int = 0
     last_error: str = Field(default="", max_length=500)
+    # A worker's claim on the row until this instant (sent outside any transaction; a
+    # crash between send and mark resends it once the claim lapses, never loses it).
+    claimed_until: datetime | None = Field(default=None, sa_column=Column(DateTime(timezone=True)))
+    # Set when the message can never be sent (malformed) or ran out of attempts.
+    failed_at: datetime | None = Field(default=None, sa_column=Column(DateTime(timezone=True)))
 
 
 class Notification(SQLModel, table=True):

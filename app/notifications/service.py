@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import logging
 import smtplib
-from datetime import datetime
+from datetime import datetime, timedelta
 from email.message import EmailMessage
 
+from sqlalchemy import or_, update
+from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
+from app.db import transaction
 from app.notifications.models import Notification, OutboxEmail
 
 log = logging.getLogger("app.mail")
@@ -17,7 +20,9 @@ log = logging.getLogger("app.mail")
 def enqueue_email(
     session: Session, *, to: str, subject: str, body: str, now: datetime, kind: str = ""
 ) -> OutboxEmail:
-    row = OutboxEmail(to_addr=to, subject=subject[:200], body=body, kind=kind, created_at=now)
+    row = OutboxEmail(
+        to_addr=to.strip(), subject=single_line(subject), body=body, kind=kind, created_at=now
+    )
     session.add(row)
     session.flush()
     return row
@@ -60,47 +65,133 @@ def unread_for(session: Session, user_id: int, limit: int = 20) -> list[Notifica
     return list(session.exec(stmt).all())
 
 
-def send_outbox(
-    session: Session, *, host: str, port: int, sender: str, now: datetime, limit: int = 50
-) -> int:
-    """Send unsent emails over SMTP; each row is marked sent in the caller's transaction.
+def mark_read(engine: Engine, user_id: int, ids: list[int], now: datetime) -> None:
+    """Mark console notifications seen, in a short write transaction of its own (called
+    from a GET, whose request session reads without taking SQLite's write lock)."""
+    if not ids:
+        return
+    with transaction(engine) as w:
+        w.exec(
+            update(Notification)
+            .where(
+                col(Notification.id).in_(ids),
+                col(Notification.user_id) == user_id,
+                col(Notification.read_at).is_(None),
+            )
+            .values(read_at=now)
+        )
 
-    Rows are locked (PostgreSQL) so two workers never send the same email twice.
+
+MAX_ATTEMPTS = 10
+CLAIM = timedelta(minutes=5)  # longer than a round of sends (50 × 10 s SMTP timeout)
+
+
+def single_line(text: str, limit: int = 200) -> str:
+    """Subjects (and any header) are one line by construction: every run of whitespace,
+    CR and LF included, becomes one space."""
+    return " ".join(text.split())[:limit]
+
+
+def build_message(row: OutboxEmail, sender: str) -> EmailMessage:
+    """Raises ``ValueError`` (or ``email.errors.*``) for a message that can never be sent."""
+    msg = EmailMessage()
+    msg["From"] = sender
+    msg["To"] = row.to_addr
+    msg["Subject"] = single_line(row.subject)
+    msg.set_content(row.body)
+    return msg
+
+
+def claim_outbox(engine: Engine, now: datetime, limit: int = 50) -> list[OutboxEmail]:
+    """Claim up to ``limit`` unsent rows for ``CLAIM`` in one short transaction (rows
+    locked with SKIP LOCKED on PostgreSQL while claiming, so two workers never claim the
+    same row), and commit: no lock is held while mail is sent."""
+    with transaction(engine) as s:
+        stmt = (
+            select(OutboxEmail)
+            .where(
+                col(OutboxEmail.sent_at).is_(None),
+                col(OutboxEmail.failed_at).is_(None),
+                OutboxEmail.attempts < MAX_ATTEMPTS,
+                or_(
+                    col(OutboxEmail.claimed_until).is_(None),
+                    col(OutboxEmail.claimed_until) < now,
+                ),
+            )
+            .order_by(col(OutboxEmail.id))
+            .limit(limit)
+            .with_for_update(skip_locked=True)
+        )
+        rows = list(s.exec(stmt).all())
+        for r in rows:
+            r.claimed_until = now + CLAIM
+            s.add(r)
+        return rows
+
+
+def _mark(
+    engine: Engine, row_id: int, now: datetime, *, sent: bool, error: str = "", final: bool = False
+) -> None:
+    """One row's outcome in its own short transaction."""
+    with transaction(engine) as s:
+        r = s.get(OutboxEmail, row_id)
+        if r is None:
+            return
+        r.claimed_until = None
+        if sent:
+            r.sent_at = now
+            r.last_error = ""
+        else:
+            r.attempts += 1
+            r.last_error = error[:500]
+            if final or r.attempts >= MAX_ATTEMPTS:
+                r.failed_at = now
+        s.add(r)
+
+
+def send_outbox(
+    engine: Engine, *, host: str, port: int, sender: str, now: datetime, limit: int = 50
+) -> int:
+    """Send unsent emails over SMTP, outside any transaction.
+
+    Claim rows (short transaction, committed), send each, and mark each sent — or failed
+    with its error — in its own short transaction. A message that can never be sent
+    (malformed address or header) is marked failed at once and never retried; a refused
+    or unreachable server is retried next round, up to ``MAX_ATTEMPTS``. A crash between
+    send and mark resends that one message after its claim lapses; none is lost.
     """
-    stmt = (
-        select(OutboxEmail)
-        .where(col(OutboxEmail.sent_at).is_(None), OutboxEmail.attempts < 10)
-        .order_by(col(OutboxEmail.id))
-        .limit(limit)
-        .with_for_update(skip_locked=True)
-    )
-    rows = list(session.exec(stmt).all())
+    rows = claim_outbox(engine, now, limit)
     if not rows:
         return 0
-    sent = 0
+    messages: list[tuple[OutboxEmail, EmailMessage]] = []
+    for r in rows:
+        assert r.id is not None
+        try:
+            messages.append((r, build_message(r, sender)))
+        except Exception as e:  # noqa: BLE001 - a malformed message must not stop the rest
+            log.warning("outbox email %s is malformed and will not be sent: %s", r.id, e)
+            _mark(engine, r.id, now, sent=False, error=f"malformed: {e}", final=True)
+    if not messages:
+        return 0
     try:
         smtp = smtplib.SMTP(host, port, timeout=10)
     except OSError as e:
-        for r in rows:
-            r.attempts += 1
-            r.last_error = f"connect: {e}"[:500]
-            session.add(r)
         log.warning("SMTP %s:%s unreachable: %s", host, port, e)
+        for r, _msg in messages:
+            assert r.id is not None
+            _mark(engine, r.id, now, sent=False, error=f"connect: {e}")
         return 0
+    sent = 0
     with smtp:
-        for r in rows:
-            msg = EmailMessage()
-            msg["From"] = sender
-            msg["To"] = r.to_addr
-            msg["Subject"] = r.subject
-            msg.set_content(r.body)
+        for r, msg in messages:
+            assert r.id is not None
             try:
                 smtp.send_message(msg)
-            except smtplib.SMTPException as e:
-                r.attempts += 1
-                r.last_error = str(e)[:500]
+            except (smtplib.SMTPException, OSError, ValueError) as e:
+                permanent = isinstance(e, smtplib.SMTPRecipientsRefused | ValueError)
+                log.warning("outbox email %s not sent: %s", r.id, e)
+                _mark(engine, r.id, now, sent=False, error=str(e), final=permanent)
             else:
-                r.sent_at = now
+                _mark(engine, r.id, now, sent=True)
                 sent += 1
-            session.add(r)
     return sent

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from datetime import datetime, timedelta
 from typing import Annotated, Any
 
@@ -25,6 +26,8 @@ from app.web.deps import NowDep, SessionDep
 from app.web.flash import flash
 from app.web.i18n import gettext as _
 from app.web.templating import is_htmx, render
+
+money_log = logging.getLogger("app.money")
 
 router = APIRouter(include_in_schema=False)
 MAX_WEBHOOK_BYTES = 64 * 1024  # a BTCPay notification is well under 2 KB
@@ -297,6 +300,7 @@ async def webhook(request: Request) -> Response:
     """The provider's notifications: HMAC-SHA256 over the raw body, constant-time compare."""
     body = await request.body()
     if len(body) > MAX_WEBHOOK_BYTES:
+        money_log.warning("webhook rejected: body of %d bytes is too large", len(body))
         return JSONResponse({"error": {"code": "too_large", "message": "body too large"}}, 413)
     signature = request.headers.get("btcpay-sig")
     settings = request.app.state.settings
@@ -311,7 +315,11 @@ async def webhook(request: Request) -> Response:
     try:
         result = await run_in_threadpool(work)
     except errors.DomainError as e:
+        money_log.warning(
+            "webhook rejected: %s %s (%s)", e.status_code, e.code, e.render_message(lambda t: t)
+        )
         return JSONResponse(
             {"error": {"code": e.code, "message": e.render_message(lambda t: t)}}, e.status_code
         )
+    money_log.info("webhook accepted: %s", result)
     return JSONResponse(result)

@@ -10,7 +10,10 @@ from fastapi import Depends, Request
 from sqlmodel import Session
 
 from app.clock import Clock
+from app.db import reader, writer
 from app.settings import Settings
+
+READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
 def get_session(request: Request) -> Iterator[Session]:
@@ -18,8 +21,14 @@ def get_session(request: Request) -> Iterator[Session]:
 
     Registered with ``scope="function"`` so the commit happens *before* the response is
     sent: a client never sees success for work that did not commit.
+
+    On SQLite a GET reads in a deferred transaction (no write lock; a GET that must write
+    does so in its own short ``transaction(engine)``); every other method writes, so its
+    transaction starts with ``BEGIN IMMEDIATE`` (see ``app.db.reader``).
     """
-    session = Session(request.app.state.engine, expire_on_commit=False)
+    engine = request.app.state.engine
+    bind = reader(engine) if request.method in READ_METHODS else writer(engine)
+    session = Session(bind, expire_on_commit=False)
     request.state.db = session
     try:
         yield session

@@ -13,6 +13,7 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.clock import monotonic
+from app.errors import N_
 from app.web import flash, i18n
 
 log = logging.getLogger("app.request")
@@ -165,3 +166,139 @@ class ConcurrencyLimit:
             return
         async with self._sem:
             await self.app(scope, receive, send)
+
+
+# ---------------------------------------------------------------------------------------
+# Request bodies: bounded in size and in time, read before any request slot or lock.
+# ---------------------------------------------------------------------------------------
+
+MB = 1024 * 1024
+DEFAULT_BODY_LIMIT = 1 * MB  # forms and JSON
+# Per-route caps (longest matching prefix wins). Nothing here needs more than the default:
+# the largest legitimate input is an SSH public key or a long delay reason (a few KB).
+BODY_LIMITS: tuple[tuple[str, int], ...] = (
+    ("/payments/webhook", 64 * 1024),  # a BTCPay notification is well under 2 KB
+)
+BODY_READ_TIMEOUT_S = 10.0  # the whole body must arrive within this (module-level for tests)
+BODYLESS = frozenset({"GET", "HEAD", "OPTIONS", "DELETE"})
+
+TOO_LARGE = N_("The request is too large.")
+TOO_SLOW = N_("The request took too long to arrive. Check your connection and try again.")
+
+
+def body_limit_for(path: str) -> int:
+    best, limit = -1, DEFAULT_BODY_LIMIT
+    for prefix, cap in BODY_LIMITS:
+        if path.startswith(prefix) and len(prefix) > best:
+            best, limit = len(prefix), cap
+    return limit
+
+
+class BodyLimit:
+    """Read the whole request body, bounded, *before* the request takes a slot.
+
+    - A declared ``Content-Length`` over the route's cap is refused at once with 413,
+      without reading the body.
+    - A streamed (chunked) body is counted as it arrives: 413 when it passes the cap.
+    - The body must arrive within ``BODY_READ_TIMEOUT_S`` seconds: 408 otherwise.
+
+    Only then is the buffered body handed on, so a slow or endless client waits here,
+    holding no concurrency slot, thread, connection or database lock.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope.get("headers") or [])
+        declared = headers.get(b"content-length")
+        chunked = b"chunked" in headers.get(b"transfer-encoding", b"").lower()
+        if scope["method"] in BODYLESS and declared in (None, b"0") and not chunked:
+            await self.app(scope, receive, send)
+            return
+        limit = body_limit_for(scope["path"])
+        if declared is not None:
+            try:
+                n = int(declared)
+            except ValueError:
+                n = -1
+            if n < 0:
+                await _refuse(scope, send, 400, N_("The request could not be completed."))
+                return
+            if n > limit:
+                log.info(
+                    "413 %s %s: declared %d bytes > %d", scope["method"], scope["path"], n, limit
+                )
+                await _refuse(scope, send, 413, TOO_LARGE)
+                return
+        chunks: list[bytes] = []
+        size = 0
+        more = True
+        import asyncio
+
+        try:
+            async with asyncio.timeout(BODY_READ_TIMEOUT_S):
+                while more:
+                    message = await receive()
+                    if message["type"] == "http.disconnect":
+                        return  # the client went away: nothing to answer
+                    chunk = message.get("body", b"")
+                    size += len(chunk)
+                    if size > limit:
+                        log.info(
+                            "413 %s %s: body over %d bytes", scope["method"], scope["path"], limit
+                        )
+                        await _refuse(scope, send, 413, TOO_LARGE)
+                        return
+                    chunks.append(chunk)
+                    more = message.get("more_body", False)
+        except TimeoutError:
+            log.info(
+                "408 %s %s: body not complete in %ss",
+                scope["method"],
+                scope["path"],
+                BODY_READ_TIMEOUT_S,
+            )
+            await _refuse(scope, send, 408, TOO_SLOW)
+            return
+        body = b"".join(chunks)
+        delivered = False
+
+        async def replay() -> Message:
+            nonlocal delivered
+            if not delivered:
+                delivered = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+
+async def _refuse(scope: Scope, send: Send, status: int, message: str) -> None:
+    """A small answer that needs nothing (no template, no database): JSON under /api/,
+    plain text elsewhere, in the negotiated language; the connection is closed."""
+    import json
+
+    text = i18n.gettext(message)
+    if scope["path"].startswith(("/api/", "/payments/webhook")):
+        code = {408: "timeout", 413: "too_large"}.get(status, "bad_request")
+        body = json.dumps({"error": {"code": code, "message": text}}).encode()
+        ctype = b"application/json"
+    else:
+        body = text.encode()
+        ctype = b"text/plain; charset=utf-8"
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", ctype),
+                (b"content-length", str(len(body)).encode()),
+                (b"connection", b"close"),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})

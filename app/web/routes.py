@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hmac
+import os
 from typing import Annotated
 from urllib.parse import urlsplit
 
@@ -78,5 +80,28 @@ def readyz(request: Request) -> Response:
 
 
 @router.get("/metrics", include_in_schema=False)
-def metrics() -> Response:
-    return PlainTextResponse(generate_latest().decode(), media_type=CONTENT_TYPE_LATEST)
+def metrics(request: Request) -> Response:
+    """Prometheus text, behind ``Authorization: Bearer <APP_METRICS_TOKEN>`` (404 while no
+    token is configured). With ``PROMETHEUS_MULTIPROC_DIR`` set (several worker
+    processes), every process's counters are summed, so a scrape sees the whole server."""
+    token = request.app.state.settings.metrics_token
+    if not token:
+        return PlainTextResponse("Not Found", status_code=404)
+    sent = request.headers.get("authorization", "")
+    if not sent.lower().startswith("bearer ") or not hmac.compare_digest(
+        sent[7:].strip().encode(), token.encode()
+    ):
+        return PlainTextResponse(
+            "Unauthorized", status_code=401, headers={"WWW-Authenticate": "Bearer"}
+        )
+    return PlainTextResponse(metrics_text(), media_type=CONTENT_TYPE_LATEST)
+
+
+def metrics_text() -> str:
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        from prometheus_client import CollectorRegistry, multiprocess
+
+        registry = CollectorRegistry()
+        multiprocess.MultiProcessCollector(registry)
+        return generate_latest(registry).decode()
+    return generate_latest().decode()

@@ -2,7 +2,7 @@
 
 Revision ID: 0001
 Revises: 
-Create Date: 2026-11-29 16:03:44.296134
+Create Date: 2026-11-30 16:49:32.537550
 """
 from collections.abc import Sequence
 
@@ -61,6 +61,8 @@ def upgrade() -> None:
     sa.Column('sent_at', sa.DateTime(timezone=True), nullable=True),
     sa.Column('attempts', sa.Integer(), nullable=False),
     sa.Column('last_error', sqlmodel.sql.sqltypes.AutoString(length=500), nullable=False),
+    sa.Column('claimed_until', sa.DateTime(timezone=True), nullable=True),
+    sa.Column('failed_at', sa.DateTime(timezone=True), nullable=True),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_outbox_emails'))
     )
     with op.batch_alter_table('outbox_emails', schema=None) as batch_op:

@@ -37,9 +37,14 @@ def test_health_and_readiness(client: TestClient) -> None:
     assert r.status_code == 200 and r.json()["status"] == "ready"
 
 
-def test_metrics_are_prometheus_text(client: TestClient) -> None:
+def test_metrics_are_prometheus_text_behind_a_bearer_token(app, client: TestClient) -> None:  # type: ignore[no-untyped-def]
     client.get("/")
-    r = client.get("/metrics")
+    assert client.get("/metrics").status_code == 404  # no token configured: not served
+    app.state.settings.metrics_token = "s3cret-metrics-token"
+    assert client.get("/metrics").status_code == 401
+    r = client.get("/metrics", headers={"Authorization": "Bearer wrong"})
+    assert r.status_code == 401 and r.headers["www-authenticate"] == "Bearer"
+    r = client.get("/metrics", headers={"Authorization": "Bearer s3cret-metrics-token"})
     assert r.status_code == 200
     assert "http_requests_total" in r.text
 
