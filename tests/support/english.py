@@ -12,26 +12,24 @@ import re
 from html.parser import HTMLParser
 
 # Names, units and terms of the trade that stay Latin in any language.
-ALLOWED = {
-    w.lower()
-    for w in (
-        # products, vendors, models
-        "HGX NVL NVLink NVIDIA AMD Instinct GB300 B200 B300 H100 H200 MI355X Grace Blackwell "
-        "Hopper Llama Meta DeepSeek Mixtral Qwen Mistral Gemma Kimi gpt oss Scout Maverick "
-        "Instruct Base Coder MoE Transformer Engine PyTorch Megatron DeepSpeed FSDP torchtitan "
-        "torchtune BTCPay Bitcoin Ethereum USDT USDC Lightning Linux Ubuntu Docker Slurm "
-        "Kubernetes InfiniBand RoCE RDMA GitHub htmx"
-        # techniques and abbreviations
-        " ZeRO TP PP EP CP DP SP LoRA QLoRA NF4 AdamW Adam SGD BF16 FP8 FP16 FP32 FP4 NVFP4 "
-        "MXFP4 MXFP8 MFU GPU GPUs CPU CPUs RAM HBM NVMe SSD NIC NICs CUDA ROCm NCCL RCCL GQA "
-        "MLA MLP FFN SXM PCIe JSON API CLI HTTP HTTPS URL SSH PDF CSV ID IDs FAQ OK "
-        "FLOP FLOPs TFLOPS PFLOPS tokens token"
-        # units and money
-        " GB GiB TB TiB MB MiB PB Gbps GB/s kW W h s ms US USD"
-        # commands
-        " python pip ssh curl make git"
-    ).split()
-}
+_ALLOWED_TEXT = (
+    # products, vendors, models
+    "HGX NVL NVLink NVIDIA AMD Instinct GB300 B200 B300 H100 H200 MI355X Grace Blackwell "
+    "Hopper Llama Meta DeepSeek Mixtral Qwen Mistral Gemma Kimi gpt oss Scout Maverick "
+    "Instruct Base Coder MoE Transformer Engine PyTorch Megatron DeepSpeed FSDP torchtitan "
+    "torchtune BTCPay Bitcoin Ethereum USDT USDC Lightning Linux Ubuntu Docker Slurm "
+    "Kubernetes InfiniBand RoCE RDMA GitHub htmx"
+    # techniques and abbreviations
+    " ZeRO TP PP EP CP DP SP LoRA QLoRA NF4 AdamW Adam SGD BF16 FP8 FP16 FP32 FP4 NVFP4 "
+    "MXFP4 MXFP8 MFU GPU GPUs CPU CPUs RAM HBM NVMe SSD NIC NICs CUDA ROCm NCCL RCCL GQA "
+    "MLA MLP FFN SXM PCIe JSON API CLI HTTP HTTPS URL SSH PDF CSV ID IDs FAQ OK "
+    "FLOP FLOPs TFLOPS PFLOPS tokens token"
+    # units and money
+    " GB GiB TB TiB MB MiB PB Gbps GB/s kW W h s ms US USD"
+    # commands
+    " python pip ssh curl make git"
+)
+ALLOWED = frozenset(w.lower() for w in _ALLOWED_TEXT.split())
 
 _WORD = re.compile(r"[A-Za-z]+(?:['’-][A-Za-z]+)*")
 _NEUTRAL = set(",;:()\"'“”‘’")
