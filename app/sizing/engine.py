@@ -13,11 +13,7 @@ from typing import Any
 
 from app.catalog.specs import all_specs
 from app.sizing import compute
-from app.sizing.assumptions import (
-    CHECKPOINT_RANGE_BYTES,
-    checkpoint_bytes_per_param,
-    optimizer_bytes,
-)
+from app.sizing.assumptions import CHECKPOINT_RANGE_BYTES, checkpoint_bytes_per_param, state_bytes
 from app.sizing.capacity import largest_full_training_model
 from app.sizing.messages import Msg, Translate, translator
 from app.sizing.options import Option, evaluate_option, unbuildable_option
@@ -93,11 +89,9 @@ def _compute(r: Request, prices: dict[str, int] | None) -> SizingResult:
     att = compute.attention_flops(j.arch, j.seq_len, r.tokens)
     if r.attention_flops:
         flops += att
-    opt_b = optimizer_bytes(j.optimizer, j.master_weights)
+    opt_b = state_bytes(j)[3]
     if j.method == "full":
-        ckpt = compute.checkpoint_bytes(
-            c.total, checkpoint_bytes_per_param(j.optimizer, j.master_weights)
-        )
+        ckpt = compute.checkpoint_bytes(c.total, checkpoint_bytes_per_param(j))
         ckpt_range = [CHECKPOINT_RANGE_BYTES[0] * c.total, CHECKPOINT_RANGE_BYTES[1] * c.total]
     else:
         ckpt = compute.checkpoint_bytes(j.lora_params, 2.0 + 4.0 + opt_b)
