@@ -344,3 +344,10 @@ def test_identical_normalised_requests_share_one_cached_answer() -> None:
     assert again["options"][0]["layout"]["tp"] != 99
     assert again["options"][0]["storage"]["dataset_bytes"] > 0
     assert again["recommendation"]["reason_codes"][0]["params"]["nodes"] > 0
+
+
+def test_the_apps_openapi_document_shows_the_sizing_request(client: TestClient) -> None:
+    spec = client.get("/openapi.json").json()
+    op = spec["paths"]["/api/v1/sizing"]["post"]
+    props = op["requestBody"]["content"]["application/json"]["schema"]["properties"]
+    assert props["max_days"]["maximum"] == 3650 and props["nodes"]["maximum"] == 1024
