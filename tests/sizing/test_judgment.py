@@ -350,4 +350,13 @@ def test_the_apps_openapi_document_shows_the_sizing_request(client: TestClient) 
     spec = client.get("/openapi.json").json()
     op = spec["paths"]["/api/v1/sizing"]["post"]
     props = op["requestBody"]["content"]["application/json"]["schema"]["properties"]
-    assert props["max_days"]["maximum"] == 3650 and props["nodes"]["maximum"] == 1024
+
+    def bound(prop: dict[str, Any], key: str) -> Any:
+        for alt in [prop, *prop.get("anyOf", [])]:
+            if key in alt:
+                return alt[key]
+        return None
+
+    assert bound(props["max_days"], "maximum") == 3650
+    assert bound(props["nodes"], "maximum") == 1024
+    assert bound(props["micro_batch_size"], "minimum") == 1
