@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
+from app.catalog.specs import NodeSpec
+from app.sizing.memory import Job, Layout
 from app.sizing.params import Architecture
+from app.sizing.throughput import Hardware, Setup, Throughput, hardware_from_spec, predict
 
 HOURS_PER_MONTH = 730
 HOURS_PER_WEEK = 168
@@ -90,3 +94,60 @@ def storage(
         out["egress_allowance_bytes_per_month"] = allowance
         out["weekly_checkpoint_egress_fits"] = weekly <= allowance
     return out
+
+
+# --- time model ------------------------------------------------------------------------------
+
+
+@lru_cache(maxsize=64)
+def _hardware(spec: NodeSpec) -> Hardware:
+    return hardware_from_spec(spec)
+
+
+def peak_tflops(spec: NodeSpec, precision: str) -> float:
+    """Dense peak per GPU for the training precision (FP4: the SKU's FP4 dense figure)."""
+    if precision == "fp8":
+        return spec.fp8_dense_tflops
+    if precision == "fp4":
+        if not spec.fp4_dense_tflops:
+            raise ValueError(f"{spec.id} has no FP4 dense peak")
+        return spec.fp4_dense_tflops
+    return spec.bf16_dense_tflops
+
+
+def predicted_mfu(
+    job: Job,
+    lay: Layout,
+    spec: NodeSpec,
+    *,
+    attention_counted: bool,
+    num_microbatches: int | None = None,
+    pp_schedule: str = "1f1b",
+    virtual_stages: int = 1,
+) -> tuple[float, Throughput]:
+    """The throughput model's MFU for this layout on this SKU, in the engine's convention:
+    model FLOPs per token (6·N_active, plus attention when the request counts it) × tokens/s
+    per GPU ÷ the dense peak of the training precision. Adapters (LoRA/QLoRA) are priced at
+    the full-training MFU on their 4·N FLOPs (they skip weight gradients)."""
+    setup = Setup(
+        world=lay.world,
+        tp=lay.tp,
+        pp=lay.pp,
+        ep=lay.ep,
+        cp=lay.cp,
+        sharding=lay.sharding,
+        shard_group=lay.shard_group,
+        micro_batch_size=lay.micro_batch_size,
+        recompute=lay.recompute,
+        offload_optimizer=lay.offload_optimizer,
+        offload_params=lay.offload_params,
+        num_microbatches=num_microbatches,
+        pp_schedule=pp_schedule,
+        virtual_stages=virtual_stages,
+    )
+    tp = predict(job.arch, job.counts, job.seq_len, job.precision, setup, _hardware(spec))
+    per_token = 6.0 * job.counts.active
+    if attention_counted:
+        per_token += attention_flops(job.arch, job.seq_len, 1.0)
+    mfu = tp.tokens_per_s_per_gpu * per_token / (peak_tflops(spec, job.precision) * 1e12)
+    return mfu, tp

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import math
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from app.catalog.specs import NodeSpec, all_specs
+from app.catalog.specs import NodeSpec, all_specs, spec
 from app.sizing import compute, layout
 from app.sizing.errors import SizingError
 from app.sizing.memory import (
@@ -77,7 +78,7 @@ MLA_KEYS = {"q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim
 PAR_KEYS = {"sharding", "shard_group", "tp", "pp", "ep", "cp"}
 CHOICES = {
     "method": ("full", "lora", "qlora"),
-    "precision": ("bf16", "fp8"),
+    "precision": ("bf16", "fp8", "fp4"),
     "optimizer": ("adamw", "adamw8bit"),
     "grad_dtype": ("bf16", "fp32"),
     "recompute": ("none", "selective", "full"),
@@ -403,8 +404,15 @@ def parse(req: Any) -> Request:
                         v.err("parallelism.ep", "must divide the number of experts")
     if off_par and par is not None and par.get("sharding") != "zero3":
         v.err("offload_params", "parameter offload needs ZeRO-3/FSDP sharding")
-    if method != "full" and precision == "fp8":
-        v.err("precision", "fp8 is modelled for full training only")
+    if method != "full" and precision in ("fp8", "fp4"):
+        v.err("precision", f"{precision} is modelled for full training only")
+    if precision == "fp4" and sku is not None and not spec(sku).fp4_dense_tflops:
+        with_fp4 = ", ".join(s.id for s in all_specs() if s.fp4_dense_tflops)
+        v.err(
+            "precision",
+            f"fp4 (NVFP4/MXFP4 training) needs FP4 tensor cores; {sku} has no FP4 dense peak "
+            f"(SKUs with one: {with_fp4})",
+        )
     if v.errors:
         raise SizingError.many(v.errors)
     assert arch is not None and counts is not None and tokens is not None
@@ -456,7 +464,7 @@ def _price_cents(spec: NodeSpec, prices: dict[str, int] | None) -> int:
 
 
 def _peak(spec: NodeSpec, precision: str) -> float:
-    return spec.fp8_dense_tflops if precision == "fp8" else spec.bf16_dense_tflops
+    return compute.peak_tflops(spec, precision)
 
 
 def _explicit_layout(r: Request, spec: NodeSpec) -> tuple[Layout | None, int, str]:
@@ -503,12 +511,31 @@ def _option(
     g = spec.gpus_per_node
     usable = spec.usable_gpu_memory_bytes
     host = spec.node_ram_bytes
-    mfu = r.mfu if r.mfu is not None else spec.default_mfu
+    if r.job.precision == "fp4" and not spec.fp4_dense_tflops:
+        return _unfit_option(
+            spec, 1, usable, 0.0, [f"{spec.name} has no FP4 tensor cores: fp4 cannot run here"]
+        )
+    # A request's mfu overrides the time model; otherwise every layout's efficiency *is* the
+    # throughput model's predicted MFU (base 1.0), so hours = FLOPs / (GPUs · peak · MFU).
+    modelled = r.mfu is None
+    mfu = r.mfu if r.mfu is not None else 1.0
     peak = _peak(spec, r.job.precision)
     price = _price_cents(spec, prices)
     min_months = int(spec.raw.get("min_term_months") or 1)
     notes: list[str] = []
     one_node_hours = compute.training_seconds(flops, g, peak, mfu) / 3600
+    predicted: dict[Layout, tuple[float, float]] = {}
+
+    def _modelled(c: layout.Candidate) -> layout.Candidate:
+        """The candidate with its efficiency from the throughput model (unless mfu pinned)."""
+        if not modelled:
+            return c
+        if c.layout not in predicted:
+            m, tp = compute.predicted_mfu(
+                r.job, c.layout, spec, attention_counted=r.attention_flops
+            )
+            predicted[c.layout] = (m, tp.tokens_per_s_per_gpu)
+        return dataclasses.replace(c, efficiency=predicted[c.layout][0])
 
     def months_cost(n: int, eff: float) -> tuple[float, int, int]:
         hours = one_node_hours / n / eff
@@ -523,7 +550,7 @@ def _option(
         if lay is None:
             return _unfit_option(spec, n_best, usable, mfu, [why])
         mem = memory(r.job, lay)
-        chosen = layout.Candidate(lay, mem, layout.efficiency(lay, g), "your layout", 0)
+        chosen = _modelled(layout.Candidate(lay, mem, layout.efficiency(lay, g), "your layout", 0))
         fit = layout.fits(mem, usable, host, g)
     else:
         mbs0 = int(r.fixed["micro_batch_size"])
@@ -545,10 +572,26 @@ def _option(
             )
             if r.max_days:
                 # a deadline: at least the nodes that could finish in time at full efficiency
-                n_min = max(n_min, math.ceil(one_node_hours / (r.max_days * 24)))
+                e_top = 1.0
+                if modelled:  # the model's MFU for a one-node sharded layout, as the guess
+                    ref = layout.make_layout(
+                        layout.Shape("zero3", g, 1, 1, 1, 1, ""),
+                        world=g,
+                        mbs=mbs0,
+                        recompute="none",
+                        offload_opt=False,
+                        offload_params=False,
+                    )
+                    e_top = compute.predicted_mfu(
+                        r.job, ref, spec, attention_counted=r.attention_flops
+                    )[0]
+                n_min = max(n_min, math.ceil(one_node_hours / (r.max_days * 24 * e_top)))
             ns = [n for n in layout.node_candidates() if n >= n_min] or [MAX_NODES]
 
         def best(n: int, want: int = 1) -> list[layout.Candidate]:
+            return [_modelled(c) for c in _best(n, want)]
+
+        def _best(n: int, want: int = 1) -> list[layout.Candidate]:
             return layout.best_layouts(
                 r.job,
                 nodes=n,
@@ -595,6 +638,16 @@ def _option(
                         a_ = mid + 1
                 ns = [a_, *ns[lo:]]
                 first = best(ns[0])
+        if first and r.max_days and modelled and r.nodes is None:
+            # the predicted MFU falls as nodes are added: step up until the deadline holds
+            for _ in range(4):
+                need = math.ceil(one_node_hours / (r.max_days * 24 * first[0].efficiency))
+                if need <= ns[0] or need > MAX_NODES:
+                    break
+                more = best(need)
+                if not more:
+                    break
+                ns, first = [need, *[n for n in ns if n > need]], more
         if first:
             n0 = ns[0]
             chosen, n_best = first[0], n0
@@ -661,7 +714,7 @@ def _option(
             ]
             mems = [(memory(r.job, lay), lay) for lay in lays]
             mem, lay = min(mems, key=lambda x: x[0].total)
-            chosen = layout.Candidate(lay, mem, layout.efficiency(lay, g), "closest", 0)
+            chosen = _modelled(layout.Candidate(lay, mem, layout.efficiency(lay, g), "closest", 0))
             n_best = n
             fit = False
             notes.append(f"no layout fits on up to {n} nodes")
@@ -695,9 +748,12 @@ def _option(
         "host_offload_bytes_per_node": mem.cpu_offload_per_gpu * g,
         "node_ram_bytes": host,
         "training_days": round(hours / 24, 2),
-        "mfu": mfu,
-        "mfu_source": spec.mfu_source,
-        "layout_efficiency": round(eff, 4),
+        "mfu": round(mfu * eff, 4) if modelled else mfu,
+        "mfu_source": "throughput model (app/sizing/throughput.py, docs/sizing-accuracy.md)"
+        if modelled
+        else spec.mfu_source,
+        "mfu_model": "throughput" if modelled else "request",
+        "layout_efficiency": 1.0 if modelled else round(eff, 4),
         "effective_mfu": round(mfu * eff, 4),
         "peak_tflops_per_gpu": peak,
         "months": months,
@@ -713,6 +769,8 @@ def _option(
         ),
         "notes": notes,
     }
+    if modelled and lay in predicted:
+        opt["predicted_tokens_per_s_per_gpu"] = round(predicted[lay][1], 1)
     if runner is not None:
         opt["runner_up"] = {
             "layout": runner.layout.as_dict(),
