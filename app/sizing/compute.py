@@ -7,7 +7,7 @@ from functools import lru_cache
 
 from app.catalog.specs import NodeSpec
 from app.sizing.memory import Job, Layout
-from app.sizing.params import Architecture
+from app.sizing.params import Architecture, ParamCounts
 from app.sizing.throughput import Hardware, Setup, Throughput, hardware_from_spec, predict
 
 HOURS_PER_MONTH = 730
@@ -99,9 +99,7 @@ def storage(
 # --- time model ------------------------------------------------------------------------------
 
 
-@lru_cache(maxsize=64)
-def _hardware(spec: NodeSpec) -> Hardware:
-    return hardware_from_spec(spec)
+_HW: dict[str, tuple[Hardware, NodeSpec]] = {}
 
 
 def peak_tflops(spec: NodeSpec, precision: str) -> float:
@@ -121,14 +119,30 @@ def predicted_mfu(
     spec: NodeSpec,
     *,
     attention_counted: bool,
-    num_microbatches: int | None = None,
-    pp_schedule: str = "1f1b",
-    virtual_stages: int = 1,
 ) -> tuple[float, Throughput]:
     """The throughput model's MFU for this layout on this SKU, in the engine's convention:
     model FLOPs per token (6·N_active, plus attention when the request counts it) × tokens/s
     per GPU ÷ the dense peak of the training precision. Adapters (LoRA/QLoRA) are priced at
-    the full-training MFU on their 4·N FLOPs (they skip weight gradients)."""
+    the full-training MFU on their 4·N FLOPs (they skip weight gradients). Memoised across
+    requests (requests that differ only in token count share every layout's answer)."""
+    if _HW.get(spec.id, (None, None))[1] is not spec:
+        _HW[spec.id] = (hardware_from_spec(spec), spec)
+    return _predicted(
+        job.arch, job.counts, job.seq_len, job.precision, lay, spec.id, attention_counted
+    )
+
+
+@lru_cache(maxsize=16384)
+def _predicted(
+    arch: Architecture,
+    counts: ParamCounts,
+    seq_len: int,
+    precision: str,
+    lay: Layout,
+    sku: str,
+    attention_counted: bool,
+) -> tuple[float, Throughput]:
+    hw, spec = _HW[sku]
     setup = Setup(
         world=lay.world,
         tp=lay.tp,
@@ -141,13 +155,10 @@ def predicted_mfu(
         recompute=lay.recompute,
         offload_optimizer=lay.offload_optimizer,
         offload_params=lay.offload_params,
-        num_microbatches=num_microbatches,
-        pp_schedule=pp_schedule,
-        virtual_stages=virtual_stages,
     )
-    tp = predict(job.arch, job.counts, job.seq_len, job.precision, setup, _hardware(spec))
-    per_token = 6.0 * job.counts.active
+    tp = predict(arch, counts, seq_len, precision, setup, hw)
+    per_token = 6.0 * counts.active
     if attention_counted:
-        per_token += attention_flops(job.arch, job.seq_len, 1.0)
-    mfu = tp.tokens_per_s_per_gpu * per_token / (peak_tflops(spec, job.precision) * 1e12)
+        per_token += attention_flops(arch, seq_len, 1.0)
+    mfu = tp.tokens_per_s_per_gpu * per_token / (peak_tflops(spec, precision) * 1e12)
     return mfu, tp

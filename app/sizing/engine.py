@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import heapq
 import math
 from dataclasses import dataclass
@@ -526,6 +525,9 @@ def _option(
     one_node_hours = compute.training_seconds(flops, g, peak, mfu) / 3600
     predicted: dict[Layout, tuple[float, float]] = {}
 
+    def _by_efficiency(c: layout.Candidate) -> tuple[float, int]:
+        return (-round(c.efficiency, 6), c.rank)
+
     def _modelled(c: layout.Candidate) -> layout.Candidate:
         """The candidate with its efficiency from the throughput model (unless mfu pinned)."""
         if not modelled:
@@ -535,7 +537,7 @@ def _option(
                 r.job, c.layout, spec, attention_counted=r.attention_flops
             )
             predicted[c.layout] = (m, tp.tokens_per_s_per_gpu)
-        return dataclasses.replace(c, efficiency=predicted[c.layout][0])
+        return layout.Candidate(c.layout, c.memory, predicted[c.layout][0], c.label, c.rank)
 
     def months_cost(n: int, eff: float) -> tuple[float, int, int]:
         hours = one_node_hours / n / eff
@@ -589,7 +591,12 @@ def _option(
             ns = [n for n in layout.node_candidates() if n >= n_min] or [MAX_NODES]
 
         def best(n: int, want: int = 1) -> list[layout.Candidate]:
-            return [_modelled(c) for c in _best(n, want)]
+            if not modelled:
+                return _best(n, want)
+            # the heuristic order proposes, the throughput model picks among the first few
+            extra = 2 if r.job.arch.moe is not None else 0  # MoE: EP or not matters most
+            found = sorted((_modelled(c) for c in _best(n, want + extra)), key=_by_efficiency)
+            return found[:want]
 
         def _best(n: int, want: int = 1) -> list[layout.Candidate]:
             return layout.best_layouts(
@@ -689,7 +696,7 @@ def _option(
                     if not found:
                         continue
                     e = found[0].efficiency
-                    if e not in effs:
+                    if all(abs(e - x) > 0.03 * x for x in effs):  # modelled MFUs vary a little
                         push(e)
                     hours, _m, cost = months_cost(n, e)
                     if _better(cost, hours, best_key):

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import lru_cache
 
 from app.catalog.specs import NodeSpec
 from app.sizing.params import Architecture, ParamCounts, attention_params
@@ -182,7 +181,6 @@ def attention_width(arch: Architecture) -> float:
     return float(arch.num_attention_heads * arch.head_dim)
 
 
-@lru_cache(maxsize=8192)
 def predict(
     arch: Architecture,
     counts: ParamCounts,
