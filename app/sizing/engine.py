@@ -911,9 +911,17 @@ def _assumptions(r: Request) -> list[str]:
             if r.attention_flops
             else " (attention term reported separately, not added)"
         )
-        + "; time = FLOPs / (GPUs x dense peak x MFU x layout efficiency)",
+        + (
+            "; time = FLOPs / (GPUs x dense peak x MFU x layout efficiency)"
+            if r.mfu is not None
+            else "; time = FLOPs / (GPUs x dense peak of the precision x MFU), the MFU "
+            "predicted per layout by the throughput model (GEMM efficiency by size and "
+            "precision, attention, HBM-bound work, TP/CP/EP/DP traffic over NVLink and the "
+            "network, pipeline bubble; docs/sizing-accuracy.md)"
+        ),
         "layout efficiency (ours, heuristic): full recompute 0.75, selective 0.97, TP8 0.90, "
-        "PP 0.92, FSDP across nodes 0.90, EP 0.95, CP 0.95, optimizer offload 0.70",
+        "PP 0.92, FSDP across nodes 0.90, EP 0.95, CP 0.95, optimizer offload 0.70"
+        + ("" if r.mfu is not None else " (orders the layouts tried; time is the model's)"),
         "a month is 730 hours; each node is rented in whole months; money is computed in cents",
         "checkpoint with optimizer state ≈ 14 B/param (range 12–16); dataset stored as "
         "token IDs (2 B if the vocabulary fits 16 bits, else 4 B), copied to each node; "
