@@ -15,7 +15,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from app.sizing.memory import SAFETY_MARGIN, Job, Layout, Memory, memory
+from app.sizing.memory import (
+    SAFETY_MARGIN,
+    Job,
+    Layout,
+    Memory,
+    fit_verdict,
+    memory,
+    memory_range,
+)
 from app.sizing.params import count
 from app.sizing.presets import PRESETS
 
@@ -28,6 +36,23 @@ CANDIDATES = (
 GIB = 1024**3
 # usable (driver-reported) memory of the GPUs in the cases, GiB
 GPU_USABLE_GIB = {"80GB": 79.6, "A6000": 47.5, "4090": 23.6}
+
+
+PUBLIC = ROOT / "bench" / "data" / "memory-public.json"
+
+
+def load_public() -> list[dict[str, Any]]:
+    """The widened public memory set (bench/data/memory-public.json)."""
+    return list(json.loads(PUBLIC.read_text(encoding="utf-8"))["cases"])
+
+
+def public_mapping(case: dict[str, Any]) -> Mapping:
+    cfg = dict(case["config"])
+    return Mapping(
+        usable_gib=float(case["gpu_usable_gib"]),
+        interpretation=case["how_read"],
+        **cfg,
+    )
 
 
 def load_cases() -> list[dict[str, Any]]:
@@ -58,12 +83,25 @@ class Mapping:
     offload_optimizer: bool = False
     offload_params: bool = False
     gpu: str = "80GB"
+    usable_gib: float | None = None  # driver-reported capacity when the case states it
+    framework: str = "megatron"
+    compile: bool = False
+    chunked_loss: bool = False
+    activation_offload: bool = False
+    optimizer_in_backward: bool = False
+    cp: int = 1
+    pp_schedule: str = "1f1b"
+    virtual_stages: int = 1
+    num_microbatches: int = 0
     interpretation: str = ""
     not_modelled: str = ""
 
 
 _MEG = "Megatron distributed optimizer = ZeRO-1 over DP; FP32 main grads; recompute none"
-_TT = "torchtune pure-BF16 recipe (no FP32 master, AdamW states in BF16)"
+_TT = (
+    "torchtune pure-BF16 recipe (no FP32 master, AdamW states in BF16); Llama 3.1 recipes "
+    "default to the chunked cross-entropy loss"
+)
 
 
 def _fp(pp: int, dp: int, tp: int, **kw: Any) -> Mapping:
@@ -134,6 +172,8 @@ MAPPINGS: dict[str, Mapping] = {
         master_weights=False,
         offload_optimizer=True,
         offload_params=True,
+        framework="hf",
+        chunked_loss=True,
         interpretation=_TT + "; FSDP over 8 with CPU offload of params and optimizer; "
         "activation checkpointing on (recipe default)",
         not_modelled="fused optimizer step, compile",
@@ -148,6 +188,8 @@ MAPPINGS: dict[str, Mapping] = {
         recompute="full",
         grad_dtype="bf16",
         master_weights=False,
+        framework="hf",
+        chunked_loss=True,
         interpretation="LoRA rank 16 over FSDP 8; activation checkpointing on (recipe default)",
     ),
     "tune-l31-8b-full-a6000": Mapping(
@@ -160,8 +202,11 @@ MAPPINGS: dict[str, Mapping] = {
         master_weights=False,
         optimizer="adamw8bit",
         gpu="A6000",
-        interpretation=_TT + "; single GPU; 8-bit paged AdamW; activation checkpointing on",
-        not_modelled="optimizer step fused into backward (no full gradient buffer)",
+        framework="hf",
+        optimizer_in_backward=True,
+        chunked_loss=True,
+        interpretation=_TT + "; single GPU; 8-bit paged AdamW; activation checkpointing on; "
+        "optimizer step fused into backward (recipe default)",
     ),
     "tune-l31-8b-full-4090": Mapping(
         "llama-3.1-8b",
@@ -174,43 +219,31 @@ MAPPINGS: dict[str, Mapping] = {
         optimizer="adamw8bit",
         offload_optimizer=True,
         gpu="4090",
-        interpretation=_TT + "; single 24 GB GPU; paged 8-bit AdamW read as optimizer offload",
-        not_modelled="optimizer step fused into backward (no full gradient buffer)",
+        framework="hf",
+        optimizer_in_backward=True,
+        chunked_loss=True,
+        interpretation=_TT + "; single 24 GB GPU; paged 8-bit AdamW read as optimizer offload; "
+        "optimizer step fused into backward",
     ),
 }
 
 _L32 = "llama-3.2-3b"
+_C = {"compile": True}
+_CE = {**_C, "chunked_loss": True}
+_AC = {**_CE, "recompute": "full"}
+_OB = {**_AC, "optimizer_in_backward": True}
+_OFF = {**_OB, "activation_offload": True}
 _steps: list[tuple[str, dict[str, Any], str]] = [
     ("baseline", {}, ""),
     ("packed-dataset", {}, ""),
-    ("compile", {}, "torch.compile fusion"),
-    ("chunked-cross-entropy", {}, "torch.compile fusion; chunked cross-entropy"),
-    ("activation-checkpointing", {"recompute": "full"}, "compile; chunked CE"),
-    (
-        "fuse-optimizer-step-into-backward",
-        {"recompute": "full"},
-        "compile; chunked CE; optimizer step fused into backward",
-    ),
-    (
-        "activation-offloading",
-        {"recompute": "full"},
-        "compile; chunked CE; fused optimizer step; activation offloading",
-    ),
-    (
-        "8-bit-adamw",
-        {"recompute": "full", "optimizer": "adamw8bit"},
-        "compile; chunked CE; fused optimizer step; activation offloading",
-    ),
-    (
-        "lora",
-        {"method": "lora", "recompute": "full"},
-        "compile; chunked CE; activation offloading (techniques above kept)",
-    ),
-    (
-        "qlora",
-        {"method": "qlora", "recompute": "full"},
-        "compile; chunked CE; activation offloading (techniques above kept)",
-    ),
+    ("compile", _C, ""),
+    ("chunked-cross-entropy", _CE, ""),
+    ("activation-checkpointing", _AC, ""),
+    ("fuse-optimizer-step-into-backward", _OB, ""),
+    ("activation-offloading", _OFF, ""),
+    ("8-bit-adamw", {**_OFF, "optimizer": "adamw8bit"}, ""),
+    ("lora", {**_CE, "method": "lora", "recompute": "full", "activation_offload": True}, ""),
+    ("qlora", {**_CE, "method": "qlora", "recompute": "full", "activation_offload": True}, ""),
 ]
 for _name, _kw, _nm in _steps:
     MAPPINGS[f"tune-l32-3b-{_name}"] = Mapping(
@@ -220,8 +253,9 @@ for _name, _kw, _nm in _steps:
         sharding="ddp",
         grad_dtype="bf16",
         master_weights=False,
+        framework="hf",
         interpretation=_TT
-        + "; single A100; cumulative technique table"
+        + "; single A100; cumulative technique table (techniques of the rows above kept)"
         + (
             "; baseline is unpacked, so real sequences are shorter than 4096"
             if _name == "baseline"
@@ -234,11 +268,26 @@ for _name, _kw, _nm in _steps:
 
 def metric_kind(case: dict[str, Any]) -> str:
     m = (case["measured"].get("memory_metric") or "").lower()
+    return _kind(m)
+
+
+def _kind(m: str) -> str:
+    m = m.lower()
     if "nvidia-smi" in m:
         return "device (nvidia-smi)"
+    if "reserved" in m:
+        return "allocator reserved"
     if "active" in m:
         return "allocator active"
     return "allocator peak"
+
+
+def metric_value(mem: Memory, kind: str) -> int:
+    if kind.startswith("device"):
+        return mem.total
+    if kind == "allocator reserved":
+        return mem.reserved
+    return mem.allocated
 
 
 def predict(mp: Mapping) -> tuple[Memory, Job, Layout]:
@@ -254,8 +303,13 @@ def predict(mp: Mapping) -> tuple[Memory, Job, Layout]:
         mp.master_weights,
         True,
         16,
+        framework=mp.framework,
+        compile=mp.compile,
+        optimizer_in_backward=mp.optimizer_in_backward,
+        activation_offload=mp.activation_offload,
+        chunked_loss=mp.chunked_loss,
     )
-    world = mp.tp * mp.pp * mp.dp
+    world = mp.tp * mp.pp * mp.dp * mp.cp
     sg = mp.shard_group if mp.shard_group is not None else (1 if mp.sharding == "ddp" else mp.dp)
     lay = Layout(
         mp.sharding,
@@ -263,14 +317,66 @@ def predict(mp: Mapping) -> tuple[Memory, Job, Layout]:
         mp.tp,
         mp.pp,
         mp.ep,
-        1,
+        mp.cp,
         mp.mbs,
         mp.recompute,
         mp.offload_optimizer,
         mp.offload_params,
         world,
+        pp_schedule=mp.pp_schedule,
+        virtual_stages=mp.virtual_stages,
+        num_microbatches=mp.num_microbatches,
     )
     return memory(job, lay), job, lay
+
+
+GROUPS = {
+    "fp": "FlagPerf (Megatron-LM, nvidia-smi)",
+    "megatron": "Megatron-LM PR #482",
+    "tune": "torchtune README / recipes",
+    "tt": "torchtitan issue and PR threads (FSDP2)",
+}
+
+
+def _row(
+    cid: str,
+    gpu: str,
+    kind: str,
+    metric_text: str,
+    mp: Mapping,
+    measured: float | None,
+    outcome: str | None,
+    source: str = "",
+) -> dict[str, Any]:
+    mem, _job, _lay = predict(mp)
+    pred = metric_value(mem, kind)
+    lo, hi = memory_range(mem, pred)
+    usable = (mp.usable_gib or GPU_USABLE_GIB[mp.gpu]) * GIB
+    limit = usable * (1 - SAFETY_MARGIN)
+    verdict = fit_verdict(mem, limit)
+    row: dict[str, Any] = {
+        "id": cid,
+        "group": cid.split("-")[0],
+        "gpu": gpu,
+        "metric": kind,
+        "metric_text": metric_text,
+        "predicted_gib": pred / GIB,
+        "low_gib": lo / GIB,
+        "high_gib": hi / GIB,
+        "predicted_total_gib": mem.total / GIB,
+        "measured_gib": measured,
+        "predicted_fits": mem.total <= limit,
+        "fit": verdict,
+        "observed": "OOM" if outcome and "OOM" in outcome else "ran",
+        "framework": mp.framework,
+        "interpretation": mp.interpretation,
+        "not_modelled": mp.not_modelled,
+        "source": source,
+    }
+    if measured:
+        row["error_pct"] = (pred / GIB - measured) / measured * 100
+        row["inside"] = lo / GIB <= measured <= hi / GIB
+    return row
 
 
 def evaluate() -> dict[str, Any]:
@@ -282,46 +388,59 @@ def evaluate() -> dict[str, Any]:
         if mp is None:
             rows.append({"id": case["id"], "skipped": "no mapping"})
             continue
-        mem, _job, _lay = predict(mp)
-        kind = metric_kind(case)
-        pred = mem.total if kind.startswith("device") else mem.allocated
-        measured = case["measured"].get("peak_memory_gib")
-        outcome = case["measured"].get("outcome")
-        usable = GPU_USABLE_GIB[mp.gpu] * GIB
-        limit = usable * (1 - SAFETY_MARGIN)
-        row: dict[str, Any] = {
-            "id": case["id"],
-            "gpu": case["gpu"],
-            "metric": kind,
-            "metric_text": case["measured"].get("memory_metric"),
-            "predicted_gib": pred / GIB,
-            "predicted_total_gib": mem.total / GIB,
-            "measured_gib": measured,
-            "predicted_fits": mem.total <= limit,
-            "observed": "OOM" if outcome and "OOM" in outcome else "ran",
-            "interpretation": mp.interpretation,
-            "not_modelled": mp.not_modelled,
-        }
-        if measured:
-            row["error_pct"] = (pred / GIB - measured) / measured * 100
-        rows.append(row)
-    errs = [abs(r["error_pct"]) for r in rows if "error_pct" in r]
+        m = case["measured"]
+        rows.append(
+            _row(
+                case["id"],
+                case["gpu"],
+                metric_kind(case),
+                m.get("memory_metric") or "",
+                mp,
+                m.get("peak_memory_gib"),
+                m.get("outcome"),
+                "shared/data/sizing-calibration.json",
+            )
+        )
+    for case in load_public():
+        rows.append(
+            _row(
+                case["id"],
+                case["gpu"],
+                _kind(case["metric"]),
+                case["metric"],
+                public_mapping(case),
+                case.get("measured_gib"),
+                case.get("outcome"),
+                case["source"],
+            )
+        )
+    done = [r for r in rows if "error_pct" in r]
+    errs = [abs(r["error_pct"]) for r in done]
     ran = [r for r in rows if r.get("observed") == "ran"]
     oom = [r for r in rows if r.get("observed") == "OOM"]
-    by_group: dict[str, list[float]] = {}
-    for r in rows:
-        if "error_pct" in r:
-            by_group.setdefault(r["id"].split("-")[0], []).append(abs(r["error_pct"]))
+    by_group: dict[str, list[dict[str, Any]]] = {}
+    for r in done:
+        by_group.setdefault(r["group"], []).append(r)
+    ratios = [r["high_gib"] / r["low_gib"] for r in rows if "high_gib" in r]
     return {
         "rows": rows,
         "median_abs_error_pct": statistics.median(errs),
         "mean_abs_error_pct": statistics.fmean(errs),
         "n_compared": len(errs),
-        "fit_agreement": sum(1 for r in ran if r["predicted_fits"])
-        + sum(1 for r in oom if not r["predicted_fits"]),
+        "n_public": len(load_public()),
+        "inside_share": sum(1 for r in done if r["inside"]) / len(done),
+        "max_range_ratio": max(ratios),
+        "fit_agreement": sum(1 for r in ran if r["fit"] != "does_not_fit")
+        + sum(1 for r in oom if r["fit"] == "does_not_fit"),
         "n_verdicts": len(ran) + len(oom),
-        "oom_predicted_not_to_fit": all(not r["predicted_fits"] for r in oom) and bool(oom),
-        "median_by_group": {k: statistics.median(v) for k, v in by_group.items()},
+        "oom_predicted_not_to_fit": all(r["fit"] == "does_not_fit" for r in oom) and bool(oom),
+        "median_by_group": {
+            k: statistics.median(abs(r["error_pct"]) for r in v) for k, v in by_group.items()
+        },
+        "inside_by_group": {
+            k: sum(1 for r in v if r["inside"]) / len(v) for k, v in by_group.items()
+        },
+        "n_by_group": {k: len(v) for k, v in by_group.items()},
     }
 
 
