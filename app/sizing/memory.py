@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from app.sizing.params import Architecture, ParamCounts
+from app.sizing.params import Architecture, MoE, ParamCounts
 
 GIB = 1024**3
 
@@ -38,7 +38,7 @@ DS_MAX_LIVE_PARAMS = 1e9
 # activation offload keeps this many blocks' saved tensors on the GPU (one being computed,
 # one in transfer)
 OFFLOAD_RESIDENT_BLOCKS = 2
-CHUNKED_CE_BYTES_PER_LOGIT = 0.5  # chunked loss: only one vocab chunk of fp32 logits is live
+CHUNKED_CE_BYTES_PER_LOGIT = 2.0  # chunked loss: BF16 logits kept, FP32 work one chunk at a time
 
 # --- memory range (see memory_range) -------------------------------------------------------
 # how a published configuration maps onto the model (unstated buffers, versions): a share of
@@ -307,6 +307,23 @@ def _attn_dims(a: Architecture) -> tuple[int, int, int, int, int]:
     return q, kv, kv, q, 0
 
 
+def _sac_op_bytes_per_token(a: Architecture, moe: MoE | None, tp: int) -> float:
+    """Op-level SAC: block input, attention output + FP32 log-sum-exp, every other matmul."""
+    h = a.hidden_size
+    q, _k, v, o, latent = _attn_dims(a)
+    sp_part = 2.0 * h + 2.0 * latent
+    tp_part = 2.0 * o + 4.0 * a.num_attention_heads + 2.0 * (q + v)
+    gathered = 0.0
+    if moe is not None:
+        f = moe.expert_intermediate_size
+        gathered = moe.experts_per_token * 2.0 * h  # dispatched token copies
+        tp_part += (moe.experts_per_token + moe.shared_experts) * 2.0 * (f + h)
+        tp_part += 4.0 * moe.num_experts
+    else:
+        tp_part += 2.0 * (a.intermediate_size + h)
+    return sp_part / tp + tp_part / tp + gathered
+
+
 def layer_activation_bytes_per_token(
     a: Architecture,
     *,
@@ -339,17 +356,20 @@ def layer_activation_bytes_per_token(
     q, k, v, o, latent = _attn_dims(a)
     moe = a.moe if (moe_layer and a.moe is not None) else None
     if recompute == "selective" and selective == "op":
-        sp_part = 2.0 * h + 2.0 * latent
-        tp_part = 2.0 * o + 4.0 * a.num_attention_heads + 2.0 * (q + v)
-        gathered = 0.0
-        if moe is not None:
-            f = moe.expert_intermediate_size
-            gathered = moe.experts_per_token * 2.0 * h  # dispatched token copies
-            tp_part += (moe.experts_per_token + moe.shared_experts) * 2.0 * (f + h)
-            tp_part += 4.0 * moe.num_experts
-        else:
-            tp_part += 2.0 * (a.intermediate_size + h)
-        return sp_part / tp + tp_part / tp + gathered
+        # a policy never keeps more than running without recomputation
+        return min(
+            _sac_op_bytes_per_token(a, moe, tp),
+            layer_activation_bytes_per_token(
+                a,
+                moe_layer=moe_layer,
+                tp=tp,
+                kv_len=kv_len,
+                flash=flash,
+                recompute="none",
+                compiled=compiled,
+                tp_gathered=tp_gathered,
+            ),
+        )
     norm_tensors = 1 if compiled else 2
     sp_part = 2.0 * h * (a.norms_per_layer * norm_tensors) + 2.0 * latent
     tp_part = 2.0 * (q + k + v) + 2.0 * o + 4.0 * a.num_attention_heads
