@@ -18,6 +18,10 @@ CATALOG_PATH = Path(__file__).with_name("catalog.json")
 GIB = 1024**3
 GB = 1000**3
 
+# The one self-serve limit: more nodes than this in one order is a sales conversation
+# (a cluster request). Used by the sizing engine, /deploy, the orders API and quotes.
+SELF_SERVE_MAX_NODES = 16
+
 
 @dataclass(frozen=True)
 class NodeSpec:
