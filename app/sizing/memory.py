@@ -12,7 +12,7 @@ one measured run.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from app.sizing.params import Architecture, MoE, ParamCounts
 
@@ -149,6 +149,11 @@ class Job:
     optimizer_in_backward: bool = False  # each gradient is applied and freed in backward
     activation_offload: bool = False  # saved activations go to host memory
     chunked_loss: bool = False  # loss computed over vocabulary/sequence chunks
+    # the training recipe's pipeline schedule (applied to layouts that do not set their own)
+    pp_schedule: str = "1f1b"
+    virtual_stages: int = 1
+    num_microbatches: int = 0  # 0: enough to fill the pipeline
+    global_batch_size: int = 0  # sequences per step; sets the micro-batch count per layout
     # per-request memo of memory() results (layouts repeat across node counts)
     cache: dict[tuple[object, ...], Memory] = field(
         default_factory=dict, compare=False, hash=False, repr=False
@@ -521,7 +526,25 @@ def _state_bytes(job: Job) -> tuple[float, float, float, float]:
     return w, g, master, opt
 
 
+def resolve_layout(job: Job, lay: Layout) -> Layout:
+    """``lay`` with the job's pipeline schedule and micro-batch count when it sets none."""
+    if lay.pp == 1 or (
+        lay.pp_schedule != "1f1b" or lay.virtual_stages != 1 or lay.num_microbatches
+    ):
+        return lay
+    m = job.num_microbatches
+    if not m and job.global_batch_size:
+        m = max(1, math.ceil(job.global_batch_size / (lay.micro_batch_size * max(1, lay.dp))))
+    return replace(
+        lay,
+        pp_schedule=job.pp_schedule,
+        virtual_stages=job.virtual_stages if job.pp_schedule == "interleaved" else 1,
+        num_microbatches=m,
+    )
+
+
 def memory(job: Job, lay: Layout) -> Memory:
+    lay = resolve_layout(job, lay)
     # world size matters only through which parallel dimensions are in use (NCCL groups)
     key = (
         lay.sharding,
@@ -530,7 +553,7 @@ def memory(job: Job, lay: Layout) -> Memory:
         lay.pp,
         lay.ep,
         lay.cp,
-        lay.dp > 1,
+        lay.dp if job.global_batch_size else lay.dp > 1,
         lay.micro_batch_size,
         lay.recompute,
         lay.offload_optimizer,
