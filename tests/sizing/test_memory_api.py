@@ -124,3 +124,36 @@ def test_compile_offload_and_optimizer_in_backward_lower_the_estimate() -> None:
     ref = _one(base)["memory_per_gpu_bytes"]["total"]
     for kw in ({"compile": True}, {"activation_offload": True}, {"optimizer_in_backward": True}):
         assert _one({**base, **kw})["memory_per_gpu_bytes"]["total"] < ref, kw
+
+
+def _pinned(mbs: int) -> dict[str, Any]:
+    return {
+        **L8,
+        "nodes": 1,
+        "mfu": 0.4,
+        "seq_len": 8192,
+        "micro_batch_size": mbs,
+        "recompute": "none",
+        "parallelism": {"sharding": "zero3", "shard_group": 8},
+    }
+
+
+def test_recommendation_prefers_an_option_that_fits_to_a_cheaper_tight_one() -> None:
+    out = size(_pinned(1))
+    by = {o["sku"]: o for o in out["options"]}
+    assert by["hgx-h100"]["fit"] == "tight" and by["hgx-h200"]["fit"] == "fits"
+    assert by["hgx-h100"]["rental_cost_usd"] < by["hgx-h200"]["rental_cost_usd"]
+    rec = out["recommendation"]
+    assert rec["sku"] != "hgx-h100"
+    assert by[rec["sku"]]["fit"] == "fits"
+    assert "reason.tight_only" not in [c["code"] for c in rec["reason_codes"]]
+
+
+def test_a_tight_headline_only_when_nothing_fits_and_then_with_a_warning() -> None:
+    out = size(_pinned(4))
+    fits = [o["fit"] for o in out["options"]]
+    assert "fits" not in fits and "tight" in fits
+    rec = out["recommendation"]
+    assert rec["sku"] is not None
+    assert "reason.tight_only" in [c["code"] for c in rec["reason_codes"]]
+    assert "trial run" in rec["reason"]
