@@ -641,8 +641,13 @@ def _memory_stage(job: Job, lay: Layout, *, first_stage: bool) -> Memory:
         gather = unit * (2 * base_b + (g_b if job.method == "full" else 0.0))
         if fsdp2 and lay.pp > 1:
             # with PP, FSDP2 keeps the stage unsharded from forward to backward
-            # (reshard_after_forward off) so the micro-batches reuse the gathered weights
+            # (reshard_after_forward off) so the micro-batches reuse the gathered weights,
+            # and the pipeline defers the gradient reduce-scatter to the last micro-batch:
+            # the unsharded gradients accumulate in the reduce dtype (FSDPParam's
+            # unsharded_accumulated_grad)
             gather += base_b * (nonexp + exp)
+            if job.method == "full":
+                gather += g_b * (nonexp + exp)
         if fw.id == "deepspeed":
             gather += 2.0 * min(DS_MAX_LIVE_PARAMS, nonexp + exp) * 0.05  # prefetch bucket
     elif fw.id == "deepspeed" and z1 and d > 1:
