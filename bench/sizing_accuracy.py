@@ -333,7 +333,7 @@ def predict(mp: Mapping) -> tuple[Memory, Job, Layout]:
 
 GROUPS = {
     "fp": "FlagPerf (Megatron-LM, nvidia-smi)",
-    "megatron": "Megatron-LM PR #482",
+    "megatron": "Megatron-LM PR #482 / tools/get_training_info README (allocator peak)",
     "tune": "torchtune README / recipes",
     "tt": "torchtitan issue and PR threads (FSDP2)",
 }
