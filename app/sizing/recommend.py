@@ -277,6 +277,8 @@ def single_gpu(r: Request, flops: float) -> Msg | None:
                 compute.training_seconds(flops, 1, peak_tflops(spec, r.job.precision), mfu) / 3600
             )
             if hours <= limit_hours:
-                return Msg("reason.single_gpu", {"gpu_gb": spec.gpu_memory_gb, "days": hours / 24})
+                return Msg(
+                    "reason.single_gpu", {"gpu_gb": f"{spec.gpu_memory_gb:g}", "days": hours / 24}
+                )
             return None
     return None

@@ -177,9 +177,11 @@ class SkuSearch:
             for m in range(1, min(first.months, MAX_MONTHS_SEARCHED) + 1):
                 wanted.append(self.nodes_within(m * compute.HOURS_PER_MONTH, e))
         wanted.append(min(self.self_serve_cap, self.max_nodes))
-        wanted.append(self.nodes_within(HOURS_PER_YEAR, first.candidate.efficiency))
+        e0 = first.candidate.efficiency
+        wanted.append(min(self.max_nodes, self.nodes_within(HOURS_PER_YEAR, e0)))
         if self.r.max_days:
-            wanted.append(self.nodes_within(self.r.max_days * 24, first.candidate.efficiency))
+            # the deadline's count, or the most we price when even that cannot meet it
+            wanted.append(min(self.max_nodes, self.nodes_within(self.r.max_days * 24, e0)))
         budget = SEARCH_BUDGET
         queue = sorted({n for n in wanted if n0 < n <= self.max_nodes})
         while queue:
@@ -200,10 +202,10 @@ class SkuSearch:
                 effs.add(e)
                 extra = {
                     self.nodes_within(p.months * compute.HOURS_PER_MONTH, e),
-                    self.nodes_within(HOURS_PER_YEAR, e),
+                    min(self.max_nodes, self.nodes_within(HOURS_PER_YEAR, e)),
                 }
                 if self.r.max_days:
-                    extra.add(self.nodes_within(self.r.max_days * 24, e))
+                    extra.add(min(self.max_nodes, self.nodes_within(self.r.max_days * 24, e)))
                 queue = sorted(set(queue) | {x for x in extra if n0 < x <= self.max_nodes})
         return sorted(out.values(), key=lambda p: p.nodes)
 
