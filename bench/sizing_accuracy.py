@@ -464,8 +464,10 @@ def render(res: dict[str, Any]) -> str:
         "",
         "Cases: `shared/data/sizing-calibration.json` (every case with `has_measured_memory`) "
         f"plus the widened public set `bench/data/memory-public.json` ({res['n_public']} "
-        "FSDP2 / torchtitan runs: op-level selective checkpointing, context parallel, TP + "
-        "FSDP, float8, torch.compile, one stated out-of-memory run).",
+        "published runs read from GitHub issue and PR threads and framework docs: FSDP2 / "
+        "torchtitan with op-level selective checkpointing, context parallel, TP + FSDP, "
+        "float8 and torch.compile, one stated out-of-memory run, and Megatron-LM TP/PP runs; "
+        "two more runs were read and left out, with the reason, below).",
         "",
         f"- cases compared: **{res['n_compared']}**; median absolute error "
         f"**{res['median_abs_error_pct']:.1f} %** (mean {res['mean_abs_error_pct']:.1f} %)",
