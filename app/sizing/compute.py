@@ -127,8 +127,21 @@ def predicted_mfu(
     requests (requests that differ only in token count share every layout's answer)."""
     if _HW.get(spec.id, (None, None))[1] is not spec:
         _HW[spec.id] = (hardware_from_spec(spec), spec)
+    m = job.num_microbatches or None
+    if not m and job.global_batch_size:
+        dp = max(1, lay.world // (lay.tp * lay.pp * lay.cp))
+        m = max(1, job.global_batch_size // (dp * lay.micro_batch_size))
     return _predicted(
-        job.arch, job.counts, job.seq_len, job.precision, lay, spec.id, attention_counted
+        job.arch,
+        job.counts,
+        job.seq_len,
+        job.precision,
+        lay,
+        spec.id,
+        attention_counted,
+        m,
+        job.pp_schedule,
+        job.virtual_stages,
     )
 
 
@@ -141,6 +154,9 @@ def _predicted(
     lay: Layout,
     sku: str,
     attention_counted: bool,
+    num_microbatches: int | None,
+    pp_schedule: str,
+    virtual_stages: int,
 ) -> tuple[float, Throughput]:
     hw, spec = _HW[sku]
     setup = Setup(
@@ -155,6 +171,9 @@ def _predicted(
         recompute=lay.recompute,
         offload_optimizer=lay.offload_optimizer,
         offload_params=lay.offload_params,
+        num_microbatches=num_microbatches,
+        pp_schedule=pp_schedule,
+        virtual_stages=virtual_stages,
     )
     tp = predict(arch, counts, seq_len, precision, setup, hw)
     per_token = 6.0 * counts.active

@@ -165,6 +165,12 @@ def recommend(
     options: list[Option], r: Request, specs: dict[str, NodeSpec], single: Msg | None
 ) -> Recommendation:
     fitting = [o for o in options if o.fits and o.hours is not None]
+    # an option whose upper memory estimate also fits beats a tight one; a tight option is
+    # the headline only when nothing else fits, with a warning
+    sure = [o for o in fitting if o.extra.get("fit") != "tight"]
+    tight_only = not any(accepts(specs[o.sku].vendor, r) for o in sure)
+    if not tight_only:
+        fitting = sure
     accepted = [o for o in fitting if accepts(specs[o.sku].vendor, r)]
     if not accepted:
         if fitting:
@@ -220,6 +226,8 @@ def recommend(
             best = _near_soonest(within or accepted, _oc, _oh)
             code = "reason.sales_rack" if not best.self_serve else "reason.sales_cluster"
             reasons.append(Msg(code, _facts(best)))
+    if tight_only:
+        reasons.append(Msg("reason.tight_only"))
     util = best.extra.get("utilisation_of_rented_time")
     if util is not None:
         reasons.append(Msg("reason.utilisation", {"pct": float(util) * 100, "months": best.months}))
