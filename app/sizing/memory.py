@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from app.sizing.params import Architecture, MoE, ParamCounts
 
@@ -155,7 +156,7 @@ class Job:
     num_microbatches: int = 0  # 0: enough to fill the pipeline
     global_batch_size: int = 0  # sequences per step; sets the micro-batch count per layout
     # per-request memo of memory() results (layouts repeat across node counts)
-    cache: dict[tuple[object, ...], Memory] = field(
+    cache: dict[tuple[object, ...], Any] = field(
         default_factory=dict, compare=False, hash=False, repr=False
     )
 
@@ -422,6 +423,28 @@ def _last_in_flight(lay: Layout) -> float:
 
 def activation_bytes(job: Job, lay: Layout, *, first_stage: bool) -> tuple[int, int]:
     """(activation bytes, logits bytes) for the first or last pipeline stage."""
+    # activations do not depend on how states are sharded: memoise across shard groups
+    key = (
+        "act",
+        first_stage,
+        lay.tp,
+        lay.pp,
+        lay.cp,
+        lay.micro_batch_size,
+        lay.recompute,
+        lay.pp_schedule,
+        lay.virtual_stages,
+        lay.num_microbatches,
+    )
+    hit = job.cache.get(key)
+    if hit is None:
+        hit = _activation_bytes(job, lay, first_stage=first_stage)
+        if len(job.cache) < 20000:
+            job.cache[key] = hit
+    return hit  # type: ignore[return-value]
+
+
+def _activation_bytes(job: Job, lay: Layout, *, first_stage: bool) -> tuple[int, int]:
     a = job.arch
     fw = job.fw
     s_local = job.seq_len / lay.cp
@@ -544,7 +567,8 @@ def resolve_layout(job: Job, lay: Layout) -> Layout:
 
 
 def memory(job: Job, lay: Layout) -> Memory:
-    lay = resolve_layout(job, lay)
+    if lay.pp > 1:
+        lay = resolve_layout(job, lay)
     # world size matters only through which parallel dimensions are in use (NCCL groups)
     key = (
         lay.sharding,

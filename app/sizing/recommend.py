@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 
 from app.catalog.specs import NodeSpec, all_specs
 from app.sizing import compute
-from app.sizing.memory import SAFETY_MARGIN, Layout, memory
+from app.sizing.memory import SAFETY_MARGIN, Layout, fit_verdict, memory
 from app.sizing.messages import Msg, Translate, render
 from app.sizing.options import DEADLINE_SLACK, Option
 from app.sizing.request import Request
@@ -74,6 +74,9 @@ def _fewest_same_months(p: Plan, pool: Sequence[Plan]) -> Plan:
 
 def choose_plan(plans: Sequence[Plan], s: SkuSearch) -> Plan:
     """The node count this SKU's card shows."""
+    # a plan whose upper memory estimate fits beats a tight one (issue 16)
+    limit = s.usable * (1 - SAFETY_MARGIN)
+    plans = [p for p in plans if fit_verdict(p.candidate.memory, limit) == "fits"] or plans
     if len(plans) == 1:
         return plans[0]
     ss = [p for p in plans if p.nodes <= s.self_serve_cap]

@@ -157,3 +157,13 @@ def test_a_tight_headline_only_when_nothing_fits_and_then_with_a_warning() -> No
     assert rec["sku"] is not None
     assert "reason.tight_only" in [c["code"] for c in rec["reason_codes"]]
     assert "trial run" in rec["reason"]
+
+
+def test_the_search_picks_a_variant_that_surely_fits_over_a_faster_tight_one() -> None:
+    # without recomputation this layout is tight on an H100 node (see _pinned(1) above)
+    tight = [o for o in size({**_pinned(1), "sku": "hgx-h100"})["options"]]
+    assert tight[0]["fit"] == "tight"
+    out = size({**L8, "sku": "hgx-h100", "nodes": 1, "seq_len": 8192, "mfu": 0.4})
+    (opt,) = out["options"]
+    assert opt["fit"] == "fits"
+    assert opt["layout"]["recompute"] != "none"
