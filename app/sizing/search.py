@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from app.catalog.specs import SELF_SERVE_MAX_NODES, NodeSpec
 from app.sizing import compute, layout
-from app.sizing.memory import FRAMEWORKS, Layout, memory
+from app.sizing.memory import FRAMEWORKS, SAFETY_MARGIN, Layout, fit_verdict, memory
 from app.sizing.messages import Msg
 from app.sizing.request import MAX_NODES, Request
 
@@ -131,8 +131,15 @@ class SkuSearch:
                 want=want + extra,
             )
             found = [self.with_model(c) for c in found]
-            if self.modelled:
-                found.sort(key=lambda c: (-round(c.efficiency, 6), c.rank))
+            if self.modelled:  # a surely-fitting layout still beats a tight one
+                limit = self.usable * (1 - SAFETY_MARGIN)
+                found.sort(
+                    key=lambda c: (
+                        fit_verdict(c.memory, limit) != "fits",
+                        -round(c.efficiency, 6),
+                        c.rank,
+                    )
+                )
             self._best[key] = found[:want]
         return self._best[key]
 
