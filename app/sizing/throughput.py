@@ -321,7 +321,12 @@ def predict(
     if s.sharding in ("zero1", "zero2", "zero3"):
         p_local /= max(1, hw.nvlink_domain // (tp * cp * pp))
     if s.offload_optimizer:
-        opt_t = p_local * OPT_BYTES_PER_PARAM / HOST_OPT_BPS + 2 * p_local * 2.0 / PCIE_BPS
+        # ZeRO-Offload: each GPU's host share updates only its own shard, so this part
+        # does shrink with the data-parallel size (the one super-linear effect modelled)
+        host = p_dense + p_exp
+        if s.sharding in ("zero1", "zero2", "zero3"):
+            host /= max(1, dp * cp)
+        opt_t = host * OPT_BYTES_PER_PARAM / HOST_OPT_BPS + 2 * host * 2.0 / PCIE_BPS
     else:
         opt_t = p_local * OPT_BYTES_PER_PARAM / (hw.hbm_tbps * 1e12)
     if s.offload_params:

