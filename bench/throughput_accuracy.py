@@ -338,6 +338,7 @@ def evaluate() -> dict[str, Any]:
         for k, v in sorted(subsets.items())
     }
     dsv3 = next(r for r in rows if r["id"] == "deepseek-v3-h800-fp8-gpu-hours")
+    fp4 = fp4_checks()
     allerr = [abs(r["error_pct"]) for r in rows if r["scored"]]
     return {
         "rows": rows,
@@ -348,7 +349,62 @@ def evaluate() -> dict[str, Any]:
         "n_scored": len(allerr),
         "deepseek_v3_gpu_hours_per_t": dsv3["predicted"],
         "deepseek_v3_error_pct": dsv3["error_pct"],
+        "fp4_checks": fp4,
     }
+
+
+# NVIDIA's NVFP4 training announcement (NVIDIA AI on X, summarised at
+# https://headsupai.io/updates/nvidia-blackwell-accelerates-llama-3-training-with-nvfp4-precision):
+# 1.31-1.73x over FP8; Llama 3 8B on GB200 2,017 TFLOP/s and Llama 3.1 405B on GB300
+# 3,633 TFLOP/s per GPU in NVFP4. Layouts and batches are not published there, so these are
+# sanity checks with the layouts below assumed, never scored or fitted.
+FP4_CHECKS = (
+    (
+        "llama-3.1-8b",
+        "GB200",
+        Setup(world=64, sharding="zero1", micro_batch_size=2, num_microbatches=8),
+        2017.0,
+    ),
+    (
+        "llama-3.1-405b",
+        "GB300",
+        Setup(
+            world=256,
+            tp=4,
+            pp=8,
+            sharding="zero1",
+            num_microbatches=64,
+            pp_schedule="interleaved",
+            virtual_stages=4,
+        ),
+        3633.0,
+    ),
+)
+
+
+def fp4_checks() -> list[dict[str, Any]]:
+    gb300 = Hardware(2500, 5000, 15000, 8.0, 1800, 800, 72)  # catalog.json gb300-nvl72
+    out = []
+    for pid, gpu, setup, published in FP4_CHECKS:
+        hw = gb300 if gpu == "GB300" else HARDWARE[gpu][0]
+        arch = PRESETS[pid].arch
+        c = count(arch)
+        per_tok = model_flops_per_token(arch, c, 8192)
+        tf = {
+            p: predict(arch, c, 8192, p, setup, hw).tokens_per_s_per_gpu * per_tok / 1e12
+            for p in ("fp8", "fp4")
+        }
+        out.append(
+            {
+                "model": pid,
+                "gpu": gpu,
+                "published_fp4_tflops": published,
+                "predicted_fp4_tflops": round(tf["fp4"]),
+                "error_pct": round(100 * (tf["fp4"] - published) / published, 1),
+                "predicted_fp4_over_fp8": round(tf["fp4"] / tf["fp8"], 2),
+            }
+        )
+    return out
 
 
 def render(res: dict[str, Any]) -> str:
@@ -390,12 +446,24 @@ def render(res: dict[str, Any]) -> str:
         "Global constants (app/sizing/throughput.py), fitted once by a coordinate search "
         "that minimises the worst source group's median error on this set (no constant per "
         "case). The FP4 entry is NOT fitted: no public measured FP4 (NVFP4/MXFP4) training "
-        "throughput row was found, so it is a stated judgment, FP8's share of peak less about "
-        "15 % for the finer block scaling; revisit it against the first published FP4 run:",
+        "throughput row with its layout was found, so it is a stated judgment, FP8's share of "
+        "peak less about 15 % for the finer block scaling, checked (not fitted) against "
+        "NVIDIA's NVFP4 announcement below:",
         "",
         "| constant | value | physical meaning |",
         "|---|---|---|",
         *(f"| `{k}` | {v} | {m} |" for k, v, m in _constants()),
+        "",
+        "FP4 sanity checks (not scored, not fitted; NVIDIA's NVFP4 training announcement "
+        "gives per-GPU TFLOP/s and a 1.31-1.73x speedup over FP8 but no layouts, so the "
+        "layouts in `FP4_CHECKS` are assumed): "
+        + "; ".join(
+            f"{c['model']} on {c['gpu']}: predicted {c['predicted_fp4_tflops']} vs published "
+            f"{c['published_fp4_tflops']:g} TFLOP/s ({c['error_pct']:+.1f} %), predicted "
+            f"FP4/FP8 {c['predicted_fp4_over_fp8']:.2f}x"
+            for c in res["fp4_checks"]
+        )
+        + ".",
         "",
         "Not scored: "
         + "; ".join(f"`{i}` ({why})" for i, why in res["skipped"][:6])

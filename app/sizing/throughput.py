@@ -37,7 +37,8 @@ from app.sizing.params import Architecture, ParamCounts, attention_params
 # BF16 and FP8 are fitted on the public throughput set (docs/sizing-accuracy.md) and land
 # below the GEMM-benchmark figures because they also absorb power-capped clocks and the
 # kernels the model does not list; FP4 is a judgment (no public measured FP4 training row):
-# FP8's share less ~15 % for the 16-element block scaling.
+# FP8's share less ~15 % for the 16-element block scaling, checked (not fitted) against
+# NVIDIA's NVFP4 training announcement (bench/throughput_accuracy.py FP4_CHECKS).
 E_GEMM = {"bf16": 0.636, "fp8": 0.35, "fp4": 0.30}
 # GEMM dimension at which efficiency is half its asymptote (tile and wave quantisation).
 GEMM_HALF_DIM = 376.0
