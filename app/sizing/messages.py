@@ -77,6 +77,15 @@ CATALOG: dict[str, str] = {
     "request.ep_experts": N_("must divide the number of experts"),
     "request.offload_params_zero3": N_("parameter offload needs ZeRO-3/FSDP sharding"),
     "request.fp8_full_only": N_("FP8 is modelled for full training only"),
+    "request.fp4_full_only": N_("FP4 is modelled for full training only"),
+    "request.fp4_no_peak": N_(
+        "FP4 (NVFP4/MXFP4) training needs FP4 tensor cores; %(sku)s has none (nodes with "
+        "FP4: %(skus)s)"
+    ),
+    "request.virtual_stages_interleaved": N_(
+        "more than one virtual stage needs the interleaved pipeline schedule"
+    ),
+    "request.microbatches_one_of": N_("give num_microbatches or global_batch_size, not both"),
     # --- layouts (``layout_description``) -------------------------------------------------
     "layout.hsdp": N_("FSDP/ZeRO-3 inside each node"),
     "layout.hsdp_nodes": N_("FSDP/ZeRO-3 inside each node, data parallel across nodes"),
@@ -106,6 +115,7 @@ CATALOG: dict[str, str] = {
     "note.ep_dp": N_("expert parallel %(ep)s does not divide the data-parallel size %(dp)s"),
     "note.search_budget": N_("node-count search stopped at its evaluation budget"),
     "note.no_fit": N_("no layout fits on up to %(nodes)s nodes"),
+    "note.no_fp4": N_("%(name)s has no FP4 tensor cores: FP4 training cannot run on it"),
     "note.misses_deadline": N_(
         "misses your %(max_days)s-day target (%(days).1f days): more nodes would be needed "
         "than scale efficiently, or memory limits the layout"
@@ -191,6 +201,10 @@ CATALOG: dict[str, str] = {
         "which you did not accept: there is no node to check out here. Talk to sales about "
         "a larger cluster, or say your stack runs on ROCm."
     ),
+    "reason.tight_only": N_(
+        "Tight: no option keeps the upper memory estimate under the limit; this one fits at "
+        "the likely value, so check memory on a short trial run before committing."
+    ),
     "reason.nothing_fits": N_(
         "No configuration fits within the searched node counts; reduce the sequence length "
         "or micro-batch, enable recomputation or offload, or use a smaller model."
@@ -248,6 +262,12 @@ CATALOG: dict[str, str] = {
     ),
     "assumption.attention_added": N_(" + 12·L·h·s·tokens attention term"),
     "assumption.attention_apart": N_(" (attention term reported separately, not added)"),
+    "assumption.time_model": N_(
+        "time = FLOPs / (GPUs × dense peak of the precision × MFU), with the MFU predicted for "
+        "each layout by the throughput model (GEMM efficiency by size and precision, "
+        "attention, memory-bound work, TP/CP/EP/DP traffic over NVLink and the network, "
+        "pipeline bubble); the layout efficiencies below only order the layouts tried"
+    ),
     "assumption.efficiency": N_(
         "layout efficiency (ours, heuristic): full recompute %(full)s, selective "
         "%(selective)s, TP8 %(tp8)s, PP %(pp)s, FSDP across nodes %(fsdp_nodes)s, EP %(ep)s, "
