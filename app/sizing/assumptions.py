@@ -6,34 +6,32 @@ from app.sizing import compute, layout
 from app.sizing.memory import (
     CE_BYTES_PER_LOGIT,
     CUDA_CONTEXT_BYTES,
+    FP8_WEIGHT_COPY_BYTES,
     FRAGMENTATION,
     NCCL_BYTES_PER_GROUP,
     SAFETY_MARGIN,
+    Job,
+    _state_bytes,
 )
 from app.sizing.messages import Msg
 from app.sizing.recommend import NEAR_CHEAPEST
 from app.sizing.request import Request
 
 GIB = 2**30
-WEIGHT_BYTES = 2
-FP8_COPY_BYTES = 1
-MASTER_BYTES = 4
-ADAM8BIT_BYTES = 2
 CHECKPOINT_RANGE_BYTES = (12, 16)
 
 
-def optimizer_bytes(optimizer: str, master_weights: bool) -> float:
-    if optimizer == "adamw8bit":
-        return float(ADAM8BIT_BYTES)
-    return 8.0 if master_weights else 4.0
+def state_bytes(job: Job) -> tuple[float, float, float, float]:
+    """(weights, gradients, master, optimizer) bytes per trainable parameter: the memory
+    model's own figures, so what we state is what we compute."""
+    return _state_bytes(job)
 
 
-def checkpoint_bytes_per_param(optimizer: str, master_weights: bool) -> float:
-    return (
-        WEIGHT_BYTES
-        + (MASTER_BYTES if master_weights else 0)
-        + optimizer_bytes(optimizer, master_weights)
-    )
+def checkpoint_bytes_per_param(job: Job) -> float:
+    """A resumable checkpoint: 16-bit weights, the FP32 master copy and the optimizer state."""
+    w, _g, master, opt = state_bytes(job)
+    fp8 = FP8_WEIGHT_COPY_BYTES if job.precision == "fp8" else 0.0
+    return (w - fp8) + master + opt
 
 
 def _pct(x: float) -> int:
@@ -42,19 +40,18 @@ def _pct(x: float) -> int:
 
 def assumptions(r: Request) -> list[Msg]:
     j = r.job
-    opt_b = optimizer_bytes(j.optimizer, j.master_weights)
+    w_b, g_b, master_b, opt_b = state_bytes(j)
+    fp8_b = FP8_WEIGHT_COPY_BYTES if j.precision == "fp8" else 0.0
     out = [
         Msg("assumption.usable_memory", {"margin_pct": _pct(SAFETY_MARGIN)}),
         Msg(
             "assumption.model_states",
             {
-                "weight_b": WEIGHT_BYTES,
-                "fp8": Msg("assumption.fp8_copy", {"b": FP8_COPY_BYTES})
-                if j.precision == "fp8"
-                else "",
-                "grad_b": 4 if j.grad_dtype == "fp32" else 2,
-                "master": Msg("assumption.master_fp32", {"b": MASTER_BYTES})
-                if j.master_weights
+                "weight_b": f"{w_b - fp8_b:g}",
+                "fp8": Msg("assumption.fp8_copy", {"b": f"{fp8_b:g}"}) if fp8_b else "",
+                "grad_b": f"{g_b:g}",
+                "master": Msg("assumption.master_fp32", {"b": f"{master_b:g}"})
+                if master_b
                 else Msg("assumption.no_master"),
                 "optimizer": Msg(
                     "assumption.adam8bit" if j.optimizer == "adamw8bit" else "assumption.adam",
@@ -104,7 +101,7 @@ def assumptions(r: Request) -> list[Msg]:
         Msg(
             "assumption.storage",
             {
-                "ckpt_b": f"{checkpoint_bytes_per_param('adamw', True):g}",
+                "ckpt_b": f"{checkpoint_bytes_per_param(j):g}",
                 "lo_b": CHECKPOINT_RANGE_BYTES[0],
                 "hi_b": CHECKPOINT_RANGE_BYTES[1],
             },

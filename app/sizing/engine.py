@@ -7,22 +7,20 @@ headline) → assumptions.py; results.py serialises it all to the JSON shape cal
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from typing import Any
 
 from app.catalog.specs import all_specs
 from app.sizing import compute
-from app.sizing.assumptions import (
-    CHECKPOINT_RANGE_BYTES,
-    checkpoint_bytes_per_param,
-    optimizer_bytes,
-)
+from app.sizing.assumptions import CHECKPOINT_RANGE_BYTES, checkpoint_bytes_per_param, state_bytes
 from app.sizing.capacity import largest_full_training_model
 from app.sizing.messages import Msg, Translate, translator
 from app.sizing.options import Option, evaluate_option, unbuildable_option
 from app.sizing.params import count
 from app.sizing.presets import PRESETS
 from app.sizing.recommend import choose_plan, recommend, single_gpu
-from app.sizing.request import Request, parse
+from app.sizing.request import Request, parse, resolve, validate
 from app.sizing.results import SizingResult
 from app.sizing.search import SkuSearch, unit_price_cents
 
@@ -49,19 +47,51 @@ def option_for(r: Request, search: SkuSearch) -> Option:
     return evaluate_option(search, plan, search.runner_up(plan.nodes))
 
 
+CACHE_SIZE = 512  # answers kept per process (the engine is pure: same request, same answer)
+_CACHE: OrderedDict[tuple[str, tuple[tuple[str, int], ...]], SizingResult] = OrderedDict()
+_LOCK = threading.Lock()
+
+
 def size_result(request: Any, *, prices: dict[str, int] | None = None) -> SizingResult:
-    """Size a training job on every SKU (or the one asked for). Raises SizingError."""
-    r = parse(request)
+    """Size a training job on every SKU (or the one asked for). Raises SizingError.
+
+    Answers come from a bounded LRU cache keyed on the *normalised* request (defaults filled
+    in, so a field given as its default or omitted is one entry) and the prices.
+    """
+    s = validate(request)
+    key = (s.model_dump_json(), tuple(sorted((prices or {}).items())))
+    with _LOCK:
+        hit = _CACHE.get(key)
+        if hit is not None:
+            _CACHE.move_to_end(key)
+            return hit
+    result = _compute(resolve(s), dict(key[1]) or None)
+    with _LOCK:
+        _CACHE[key] = result
+        while len(_CACHE) > CACHE_SIZE:
+            _CACHE.popitem(last=False)
+    return result
+
+
+def cache_clear() -> None:
+    with _LOCK:
+        _CACHE.clear()
+
+
+def cache_len() -> int:
+    return len(_CACHE)
+
+
+def _compute(r: Request, prices: dict[str, int] | None) -> SizingResult:
+    """The answer for a resolved request (no cache)."""
     j, c = r.job, r.job.counts
     flops = compute.training_flops(c.active, r.tokens, method=j.method)
     att = compute.attention_flops(j.arch, j.seq_len, r.tokens)
     if r.attention_flops:
         flops += att
-    opt_b = optimizer_bytes(j.optimizer, j.master_weights)
+    opt_b = state_bytes(j)[3]
     if j.method == "full":
-        ckpt = compute.checkpoint_bytes(
-            c.total, checkpoint_bytes_per_param(j.optimizer, j.master_weights)
-        )
+        ckpt = compute.checkpoint_bytes(c.total, checkpoint_bytes_per_param(j))
         ckpt_range = [CHECKPOINT_RANGE_BYTES[0] * c.total, CHECKPOINT_RANGE_BYTES[1] * c.total]
     else:
         ckpt = compute.checkpoint_bytes(j.lora_params, 2.0 + 4.0 + opt_b)

@@ -7,6 +7,7 @@ of :class:`Option` and keys of :meth:`Option.as_dict`.
 
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -87,7 +88,7 @@ class Option:
                 "nodes": self.nodes,
                 "gpus": self.gpus,
                 "fits": self.fits,
-                "layout": self.layout,
+                "layout": dict(self.layout),
                 "layout_description": render(self.layout_label, translate)
                 if self.layout_label
                 else "",
@@ -115,7 +116,7 @@ class Option:
         d["notes"] = render_all(self.notes, translate)
         d["note_codes"] = [n.as_dict() for n in self.notes]
         if self.storage is not None:
-            d["storage"] = self.storage
+            d["storage"] = copy.deepcopy(self.storage)
         return d
 
 

@@ -17,6 +17,7 @@ Rules (each has a test through ``size()`` and through the /size page):
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -152,10 +153,15 @@ def _oh(o: Option) -> float:
     return float(o.hours or 0)
 
 
+def short_name(name: str) -> str:
+    """ "8 × AMD Instinct MI355X" → "AMD Instinct MI355X" (the count is said separately)."""
+    return re.sub(r"^\d+\s*×\s*", "", name)
+
+
 def _facts(o: Option) -> dict[str, Any]:
     return {
         "nodes": o.nodes,
-        "name": o.name,
+        "name": short_name(o.name),
         "gpus": o.gpus,
         "days": (o.hours or 0) / 24,
         "months": o.months,
@@ -182,7 +188,7 @@ def recommend(
                 None,
                 None,
                 True,
-                [Msg("reason.only_unaccepted_platform", {"name": o.name})],
+                [Msg("reason.only_unaccepted_platform", {"name": short_name(o.name)})],
                 single,
             )
         return Recommendation(None, None, False, [Msg("reason.nothing_fits")], single)

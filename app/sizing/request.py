@@ -332,7 +332,11 @@ def _architecture(a: ArchitectureSpec, errs: list[tuple[str, Msg]]) -> Architect
 
 def parse(req: Any) -> Request:
     """Validate ``req`` (a JSON object) and resolve the model; raises SizingError."""
-    s = validate(req)
+    return resolve(validate(req))
+
+
+def resolve(s: SizingRequest) -> Request:
+    """The cross-field rules and the model's architecture; raises SizingError."""
     errs: list[tuple[str, Msg]] = []
     arch: Architecture | None = None
     counts: ParamCounts | None = None

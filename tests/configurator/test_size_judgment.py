@@ -18,6 +18,13 @@ ZH_PAGES = [
     "/size?model=llama-3.1-8b&tokens=1T&seq_len=10000000",
     "/size?model=llama-3.1-8b&tokens=1T&seq_len=lots",
     "/size?model=llama-3.1-8b&tokens=1B&method=lora",
+    "/size?model=llama-3.1-405b&tokens=15T&days=1",
+    "/size?model=llama-3.1-8b&tokens=100B&sku=mi355x",
+    "/size?model=deepseek-v3&tokens=1T&seq_len=64k",
+    "/size?model=llama-3.1-8b&tokens=1T&par=explicit&sharding=zero3&tp=3",
+    "/size?model=llama-3.1-8b&tokens=1T&par=explicit&sharding=zero3&shard_group=3&nodes=1",
+    "/size?model=params&params=7B&tokens=1T&method=qlora&precision=fp8",
+    "/size?model=llama-3.1-8b&tokens=5万亿&mfu=80",
 ]
 
 
@@ -62,6 +69,18 @@ def test_rocm_platform_never_headlines_unless_accepted(client: TestClient) -> No
     q = parse_qs(urlsplit(link.group(1).replace("&amp;", "&")).query)
     assert q["sku"][0] != "mi355x" and int(q["nodes"][0]) > 16 and q["months"]
     assert parse_qs(q["sizing"][0])["model"] == ["llama-3.1-405b"]
+
+
+def test_only_an_unaccepted_platform_offers_the_sales_path_without_a_node(
+    client: TestClient,
+) -> None:
+    r = client.get("/size?model=llama-3.1-8b&tokens=100B&sku=mi355x")
+    rec = _recommendation(r.text)
+    assert "Use this" not in rec and "</strong>" not in rec.split('class="rec-why"')[0]
+    assert "ROCm" in rec and "no node to check out" in rec
+    link = re.search(r'href="(/cluster-request\?[^"]+)"', rec)
+    assert link and "sku=" not in link.group(1)
+    assert "sizing=" in link.group(1)
 
 
 def test_deadline_is_met_when_some_plan_meets_it(client: TestClient) -> None:

@@ -217,8 +217,14 @@ def test_assumptions_are_built_from_the_constants_they_state(
     req = {"model": {"preset": "llama-3.1-8b"}, "tokens": 1e11}
     before = " ".join(size(req)["assumptions"])
     assert f"PP {layout_mod.PP_EFF}" in before
+    from app.sizing import engine
+
     monkeypatch.setattr(layout_mod, "PP_EFF", 0.5)
-    assert "PP 0.5" in " ".join(size(req)["assumptions"])
+    engine.cache_clear()  # answers computed under a patched constant must not outlive it
+    try:
+        assert "PP 0.5" in " ".join(size(req)["assumptions"])
+    finally:
+        engine.cache_clear()
 
 
 def test_validation_errors_carry_codes() -> None:
@@ -317,3 +323,42 @@ def test_cli_speaks_the_language_asked_for() -> None:
     )
     assert bad.returncode == 2
     assert json.loads(bad.stderr)["errors"][0]["code"] == "request.range"
+
+
+# --- the answer cache (issue 17) ----------------------------------------------------------------
+
+
+def test_identical_normalised_requests_share_one_cached_answer() -> None:
+    from app.sizing import engine
+
+    engine.cache_clear()
+    req = {"model": {"preset": "qwen2.5-7b"}, "tokens": 3e11}
+    first = size(req)
+    size({**req, "seq_len": 4096, "method": "full", "parallelism": "auto"})  # the same job
+    assert engine.cache_len() == 1
+    size(req, prices={"hgx-h100": 1})  # other prices: another answer
+    assert engine.cache_len() == 2
+    # callers get their own copies: changing one answer never changes the next
+    first["options"][0]["layout"]["tp"] = 99
+    first["options"][0]["storage"]["dataset_bytes"] = -1
+    first["recommendation"]["reason_codes"][0]["params"]["nodes"] = -1
+    again = size(req)
+    assert again["options"][0]["layout"]["tp"] != 99
+    assert again["options"][0]["storage"]["dataset_bytes"] > 0
+    assert again["recommendation"]["reason_codes"][0]["params"]["nodes"] > 0
+
+
+def test_the_apps_openapi_document_shows_the_sizing_request(client: TestClient) -> None:
+    spec = client.get("/openapi.json").json()
+    op = spec["paths"]["/api/v1/sizing"]["post"]
+    props = op["requestBody"]["content"]["application/json"]["schema"]["properties"]
+
+    def bound(prop: dict[str, Any], key: str) -> Any:
+        for alt in [prop, *prop.get("anyOf", [])]:
+            if key in alt:
+                return alt[key]
+        return None
+
+    assert bound(props["max_days"], "maximum") == 3650
+    assert bound(props["nodes"], "maximum") == 1024
+    assert bound(props["micro_batch_size"], "minimum") == 1
