@@ -20,6 +20,7 @@ from app.errors import N_, InsufficientBalance, InvalidInput
 from app.orders import service
 from app.orders.models import Order
 from app.orders.schemas import EventOut, OrderCreate, OrderOut
+from app.quotes import service as quotes
 from app.web.deps import NowDep, SessionDep
 from app.web.i18n import gettext as _
 from app.web.params import RowId
@@ -55,6 +56,10 @@ def create(
         raise InvalidInput(
             N_("Send an Idempotency-Key header (any unique string up to 80 characters)."),
             field="Idempotency-Key",
+        )
+    if body.nodes > service.MAX_NODES:
+        raise service.AboveSelfServe(
+            quotes.cluster_request_path(sku=body.sku, nodes=body.nodes, sizing=body.sizing)
         )
     draft, errors = service.parse_draft(body.as_form())
     if errors:
