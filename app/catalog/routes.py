@@ -14,6 +14,7 @@ from app.catalog.promise import zone
 from app.catalog.specs import NodeSpec, all_specs
 from app.errors import N_
 from app.money import parse_amount
+from app.sizing import largest_full_training_model
 from app.web.deps import NowDep, SessionDep
 from app.web.i18n import gettext as _
 from app.web.templating import is_htmx, render
@@ -64,10 +65,6 @@ def gpu_hour_cents(s: NodeSpec, price_cents: int) -> float:
 
 def what_fits(sku_id: str) -> dict[str, Any] | None:
     """The sizing engine's largest full-training model at 4k context; None if unavailable."""
-    try:
-        from app.sizing import largest_full_training_model
-    except ImportError:
-        return None
     try:
         return largest_full_training_model(sku_id, seq_len=4096)
     except Exception:  # the page shows nothing rather than a made-up figure

@@ -10,6 +10,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from sqlmodel import Session
 
+from app.accounts import login
 from app.accounts.deps import CurrentUser, OptionalUser
 from app.accounts.models import User
 from app.accounts.sshkeys import looks_private
@@ -291,10 +292,8 @@ async def deploy_submit(
 
     response = Response(status_code=303)
     if user is None:
-        from app.accounts import service as accounts
-
         try:
-            user = accounts.signup_or_login(
+            user = login.signup_or_login(
                 session,
                 request,
                 response,

@@ -29,6 +29,8 @@ from app.accounts.models import User
 from app.catalog.specs import SELF_SERVE_MAX_NODES
 from app.clock import utc
 from app.errors import N_, Conflict, InvalidInput, NotFound
+from app.i18n import current_locale
+from app.i18n import gettext as _
 from app.money import format_cents
 from app.orders.lifecycle import (
     LEASE_ACTIVE,
@@ -38,8 +40,6 @@ from app.orders.lifecycle import (
     is_late,
 )
 from app.orders.models import Order, OrderEvent, OrderHost
-from app.web.i18n import current_locale
-from app.web.i18n import gettext as _
 
 MAX_NODES = SELF_SERVE_MAX_NODES  # more is a cluster request (app.quotes)
 NOTE_MAX = 80
@@ -549,10 +549,9 @@ def _claim_quote(
     session: Session, terms: PriceTerms, draft: OrderDraft, now: datetime
 ) -> PriceTerms:
     """One quote, one order: a quote another order already used gives the list price."""
-    from app.quotes.models import Quote
+    from app.quotes import service as quotes
 
-    q = session.get(Quote, terms.quote_id)
-    if q is not None and getattr(q, "used_order_id", None) is not None:
+    if terms.quote_id is not None and not quotes.claim_for_order(session, terms.quote_id):
         from app.catalog import service as catalog
 
         return PriceTerms(

@@ -64,7 +64,7 @@ def accept_quote(request: Request, token: str, session: SessionDep, now: NowDep)
     if q.kind == QuoteKind.node:
         target = service.deploy_url(q)
     else:
-        target = f"/q/{token}"
+        target = str(request.app.url_path_for("shared_quote", token=token))
     if request.headers.get("hx-request"):
         return Response(status_code=204, headers={"HX-Redirect": target, **PRIVATE_HEADERS})
     return RedirectResponse(target, status_code=303, headers=PRIVATE_HEADERS)

@@ -10,6 +10,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from pydantic import ValidationError
 from sqlmodel import Session
 
 from app.accounts.audit import client_ip
@@ -19,8 +20,10 @@ from app.errors import InvalidInput
 from app.quotes import pricing, service
 from app.quotes.models import Quote
 from app.quotes.pdf import build_pdf, pdf_language, promise_text
+from app.quotes.schemas import QuoteIn
 from app.web.deps import NowDep, SessionDep
 from app.web.flash import flash
+from app.web.forms import field_errors
 from app.web.i18n import current_locale
 from app.web.i18n import gettext as _
 from app.web.templating import is_htmx, render
@@ -100,6 +103,23 @@ def _builder(
         },
         status_code=status_code,
     )
+
+
+def _to_quote(request: Request, q: Quote) -> RedirectResponse:
+    """303 to the quote's staff page (named route, no hand-built URL)."""
+    return RedirectResponse(
+        request.app.url_path_for("quote_detail", quote_id=str(q.id)), status_code=303
+    )
+
+
+def _quote_input(session: Session, form: dict[str, str]) -> service.QuoteInput:
+    """The builder form through its one model (QuoteIn), then the service's rules across
+    fields; either failure → InvalidInput with a message per field."""
+    try:
+        model = QuoteIn.model_validate(form)
+    except ValidationError as e:
+        raise InvalidInput(errors=field_errors(e, QuoteIn.FIELD_MESSAGES)) from None
+    return service.quote_input(session, model)
 
 
 # ----------------------------------------------------------------------------- list
@@ -190,7 +210,7 @@ def quote_create(
     request: Request, session: SessionDep, user: SalesUser, now: NowDep, form: FormData
 ) -> Response:
     try:
-        data = service.parse_form(session, form)
+        data = _quote_input(session, form)
     except InvalidInput as e:
         return _builder(request, form, e.errors, status_code=422)
     q = service.create_quote(session, actor=user, data=data, now=now, ip=client_ip(request))
@@ -200,7 +220,7 @@ def quote_create(
             session, int(rr_id), q, actor=user, now=now, ip=client_ip(request)
         )
     flash(request, _("Quote saved as a draft. Check it, then send it."), "success")
-    return RedirectResponse(f"/staff/quotes/{q.id}", status_code=303)
+    return _to_quote(request, q)
 
 
 # ----------------------------------------------------------------------------- cluster requests
@@ -301,12 +321,12 @@ def quote_update(
 ) -> Response:
     q = _load(session, quote_id, now, lock=True)
     try:
-        data = service.parse_form(session, form)
+        data = _quote_input(session, form)
     except InvalidInput as e:
         return _builder(request, form, e.errors, quote=q, status_code=422)
     service.update_quote(session, q, actor=user, data=data, now=now, ip=client_ip(request))
     flash(request, _("Quote updated."), "success")
-    return RedirectResponse(f"/staff/quotes/{q.id}", status_code=303)
+    return _to_quote(request, q)
 
 
 # ----------------------------------------------------------------------------- detail & actions
@@ -346,7 +366,7 @@ def quote_send(
         flash(
             request, _("Quote sent. Copy the link below and share it with the prospect."), "success"
         )
-    return RedirectResponse(f"/staff/quotes/{q.id}", status_code=303)
+    return _to_quote(request, q)
 
 
 @router.post("/quotes/{quote_id}/approve")
@@ -369,7 +389,7 @@ def quote_approve(
             session, q, actor=user, reason=form.get("reason", ""), now=now, ip=client_ip(request)
         )
         flash(request, _("Discount approved and the quote is sent."), "success")
-    return RedirectResponse(f"/staff/quotes/{q.id}", status_code=303)
+    return _to_quote(request, q)
 
 
 @router.post("/quotes/{quote_id}/withdraw")
@@ -379,7 +399,7 @@ def quote_withdraw(
     q = _load(session, quote_id, now, lock=True)
     service.withdraw_quote(session, q, actor=user, now=now, ip=client_ip(request))
     flash(request, _("Quote withdrawn: its link no longer works."), "success")
-    return RedirectResponse(f"/staff/quotes/{q.id}", status_code=303)
+    return _to_quote(request, q)
 
 
 @router.get("/quotes/{quote_id}/pdf")

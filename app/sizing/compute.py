@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import math
 
+from app.catalog.pricing import HOURS_PER_MONTH
+from app.money import cents_to_usd as cents_to_usd  # re-exported for the engine
 from app.sizing.params import Architecture
 
-HOURS_PER_MONTH = 730
 HOURS_PER_WEEK = 168
 TB = 1000**4
 
@@ -48,10 +49,6 @@ def effective_cents_per_gpu_hour(node_month_cents: int, gpus: int, hours_used: f
 def break_even_utilisation(node_month_cents: int, gpus: int, hourly_cents: int) -> float:
     """Share of the month above which the monthly node beats paying per GPU-hour elsewhere."""
     return node_month_cents / (gpus * HOURS_PER_MONTH * hourly_cents)
-
-
-def cents_to_usd(cents: int | float) -> float:
-    return round(round(cents) / 100, 2)
 
 
 def checkpoint_bytes(params: int, bytes_per_param: float) -> int:

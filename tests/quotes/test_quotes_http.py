@@ -299,10 +299,6 @@ def test_deploy_page_honours_the_quoted_price(
     prospect = new_client()
     r = prospect.post(f"/q/{token}/accept")
     page = prospect.get(r.headers["location"])
-    if page.status_code == 404:  # pragma: no cover - checkout not built in this tree
-        import pytest
-
-        pytest.skip("/deploy is not built yet")
     assert page.status_code == 200
     assert "$31,410.00" in page.text  # US$34,900 list − 10 %
     # Past expiry the deploy page falls back to the list price.
