@@ -649,3 +649,13 @@ def test_list_price_is_frozen_on_the_quote(
     assert terms is not None and terms.unit_price_cents == B200_LIST
     # A new quote reads the new list price.
     assert _quote(session, build_quote(discount="0")).list_unit_price_cents == 3_990_000
+
+
+def test_builder_numbers_follow_the_number_rule(
+    build_quote: Callable[..., int], sales_client: TestClient, session: Session
+) -> None:
+    qid = build_quote(quantity="２", months="３", discount="5")
+    q = _quote(session, qid)
+    assert (q.quantity, q.months, q.discount_bp) == (2, 3, 500)
+    r = sales_client.post("/staff/quotes/new", data={**BASE_FORM, "quantity": "2²"})
+    assert r.status_code == 422 and 'id="e-quantity"' in r.text
