@@ -23,6 +23,7 @@ from babel.dates import format_date as _babel_date
 from sqlalchemy import func
 from sqlmodel import Session, col, select
 
+from app import i18n
 from app.accounts import audit
 from app.catalog import promise as pr
 from app.catalog.models import (
@@ -206,7 +207,6 @@ def stock_summary(session: Session) -> dict[str, dict[str, int]]:
 
 
 def _translate_and_format() -> tuple[Any, Any]:
-    from app import i18n
 
     def fmt(d: date) -> str:
         return str(

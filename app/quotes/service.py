@@ -21,11 +21,13 @@ from app.accounts.models import Role, User
 from app.catalog import service as catalog
 from app.catalog.specs import NodeSpec, all_specs, spec
 from app.clock import utc
+from app.configurator.forms import human_count, parse_query
 from app.errors import N_, Conflict, Forbidden, InvalidInput, NotFound
 from app.quotes import pricing
 from app.quotes.models import ClusterRequest, ClusterRequestStatus, Quote
 from app.quotes.pricing import QuoteKind, QuoteStatus
 from app.quotes.schemas import ClusterRequestIn, QuoteIn
+from app.sizing import PRESETS, SizingError, size
 from app.sizing.comm import comm_pattern
 
 PAGE_SIZE = 25
@@ -117,8 +119,6 @@ def size_from_query(query: str, sku_id: str, quantity: int) -> tuple[dict[str, A
 
     Returns (summary, canonical query). Raises InvalidInput(field='sizing').
     """
-    from app.configurator.forms import human_count, parse_query
-    from app.sizing import PRESETS, SizingError, size
 
     params = dict(parse_qsl(query, keep_blank_values=False))
     form = parse_query(params, set(PRESETS))

@@ -16,6 +16,7 @@ from sqlmodel import Session
 from app.accounts.audit import client_ip
 from app.accounts.deps import OpsUser, SalesUser
 from app.catalog.specs import spec
+from app.configurator.routes import layout_rows
 from app.errors import InvalidInput
 from app.quotes import pricing, service
 from app.quotes.models import Quote
@@ -49,8 +50,6 @@ def _layout_rows(summary: dict[str, Any] | None) -> list[tuple[str, str]]:
     detail = (summary or {}).get("layout_detail")
     if not isinstance(detail, dict) or not detail:
         return []
-    from app.configurator.routes import layout_rows
-
     return layout_rows(detail)
 
 
