@@ -41,11 +41,14 @@ serve: install i18n migrate
 worker: install
 	$(BIN)/python -m app worker
 
-## make lint: ruff (lint + format check) and mypy
+## make lint: ruff (lint + format check), mypy, the import contracts (pyproject.toml) and
+## pylint's duplicate-code check over app/ (settings in pyproject.toml, [tool.pylint.*])
 lint: install
 	$(BIN)/ruff check app tests bench scripts migrations
 	$(BIN)/ruff format --check app tests bench scripts
 	$(BIN)/mypy
+	$(BIN)/lint-imports --no-cache
+	$(BIN)/pylint --rcfile=pyproject.toml app
 
 fmt: install
 	$(BIN)/ruff check --fix app tests bench scripts

@@ -8,19 +8,16 @@ Core commands live here; each domain may add its own in ``app/<domain>/cli.py`` 
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 from pathlib import Path
 
-CLI_MODULES = (
-    "app.accounts.cli",
-    "app.catalog.cli",
-    "app.ledger.cli",
-    "app.payments.cli",
-    "app.orders.cli",
-    "app.staff.cli",
-    "app.worker",
-)
+from app import worker
+from app.accounts import cli as accounts_cli
+from app.catalog import cli as catalog_cli
+from app.ledger import cli as ledger_cli
+from app.orders import cli as orders_cli
+
+CLI_MODULES = (accounts_cli, catalog_cli, ledger_cli, orders_cli, worker)
 
 
 def cmd_upgrade(args: argparse.Namespace) -> int:
@@ -73,13 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     i18n.add_argument("action", choices=["compile", "check", "missing"])
     i18n.add_argument("--out", default="var/missing.po")
     i18n.set_defaults(func=cmd_i18n)
-    for name in CLI_MODULES:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as e:
-            if e.name == name:
-                continue
-            raise
+    for module in CLI_MODULES:
         module.register(sub)
     args = parser.parse_args(argv)
     return int(args.func(args) or 0)

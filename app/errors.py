@@ -121,6 +121,7 @@ def install_handlers(app: FastAPI) -> None:
                 body["error"]["field"] = exc.field
             if isinstance(exc, InvalidInput) and exc.errors:
                 body["error"]["fields"] = {k: gettext(v) for k, v in exc.errors.items()}
+            body["error"].update(getattr(exc, "extra", None) or {})
             headers = {"WWW-Authenticate": "Bearer"} if exc.status_code == 401 else None
             return JSONResponse(body, status_code=exc.status_code, headers=headers)
         if isinstance(exc, NotAuthenticated) and request.method == "GET":

@@ -2,65 +2,52 @@
 
 from __future__ import annotations
 
-import importlib
-
 from fastapi import Depends, FastAPI
 from fastapi.staticfiles import StaticFiles
 from starlette.middleware.gzip import GZipMiddleware
 
 from app import logs
+from app.accounts import routes as accounts_routes
+from app.accounts.deps import load_user
+from app.api import accounts as api_accounts
+from app.api import ledger as api_ledger
+from app.api import orders as api_orders
+from app.api import sizing as api_sizing
+from app.catalog import routes as catalog_routes
 from app.clock import Clock, SimulatedClock, SystemClock
+from app.configurator import routes as configurator_routes
 from app.db import make_engine
 from app.errors import install_handlers
+from app.ledger import routes as ledger_routes
+from app.orders import routes as orders_routes
+from app.payments import routes as payments_routes
+from app.quotes import routes as quotes_routes
 from app.settings import Settings
+from app.staff import routes as staff_routes
+from app.tables import MODEL_MODULES, import_models
+from app.web import routes as web_routes
 from app.web.csrf import csrf_protect
 from app.web.middleware import AppMiddleware, BodyLimit, ConcurrencyLimit
 from app.web.templating import STATIC_DIR, make_templates
 
-# Every table module, imported so SQLModel's metadata (and Alembic) sees all tables.
-MODEL_MODULES = (
-    "app.clock",
-    "app.accounts.models",
-    "app.accounts.audit",
-    "app.catalog.models",
-    "app.ledger.models",
-    "app.payments.models",
-    "app.orders.models",
-    "app.quotes.models",
-    "app.staff.models",
-    "app.notifications.models",
-)
+__all__ = ["MODEL_MODULES", "ROUTERS", "asgi", "create_app", "import_models"]
 
 # Routers, in the order their paths should match.
-ROUTER_MODULES = (
-    "app.web.routes",
-    "app.accounts.routes",
-    "app.catalog.routes",
-    "app.configurator.routes",
-    "app.orders.routes",
-    "app.ledger.routes",
-    "app.payments.routes",
-    "app.quotes.routes",
-    "app.staff.routes",
-    "app.api.sizing",
-    "app.api.accounts",
-    "app.api.ledger",
-    "app.api.orders",
+ROUTERS = (
+    web_routes.router,
+    accounts_routes.router,
+    catalog_routes.router,
+    configurator_routes.router,
+    orders_routes.router,
+    ledger_routes.router,
+    payments_routes.router,
+    quotes_routes.router,
+    staff_routes.router,
+    api_sizing.router,
+    api_accounts.router,
+    api_ledger.router,
+    api_orders.router,
 )
-
-
-def _optional_import(name: str) -> object | None:
-    try:
-        return importlib.import_module(name)
-    except ModuleNotFoundError as e:
-        if e.name == name:  # the module itself does not exist (yet); anything else is a bug
-            return None
-        raise
-
-
-def import_models() -> None:
-    for m in MODEL_MODULES:
-        _optional_import(m)
 
 
 def create_app(settings: Settings | None = None, *, clock: Clock | None = None) -> FastAPI:
@@ -87,6 +74,7 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
     app.state.engine = engine
     app.state.clock = clock
     app.state.templates = make_templates()
+    app.state.user_loader = load_user  # templates show who is logged in (error pages too)
 
     install_handlers(app)
     # Innermost first. At most as many requests in flight as pooled connections (see
@@ -99,10 +87,8 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
     # Outermost: compress pages, fragments and static files (htmx is ~51 KB raw, ~16 KB gzipped).
     app.add_middleware(GZipMiddleware, minimum_size=800)
     app.mount("/static", StaticFiles(directory=str(STATIC_DIR)), name="static")
-    for name in ROUTER_MODULES:
-        module = _optional_import(name)
-        if module is not None:
-            app.include_router(module.router)  # type: ignore[attr-defined]
+    for router in ROUTERS:
+        app.include_router(router)
     return app
 
 

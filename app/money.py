@@ -61,6 +61,6 @@ def parse_amount(text: str) -> int:
     return int((value * 100).quantize(Decimal(1), rounding=ROUND_HALF_UP))
 
 
-def cents_to_usd(cents: int) -> float:
-    """For JSON responses that carry dollars; never used for arithmetic."""
-    return round(cents / 100, 2)
+def cents_to_usd(cents: int | float) -> float:
+    """For JSON responses and engine results that carry dollars; never used for arithmetic."""
+    return round(round(cents) / 100, 2)

@@ -6,22 +6,26 @@ Each domain may contribute ``app/<domain>/seed.py`` with ``seed(session, now) ->
 
 from __future__ import annotations
 
-import importlib
 from datetime import datetime
 
 from sqlmodel import Session, select
 
 from app.accounts.models import Role, User
 from app.accounts.security import hash_password
+from app.catalog import seed as catalog_seed
+from app.clock import SimulatedClock, SystemClock
 from app.db import make_engine, transaction
+from app.ledger import seed as ledger_seed
+from app.quotes import seed as quotes_seed
 from app.settings import Settings
+from app.tables import import_models
 
 DEMO_ACCOUNTS = (
     ("customer@demo.test", "demo-customer-2026", Role.customer),
     ("sales@demo.test", "demo-sales-2026", Role.sales),
     ("ops@demo.test", "demo-ops-2026", Role.ops),
 )
-SEED_MODULES = ("app.catalog.seed", "app.ledger.seed", "app.orders.seed", "app.quotes.seed")
+SEED_MODULES = (catalog_seed, ledger_seed, quotes_seed)
 
 
 def ensure_user(
@@ -37,9 +41,6 @@ def ensure_user(
 
 
 def seed_demo(settings: Settings | None = None) -> list[str]:
-    from app.clock import SimulatedClock, SystemClock
-    from app.main import import_models
-
     import_models()
     settings = settings or Settings()
     engine = make_engine(settings.database_url)
@@ -51,13 +52,7 @@ def seed_demo(settings: Settings | None = None) -> list[str]:
         for email, password, role in DEMO_ACCOUNTS:
             _user, created = ensure_user(session, email, password, role.value, now)
             created_any |= created
-        for name in SEED_MODULES:
-            try:
-                module = importlib.import_module(name)
-            except ModuleNotFoundError as e:
-                if e.name == name:
-                    continue
-                raise
+        for module in SEED_MODULES:
             lines += module.seed(session, now)
     if created_any:
         lines.insert(0, "Demo logins (development only):")

@@ -98,7 +98,7 @@ def run_forever(
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
-    from app.main import import_models
+    from app.tables import import_models
 
     import_models()
     settings = Settings()

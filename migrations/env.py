@@ -8,8 +8,8 @@ from alembic import context
 from sqlalchemy import engine_from_config, pool
 
 from app.db import metadata
-from app.main import import_models
 from app.settings import Settings
+from app.tables import import_models
 
 config = context.config
 if config.config_file_name is not None and not config.attributes.get("no_logging"):

@@ -19,7 +19,6 @@ FORBIDDEN = {"fastapi", "starlette", "sqlmodel", "sqlalchemy", "jinja2"}
 PURE_NAMES = {
     "rules.py",
     "postings.py",
-    "delivery.py",
     "specs.py",
     "lifecycle.py",
     "pricing.py",
@@ -28,7 +27,7 @@ PURE_NAMES = {
 
 
 def pure_files() -> list[Path]:
-    files = list((APP / "sizing").rglob("*.py")) if (APP / "sizing").exists() else []
+    files = list((APP / "sizing").rglob("*.py"))
     files += [p for p in APP.rglob("*.py") if p.name in PURE_NAMES]
     return files
 

@@ -55,8 +55,8 @@ def cmd_create(args: argparse.Namespace) -> int:
     from app.clock import SimulatedClock, SystemClock
     from app.db import make_engine, transaction
     from app.errors import DomainError
-    from app.main import import_models
     from app.settings import Settings
+    from app.tables import import_models
 
     if args.role not in ROLES:
         print(
@@ -105,8 +105,8 @@ def cmd_set_active(args: argparse.Namespace) -> int:
     from app.accounts.service import api_tokens_for, audit
     from app.clock import SimulatedClock, SystemClock
     from app.db import make_engine, transaction
-    from app.main import import_models
     from app.settings import Settings
+    from app.tables import import_models
 
     import_models()
     settings = Settings()

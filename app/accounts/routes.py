@@ -8,7 +8,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from app.accounts import service
+from app.accounts import login, service
 from app.accounts.audit import client_ip
 from app.accounts.deps import CurrentUser, OptionalUser
 from app.accounts.models import User
@@ -73,7 +73,7 @@ def login_submit(
         ctx = {"next": target, "errors": _errors(e), "email": email[:254]}
         return render(request, "accounts/login.html", ctx, status_code=_status(e), headers=NO_STORE)
     response = _redirect(target)
-    service.start_session(request, response, db, user)
+    login.start_session(request, response, db, user)
     return response
 
 
@@ -105,7 +105,7 @@ def signup_submit(
             request, "accounts/signup.html", ctx, status_code=_status(e), headers=NO_STORE
         )
     response = _redirect(target)
-    service.start_session(request, response, db, user)
+    login.start_session(request, response, db, user)
     flash(request, _("Welcome! Your account is ready."), "success")
     return response
 
@@ -113,7 +113,7 @@ def signup_submit(
 @router.post("/logout")
 def logout(request: Request, db: SessionDep) -> Response:
     response = _redirect("/")
-    service.end_session(request, response, db)
+    login.end_session(request, response, db)
     flash(request, _("You are logged out."), "info")
     return response
 
@@ -221,7 +221,7 @@ def account_revoke_session(
     row = service.revoke_session_of(db, user, session_id, now, ip=client_ip(request))
     if row.id == getattr(request.state, "session_row_id", None):
         response = _redirect("/login")
-        service.end_session(request, response, db)
+        login.end_session(request, response, db)
         return response
     flash(request, _("Session signed out."), "success")
     return _redirect("/account#sessions")
@@ -377,7 +377,7 @@ def reset_submit(
             headers=NO_STORE,
         )
     response = _redirect("/login")
-    service.end_session(request, response, db)
+    login.end_session(request, response, db)
     flash(
         request,
         _(

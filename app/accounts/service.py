@@ -29,11 +29,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from fastapi import Request, Response
 from sqlmodel import Session, col, func, select
 
 from app.accounts import throttle
-from app.accounts.audit import AuditEvent, client_ip
+from app.accounts.audit import AuditEvent
 from app.accounts.emails import EmailError, looks_like_email, normalise_email
 from app.accounts.models import (
     ApiToken,
@@ -44,8 +43,6 @@ from app.accounts.models import (
     UserSession,
 )
 from app.accounts.security import (
-    SESSION_COOKIE,
-    SESSION_LIFETIME,
     create_api_token,
     create_session,
     hash_password,
@@ -266,145 +263,43 @@ def audit_durably(
 # --- Sessions ------------------------------------------------------------------------
 
 
-def _secure(request: Request) -> bool:
-    return bool(request.app.state.settings.secure_cookies)
-
-
-def _rotate_csrf(request: Request) -> None:
-    from app.web.csrf import rotate
-
-    rotate(request)
-
-
-def start_session(
-    request: Request, response: Response | None, session: Session, user: User
-) -> None:
-    """Log ``user`` in: a new server-side session row, the signed cookie (HttpOnly,
-    SameSite=Lax, Secure outside development/test), a fresh CSRF token, and any session
-    this browser had before revoked (no session fixation).
-
-    The cookie is set on ``response`` when given and also queued on ``request.state`` so
-    the middleware adds it to whatever response the handler finally returns.
-    """
-    now = request.app.state.clock.now()
-    settings = request.app.state.settings
-    old = session_from_cookie(
-        session, request.cookies.get(SESSION_COOKIE), now, settings.secret_key
-    )
+def open_session(
+    session: Session,
+    user: User,
+    *,
+    now: datetime,
+    secret_key: str,
+    old_cookie: str | None,
+    ip: str,
+    user_agent: str,
+) -> tuple[str, int | None]:
+    """Start a server-side session for ``user``; revoke the one ``old_cookie`` named (no
+    session fixation). Returns the signed cookie value and the new row's id. The web
+    layer (``app.accounts.login``) puts the cookie on the response."""
+    old = session_from_cookie(session, old_cookie, now, secret_key)
     if old is not None:
         old.revoked_at = now
         session.add(old)
-    ip = client_ip(request)
-    cookie = create_session(
-        session,
-        user,
-        now,
-        settings.secret_key,
-        ip=ip,
-        user_agent=request.headers.get("user-agent", ""),
-    )
+    cookie = create_session(session, user, now, secret_key, ip=ip, user_agent=user_agent)
     row = session.exec(
         select(UserSession)
         .where(UserSession.user_id == user.id)
         .order_by(col(UserSession.id).desc())
     ).first()
-    request.state.session_row_id = row.id if row else None
-    request.state.user = user
-    request.state.user_loaded = True
-    request.state.auth_cookie = cookie
-    _rotate_csrf(request)
-    if response is not None:
-        set_session_cookie(response, cookie, secure=_secure(request))
     audit(session, "login.succeeded", now, actor=user, target=f"user:{user.id}", ip=ip)
+    return cookie, row.id if row else None
 
 
-def set_session_cookie(response: Response, cookie: str | None, *, secure: bool) -> None:
-    if cookie is None:
-        response.delete_cookie(
-            SESSION_COOKIE, path="/", httponly=True, samesite="lax", secure=secure
-        )
-    else:
-        response.set_cookie(
-            SESSION_COOKIE,
-            cookie,
-            max_age=int(SESSION_LIFETIME.total_seconds()),
-            path="/",
-            httponly=True,
-            samesite="lax",
-            secure=secure,
-        )
-
-
-def end_session(request: Request, response: Response | None, session: Session) -> None:
-    """Log out: revoke the server-side row (so a copied cookie stops working everywhere),
-    delete the cookie and rotate the CSRF token."""
-    now = request.app.state.clock.now()
-    settings = request.app.state.settings
-    row = session_from_cookie(
-        session, request.cookies.get(SESSION_COOKIE), now, settings.secret_key
-    )
+def close_session(
+    session: Session, *, cookie: str | None, now: datetime, secret_key: str, ip: str
+) -> None:
+    """Log out: revoke the server-side row, so a copied cookie stops working everywhere."""
+    row = session_from_cookie(session, cookie, now, secret_key)
     if row is not None:
         row.revoked_at = now
         session.add(row)
         user = session.get(User, row.user_id)
-        audit(
-            session, "logout", now, actor=user, target=f"user:{row.user_id}", ip=client_ip(request)
-        )
-    request.state.user = None
-    request.state.user_loaded = True
-    request.state.auth_cookie = None
-    _rotate_csrf(request)
-    if response is not None:
-        set_session_cookie(response, None, secure=_secure(request))
-
-
-def signup_or_login(
-    session: Session,
-    request: Request,
-    response: Response | None,
-    *,
-    mode: str,
-    email: str,
-    password: str,
-    now: datetime,
-) -> User:
-    """The inline account step of another form (the deploy form uses it).
-
-    Contract:
-      * Render ``templates/accounts/_inline_auth.html`` inside your ``<form>``; it posts
-        ``account_mode`` ("signup" or "login"), ``email`` and ``password``. Pass
-        ``errors`` (a dict) and optionally ``account_mode``/``account_email`` back to it
-        when re-rendering; it never re-fills the password.
-      * On POST, if the visitor is already signed in, call nothing (or call this: it
-        returns the signed-in user). Otherwise call this with the three fields.
-      * It validates, registers (``mode="signup"``) or authenticates (``mode="login"``),
-        starts the session (cookie queued for whatever response you return) and returns
-        the ``User``.
-      * On failure it raises a ``DomainError`` — ``InvalidInput`` (bad input, wrong
-        password, email taken), ``LoginThrottled`` (429) or ``Forbidden`` (disabled) —
-        each with ``.errors`` (field → msgid; translate with ``_()``). Catch
-        ``DomainError``, re-render your form with ``errors=exc.errors`` and all the other
-        choices as the customer typed them (status 422/429/403), and do not create your
-        own objects first.
-    """
-    current = getattr(request.state, "user", None)
-    if current is not None and getattr(request.state, "user_loaded", False):
-        return current  # type: ignore[no-any-return]
-    ip = client_ip(request)
-    try:
-        if mode == "signup":
-            user = register(session, email=email, password=password, now=now, ip=ip)
-        elif mode == "login":
-            user = authenticate(session, email=email, password=password, now=now, ip=ip)
-        else:
-            raise InvalidInput(
-                errors={"account_mode": N_("Choose whether to create an account or log in.")}
-            )
-    except Forbidden as e:
-        e.errors = {"email": e.message}  # type: ignore[attr-defined]
-        raise
-    start_session(request, response, session, user)
-    return user
+        audit(session, "logout", now, actor=user, target=f"user:{row.user_id}", ip=ip)
 
 
 def inline_errors(*, mode: str, email: str, password: str) -> dict[str, str]:
@@ -558,8 +453,8 @@ def change_email(
 
 
 def _mail(session: Session, to: str, subject: str, body: str, now: datetime, **params: str) -> None:
+    from app.i18n import gettext
     from app.notifications.service import enqueue_email
-    from app.web.i18n import gettext
 
     enqueue_email(
         session,

@@ -7,7 +7,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import fastapi
 from pydantic import BaseModel, Field
@@ -16,10 +16,12 @@ from app.accounts.deps import CurrentUser
 from app.clock import utc
 from app.ledger import service as ledger
 from app.payments import service as payments
-from app.payments.models import Invoice
 from app.payments.rates import CURRENCIES, format_units
 from app.web.deps import NowDep, SessionDep
 from app.web.params import Limit, Offset, RowId
+
+if TYPE_CHECKING:  # a type only: reads go through the service
+    from app.payments.models import Invoice
 
 router = fastapi.APIRouter(prefix="/api/v1", tags=["balance"])
 

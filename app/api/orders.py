@@ -9,7 +9,7 @@ retry the same request (same key) after a top-up and it pays.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from fastapi import APIRouter, Header
 from fastapi.responses import JSONResponse
@@ -18,11 +18,14 @@ from sqlmodel import Session
 from app.accounts.deps import CurrentUser
 from app.errors import N_, InsufficientBalance, InvalidInput
 from app.orders import service
-from app.orders.models import Order
 from app.orders.schemas import EventOut, OrderCreate, OrderOut
+from app.quotes import service as quotes
 from app.web.deps import NowDep, SessionDep
 from app.web.i18n import gettext as _
 from app.web.params import RowId
+
+if TYPE_CHECKING:  # a type only: reads go through the service
+    from app.orders.models import Order
 
 router = APIRouter(prefix="/api/v1/orders", tags=["orders"])
 
@@ -55,6 +58,10 @@ def create(
         raise InvalidInput(
             N_("Send an Idempotency-Key header (any unique string up to 80 characters)."),
             field="Idempotency-Key",
+        )
+    if body.nodes > service.MAX_NODES:
+        raise service.AboveSelfServe(
+            quotes.cluster_request_path(sku=body.sku, nodes=body.nodes, sizing=body.sizing)
         )
     draft, errors = service.parse_draft(body.as_form())
     if errors:

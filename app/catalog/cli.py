@@ -24,8 +24,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 def _engine_and_now():  # type: ignore[no-untyped-def]
     from app.clock import SimulatedClock, SystemClock
     from app.db import make_engine
-    from app.main import import_models
     from app.settings import Settings
+    from app.tables import import_models
 
     import_models()
     settings = Settings()

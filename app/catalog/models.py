@@ -1,4 +1,4 @@
-"""Stock (physical nodes, incoming batches, per-SKU settings), list prices and rack requests."""
+"""Stock (physical nodes, incoming batches, per-SKU settings) and list prices."""
 
 from __future__ import annotations
 
@@ -126,29 +126,3 @@ class PriceChange(SQLModel, table=True):
     actor_id: int | None = Field(default=None, foreign_key="users.id")
     actor_email: str = Field(default="", max_length=254)
     at: datetime = Field(sa_column=_dt(index=True))
-
-
-class RackRequestStatus(StrEnum):
-    new = "new"
-    contacted = "contacted"
-    quoted = "quoted"
-    closed = "closed"
-
-
-class RackRequest(SQLModel, table=True):
-    """A GB300 NVL72 "talk to sales" request; listed in the sales queue."""
-
-    __tablename__ = "catalog_rack_requests"
-    id: int | None = Field(default=None, primary_key=True)
-    sku_id: str = Field(default="gb300-nvl72", max_length=32)
-    gpus: int = Field(ge=1)
-    term_months: int = Field(ge=12, le=36)
-    start_date: date = Field(sa_column=Column(Date, nullable=False))
-    workload: str = Field(sa_column=Column(Text, nullable=False))
-    name: str = Field(default="", max_length=120)
-    email: str = Field(max_length=254)
-    company: str = Field(default="", max_length=120)
-    user_id: int | None = Field(default=None, foreign_key="users.id", index=True)
-    status: str = Field(default=RackRequestStatus.new.value, max_length=16, index=True)
-    staff_note: str = Field(default="", sa_column=Column(Text, nullable=False, server_default=""))
-    created_at: datetime = Field(sa_column=_dt(index=True))

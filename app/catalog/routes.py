@@ -1,31 +1,26 @@
-"""Public catalog pages: /nodes, /nodes/{sku}, the GB300 request form, monthly vs hourly."""
+"""Public catalog pages: /nodes, /nodes/{sku}, monthly vs hourly."""
 
 from __future__ import annotations
 
 import re
-from datetime import date, timedelta
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import APIRouter, Form, Request
-from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse, Response
 
-from app.accounts.deps import OptionalUser
 from app.catalog import pricing
 from app.catalog import service as svc
-from app.catalog.models import RackRequest
 from app.catalog.promise import zone
 from app.catalog.specs import NodeSpec, all_specs
 from app.errors import N_
 from app.money import parse_amount
+from app.sizing import largest_full_training_model
 from app.web.deps import NowDep, SessionDep
-from app.web.flash import flash
-from app.web.forms import FormModel
 from app.web.i18n import gettext as _
 from app.web.templating import is_htmx, render
 
 router = APIRouter(include_in_schema=False)
 
-RACK_SKU = "gb300-nvl72"
 SOURCE_LEGEND = (
     ("P", N_("the product page")),
     ("V", N_("vendor-published")),
@@ -70,10 +65,6 @@ def gpu_hour_cents(s: NodeSpec, price_cents: int) -> float:
 
 def what_fits(sku_id: str) -> dict[str, Any] | None:
     """The sizing engine's largest full-training model at 4k context; None if unavailable."""
-    try:
-        from app.sizing import largest_full_training_model
-    except ImportError:
-        return None
     try:
         return largest_full_training_model(sku_id, seq_len=4096)
     except Exception:  # the page shows nothing rather than a made-up figure
@@ -124,144 +115,6 @@ def node_detail(request: Request, sku_id: str, session: SessionDep, now: NowDep)
             "nvme_raw_tb": (s.nvme_drives or 0) * (s.nvme_drive_tb or 0),
         },
     )
-
-
-# ------------------------------------------------------------------ GB300 request
-
-
-def _rack_form_defaults(now_date: date) -> dict[str, str]:
-    return {
-        "gpus": "72",
-        "term_months": "12",
-        "start_date": (now_date + timedelta(days=60)).isoformat(),
-        "workload": "",
-        "name": "",
-        "email": "",
-        "company": "",
-    }
-
-
-EMAIL_RE = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
-
-
-def validate_rack_request(
-    form: dict[str, str], today: date
-) -> tuple[dict[str, Any], dict[str, str]]:
-    errors: dict[str, str] = {}
-    clean: dict[str, Any] = {}
-    try:
-        gpus = int(form.get("gpus", "").strip())
-        if not 72 <= gpus <= 100_000 or gpus % 72:
-            raise ValueError
-        clean["gpus"] = gpus
-    except ValueError:
-        errors["gpus"] = _("Whole racks of 72 GPUs: enter 72, 144, 216, …")
-    try:
-        term = int(form.get("term_months", "").strip())
-        if not 12 <= term <= 36:
-            raise ValueError
-        clean["term_months"] = term
-    except ValueError:
-        errors["term_months"] = _("The term is 12 to 36 months.")
-    try:
-        start = date.fromisoformat(form.get("start_date", "").strip())
-        if start < today:
-            errors["start_date"] = _("Pick a start date from today on.")
-        elif start > today + timedelta(days=730):
-            errors["start_date"] = _("Pick a start date within two years.")
-        else:
-            clean["start_date"] = start
-    except ValueError:
-        errors["start_date"] = _("Enter a date (YYYY-MM-DD).")
-    workload = form.get("workload", "").strip()
-    if len(workload) < 10:
-        errors["workload"] = _("Tell us about the workload in a sentence or two.")
-    elif len(workload) > 4000:
-        errors["workload"] = _("Keep it under 4,000 characters.")
-    else:
-        clean["workload"] = workload
-    email = form.get("email", "").strip()
-    if not EMAIL_RE.match(email) or len(email) > 254:
-        errors["email"] = _("Enter an email address we can reply to.")
-    else:
-        clean["email"] = email.lower()
-    for key, limit in (("name", 120), ("company", 120)):
-        v = form.get(key, "").strip()
-        if len(v) > limit:
-            errors[key] = _("Keep it under 120 characters.")
-        clean[key] = v[:limit]
-    return clean, errors
-
-
-@router.get("/nodes/gb300-nvl72/request", response_class=HTMLResponse)
-def rack_request_form(
-    request: Request, session: SessionDep, now: NowDep, user: OptionalUser
-) -> Response:
-    values = _rack_form_defaults(now.date())
-    if user is not None:
-        values["email"] = user.email
-        values["name"] = user.name
-        values["company"] = user.company
-    return _render_rack_form(request, session, values, {})
-
-
-def _render_rack_form(
-    request: Request,
-    session: Any,
-    values: dict[str, str],
-    errors: dict[str, str],
-    status: int = 200,
-) -> Response:
-    s = svc.get_spec(RACK_SKU)
-    return render(
-        request,
-        "catalog/rack_request.html",
-        {
-            "s": s,
-            "price": svc.list_price_cents(session, RACK_SKU),
-            "values": values,
-            "errors": errors,
-            "terms": list(range(12, 37, 6)),
-        },
-        status_code=status,
-    )
-
-
-class RackRequestForm(FormModel):
-    """POST /nodes/gb300-nvl72/request; ``validate_rack_request`` checks the content."""
-
-    gpus: str = ""
-    term_months: str = ""
-    start_date: str = ""
-    workload: str = ""
-    name: str = ""
-    email: str = ""
-    company: str = ""
-
-
-@router.post("/nodes/gb300-nvl72/request", response_class=HTMLResponse)
-def rack_request_submit(
-    request: Request,
-    session: SessionDep,
-    now: NowDep,
-    user: OptionalUser,
-    form: Annotated[RackRequestForm, Form()],
-) -> Response:
-    values = form.values()
-    clean, errors = validate_rack_request(values, now.date())
-    if errors:
-        return _render_rack_form(request, session, values, errors, status=422)
-    rr = RackRequest(sku_id=RACK_SKU, user_id=getattr(user, "id", None), created_at=now, **clean)
-    session.add(rr)
-    session.flush()
-    flash(
-        request,
-        _("Thank you. Sales received your request (no. {id}) and will reply by email.").format(
-            id=rr.id
-        ),
-        "success",
-    )
-    return RedirectResponse(f"/nodes/{RACK_SKU}?requested={rr.id}", status_code=303)
 
 
 # ------------------------------------------------------------------ monthly vs hourly

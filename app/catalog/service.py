@@ -23,6 +23,7 @@ from babel.dates import format_date as _babel_date
 from sqlalchemy import func
 from sqlmodel import Session, col, select
 
+from app import i18n
 from app.accounts import audit
 from app.catalog import promise as pr
 from app.catalog.models import (
@@ -206,7 +207,6 @@ def stock_summary(session: Session) -> dict[str, dict[str, int]]:
 
 
 def _translate_and_format() -> tuple[Any, Any]:
-    from app.web import i18n
 
     def fmt(d: date) -> str:
         return str(
@@ -473,6 +473,59 @@ def mark_nodes(session: Session, order_id: int, state: str, now: datetime) -> li
             session.add(r)
     session.flush()
     return nodes
+
+
+def free_nodes(session: Session, sku_id: str, limit: int = 200) -> list[Node]:
+    """Free nodes of a SKU, by hostname (ops may swap one into an order)."""
+    return list(
+        session.exec(
+            select(Node)
+            .where(Node.sku_id == sku_id, Node.state == NodeState.available.value)
+            .order_by(col(Node.hostname))
+            .limit(limit)
+        ).all()
+    )
+
+
+def swap_nodes(
+    session: Session, *, order_id: int, wanted: list[int], provisioning: bool, now: datetime
+) -> list[Node]:
+    """Make exactly ``wanted`` the nodes of the order (ops picked them): free nodes are
+    taken (``held``, or ``provisioning`` once set-up started), the order's other nodes go
+    back (to ``wiping`` if set-up had started on them — they may hold the customer's keys —
+    else ``available``). Rows are locked first; a node another order took meanwhile →
+    ``Conflict``. Returns the wanted rows in the order given."""
+    own_ids = {n.id for n in nodes_for_order(session, order_id)}
+    locked = {
+        n.id: n
+        for n in session.exec(
+            select(Node).where(col(Node.id).in_(set(wanted) | own_ids)).with_for_update()
+        ).all()
+    }
+    state = NodeState.provisioning.value if provisioning else NodeState.held.value
+    for nid in wanted:
+        n = locked.get(nid)
+        if n is None or (
+            n.order_id not in (None, order_id)
+            or (n.order_id is None and n.state != NodeState.available.value)
+        ):
+            raise Conflict(N_("Another order took node {node} just now. Pick again."), node=nid)
+        n.order_id = order_id
+        n.state = state
+        n.updated_at = now
+        session.add(n)
+    for gone_id in own_ids - set(wanted):
+        gone = locked[gone_id]
+        gone.state = (
+            NodeState.wiping.value
+            if gone.state == NodeState.provisioning.value
+            else NodeState.available.value
+        )
+        gone.order_id = None
+        gone.updated_at = now
+        session.add(gone)
+    session.flush()
+    return [locked[nid] for nid in wanted]
 
 
 # ------------------------------------------------------------------ IPs

@@ -869,3 +869,13 @@ def journal(
 
 def journal_count(session: Session) -> int:
     return int(session.exec(select(func.count()).select_from(JournalEntry)).one())
+
+
+def recognised_revenue_cents(session: Session) -> int:
+    """Money recognised so far: posted first months (hold_post) and charges (renewals)."""
+    total = session.exec(
+        select(func.coalesce(func.sum(JournalEntry.amount_cents), 0)).where(
+            col(JournalEntry.kind).in_(("charge", "hold_post"))
+        )
+    ).one()
+    return int(total)

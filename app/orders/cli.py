@@ -14,9 +14,9 @@ from app.settings import ROOT
 def cmd_simulate(args: argparse.Namespace) -> int:
     from app.db import make_engine
     from app.ledger.cli import describe, run_checks
-    from app.main import import_models
     from app.migrate import upgrade
     from app.orders.simulate import Simulation, revenue_cents, summary
+    from app.tables import import_models
 
     import_models()
     url = args.database_url

@@ -8,19 +8,20 @@ writes an audit record — all in the caller's transaction (services never commi
 from __future__ import annotations
 
 import ipaddress
-import json
 import re
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any
 
 from babel.dates import format_date
-from sqlmodel import Session, col, select
+from sqlmodel import Session, select
 
 from app.accounts import audit
 from app.accounts.models import User
-from app.catalog.models import Node, NodeState
+from app.catalog import service as catalog
+from app.catalog.service import Node, NodeState
 from app.errors import N_, Conflict, InvalidInput, NotFound
+from app.i18n import LOCALES, babel_locale, translations_for
 from app.money import format_cents
 from app.notifications.service import notify
 from app.orders.lifecycle import (
@@ -32,8 +33,7 @@ from app.orders.lifecycle import (
 )
 from app.orders.models import Order, OrderEvent, OrderHost
 from app.orders.periods import add_months
-from app.orders.service import add_event
-from app.web.i18n import LOCALES, babel_locale, translations_for
+from app.orders.service import add_event, hosts_of
 
 FINGERPRINT_RE = re.compile(r"^(?:\d{3,5}\s+)?(SHA256:[A-Za-z0-9+/]{43})(?:\s+\S.*)?$")
 SSH_USER_RE = re.compile(r"^[a-z_][a-z0-9_-]{0,31}$")
@@ -176,14 +176,6 @@ def _audit(
     )
 
 
-def hosts_of(session: Session, order_id: int) -> list[OrderHost]:
-    return list(
-        session.exec(
-            select(OrderHost).where(OrderHost.order_id == order_id).order_by(col(OrderHost.id))
-        ).all()
-    )
-
-
 # --- actions -------------------------------------------------------------------------
 
 
@@ -220,8 +212,6 @@ def acknowledge(
 def start_provisioning(
     session: Session, *, actor: User, order_id: int, now: datetime, ip: str = ""
 ) -> Order:
-    from app.catalog import service as catalog
-
     order = load_order(session, order_id)
     _move(order, OrderStatus.provisioning)
     order.provisioning_at = now
@@ -245,8 +235,6 @@ def start_provisioning(
 def candidate_nodes(session: Session, order: Order) -> list[Node]:
     """Nodes ops may assign: those already held for this order, then (when the order is
     not waiting for an incoming batch) the free nodes of the same SKU, to swap one in."""
-    from app.catalog import service as catalog
-
     own = [
         n
         for n in catalog.nodes_for_order(session, order.id or 0)
@@ -254,13 +242,7 @@ def candidate_nodes(session: Session, order: Order) -> list[Node]:
     ]
     if catalog.waiting_units(session, order.id or 0) > 0:
         return own
-    free = session.exec(
-        select(Node)
-        .where(Node.sku_id == order.sku_id, Node.state == NodeState.available.value)
-        .order_by(col(Node.hostname))
-        .limit(200)
-    ).all()
-    return own + list(free)
+    return own + catalog.free_nodes(session, order.sku_id)
 
 
 def assign_nodes(
@@ -279,8 +261,6 @@ def assign_nodes(
     (``OrderHost``) take each node's address, which ops may still change when they enter
     the credentials.
     """
-    from app.catalog import service as catalog
-
     order = load_order(session, order_id)
     _require(order, PRE_DELIVERY)
     waiting = catalog.waiting_units(session, order.id or 0)
@@ -306,40 +286,14 @@ def assign_nodes(
             field="node_ids",
             node=unknown[0],
         )
-    # Lock the chosen nodes and those we give back (no catalog seam does a swap yet).
-    own_ids = {n.id for n in catalog.nodes_for_order(session, order.id or 0)}
-    locked = {
-        n.id: n
-        for n in session.exec(
-            select(Node).where(col(Node.id).in_(set(wanted) | own_ids)).with_for_update()
-        ).all()
-    }
-    node_state = (
-        NodeState.provisioning.value
-        if order.status == OrderStatus.provisioning.value
-        else NodeState.held.value
+    chosen = catalog.swap_nodes(
+        session,
+        order_id=order.id or 0,
+        wanted=wanted,
+        provisioning=order.status == OrderStatus.provisioning.value,
+        now=now,
     )
-    for nid in wanted:
-        n = locked[nid]
-        if n.order_id not in (None, order.id) or (
-            n.order_id is None and n.state != NodeState.available.value
-        ):
-            raise Conflict(N_("Another order took node {node} just now. Pick again."), node=nid)
-        n.order_id = order.id
-        n.state = node_state
-        n.updated_at = now
-        session.add(n)
-    for gone_id in own_ids - set(wanted):
-        gone = locked[gone_id]
-        # A node we had started to set up may hold the customer's keys: wipe it first.
-        gone.state = (
-            NodeState.wiping.value
-            if gone.state == NodeState.provisioning.value
-            else NodeState.available.value
-        )
-        gone.order_id = None
-        gone.updated_at = now
-        session.add(gone)
+    locked = {n.id: n for n in chosen}
     existing = {h.node_id: h for h in hosts_of(session, order.id or 0)}
     out: list[OrderHost] = []
     for h in existing.values():
@@ -502,7 +456,6 @@ def mark_delivered(
     session: Session, *, actor: User, order_id: int, now: datetime, ip: str = ""
 ) -> Order:
     """Hand-over: the first month's hold is posted and the lease starts now."""
-    from app.catalog import service as catalog
     from app.ledger import service as ledger
 
     order = load_order(session, order_id)
@@ -618,8 +571,6 @@ def finish_lease(
     session: Session, order: Order, now: datetime, *, why: str, actor: User | None = None
 ) -> None:
     """→ ended; the nodes go to wiping. Used by ops and by the renewal job."""
-    from app.catalog import service as catalog
-
     _move(order, OrderStatus.ended)
     order.ended_at = now
     order.cancel_at_period_end = False
@@ -652,8 +603,6 @@ def confirm_wipe(
     session: Session, *, actor: User, order_id: int, now: datetime, ip: str = ""
 ) -> Order:
     """The secure wipe is done: the order is closed and the nodes are free again."""
-    from app.catalog import service as catalog
-
     order = load_order(session, order_id)
     _require(order, {OrderStatus.ended, OrderStatus.wiping})
     if order.status == OrderStatus.ended.value:
@@ -686,14 +635,6 @@ def notes_of(order: Order) -> dict[str, Any]:
         "free_text": order.note_free_text,
         "sizing_query": order.sizing_query,
     }
-
-
-def ssh_keys_of(order: Order) -> list[dict[str, str]]:
-    try:
-        keys = json.loads(order.ssh_keys_json or "[]")
-    except ValueError:
-        return []
-    return [k for k in keys if isinstance(k, dict)]
 
 
 def is_rocm(order: Order) -> bool:

@@ -10,6 +10,7 @@ from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from sqlmodel import Session
 
+from app.accounts import login
 from app.accounts.deps import CurrentUser, OptionalUser
 from app.accounts.models import User
 from app.accounts.sshkeys import looks_private
@@ -22,6 +23,7 @@ from app.orders.lifecycle import OrderStatus
 from app.orders.models import Order
 from app.orders.schemas import DeployForm, PayForm, TopupForm
 from app.payments.rates import CURRENCIES
+from app.quotes import service as quotes
 from app.web.deps import NowDep, SessionDep
 from app.web.flash import flash
 from app.web.i18n import gettext as _
@@ -70,8 +72,10 @@ def summary_context(
     quote: str,
     now: datetime,
     image: str = "",
+    sizing: str = "",
 ) -> dict[str, Any]:
-    """Promised date, price and balance/shortfall for a SKU and node count."""
+    """Promised date, price and balance/shortfall for a SKU and node count (above the
+    self-serve limit: the sales path)."""
     from app.catalog import service as catalog
 
     ctx: dict[str, Any] = {"sum_ok": False, "sum_error": None, "sum_image_warning": ""}
@@ -91,8 +95,12 @@ def summary_context(
             "This rack is sold through our sales team, not self-serve checkout. Ask for a quote."
         )
         return ctx
-    if n is None or n < 1 or n > service.MAX_NODES:
-        ctx["sum_error"] = _("Enter a node count between 1 and 64.")
+    if n is not None and n > service.MAX_NODES:
+        ctx["sum_error"] = _(service.ABOVE_SELF_SERVE)
+        ctx["sum_sales_url"] = quotes.cluster_request_path(sku=spec.id, nodes=n, sizing=sizing)
+        return ctx
+    if n is None or n < 1:
+        ctx["sum_error"] = _("Enter a node count between 1 and 16.")
         return ctx
     promise = catalog.current_promise(session, spec.id, n, now)
     terms = service.price_terms(session, spec.id, n, quote, now)
@@ -137,8 +145,6 @@ def _values_from_query(request: Request, session: Session, now: datetime) -> dic
         "email": "",
     }
     if v["quote"]:
-        from app.quotes import service as quotes
-
         terms = quotes.quote_for_checkout(session, v["quote"], now)
         if terms is not None:
             v["sku"] = terms.sku_id
@@ -190,7 +196,14 @@ def _render_deploy(
         "account_email": values.get("email", ""),
         "requested_sales_sku": _sku_or_none(values["sku"]) if values["sku"] else None,
         **summary_context(
-            session, user, values["sku"], values["nodes"], values["quote"], now, values["image"]
+            session,
+            user,
+            values["sku"],
+            values["nodes"],
+            values["quote"],
+            now,
+            values["image"],
+            values.get("sizing", ""),
         ),
     }
     return render(request, "orders/deploy.html", ctx, status_code=status_code)
@@ -220,6 +233,7 @@ def deploy_summary(
         q.get("quote", ""),
         now,
         q.get("image", ""),
+        q.get("sizing", ""),
     )
     if not is_htmx(request):
         # Without htmx the summary is part of the page: go there with the same choices.
@@ -261,10 +275,8 @@ def deploy_submit(
 
     response = Response(status_code=303)
     if user is None:
-        from app.accounts import service as accounts
-
         try:
-            user = accounts.signup_or_login(
+            user = login.signup_or_login(
                 session,
                 request,
                 response,

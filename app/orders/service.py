@@ -26,8 +26,11 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
 from app.accounts.models import User
+from app.catalog.specs import SELF_SERVE_MAX_NODES
 from app.clock import utc
 from app.errors import N_, Conflict, InvalidInput, NotFound
+from app.i18n import current_locale
+from app.i18n import gettext as _
 from app.money import format_cents
 from app.orders.lifecycle import (
     LEASE_ACTIVE,
@@ -37,10 +40,8 @@ from app.orders.lifecycle import (
     is_late,
 )
 from app.orders.models import Order, OrderEvent, OrderHost
-from app.web.i18n import current_locale
-from app.web.i18n import gettext as _
 
-MAX_NODES = 64
+MAX_NODES = SELF_SERVE_MAX_NODES  # more is a cluster request (app.quotes)
 NOTE_MAX = 80
 FREE_TEXT_MAX = 4000
 
@@ -53,6 +54,20 @@ FREE_TEXT_MAX = 4000
 class OrderNotFound(NotFound):
     code = "order_not_found"
     default_message = N_("We could not find that order.")
+
+
+ABOVE_SELF_SERVE = N_("More than 16 nodes is a cluster we plan with you: talk to sales.")
+
+
+class AboveSelfServe(InvalidInput):
+    """More nodes than one self-serve order takes: the answer is the sales path."""
+
+    code = "above_self_serve"
+    default_message = ABOVE_SELF_SERVE
+
+    def __init__(self, cluster_request_url: str) -> None:
+        super().__init__(field="nodes")
+        self.extra = {"cluster_request_url": cluster_request_url}
 
 
 class IdempotencyConflict(Conflict):
@@ -174,8 +189,11 @@ def parse_draft(data: dict[str, Any]) -> tuple[OrderDraft, dict[str, str]]:
             "This rack is sold through our sales team, not self-serve checkout. Ask for a quote."
         )
     q = _int(data.get("nodes"))
-    if q is None or q < 1 or q > MAX_NODES:
-        errors["nodes"] = N_("Enter a node count between 1 and 64.")
+    if q is not None and q > MAX_NODES:
+        errors["nodes"] = ABOVE_SELF_SERVE
+        d.quantity = 1
+    elif q is None or q < 1:
+        errors["nodes"] = N_("Enter a node count between 1 and 16.")
         d.quantity = 1
     else:
         d.quantity = q
@@ -531,10 +549,9 @@ def _claim_quote(
     session: Session, terms: PriceTerms, draft: OrderDraft, now: datetime
 ) -> PriceTerms:
     """One quote, one order: a quote another order already used gives the list price."""
-    from app.quotes.models import Quote
+    from app.quotes import service as quotes
 
-    q = session.get(Quote, terms.quote_id)
-    if q is not None and getattr(q, "used_order_id", None) is not None:
+    if terms.quote_id is not None and not quotes.claim_for_order(session, terms.quote_id):
         from app.catalog import service as catalog
 
         return PriceTerms(

@@ -333,20 +333,12 @@ class Simulation:
 
     def ops_day(self) -> None:
         from app.catalog import service as catalog
-        from app.catalog.models import IncomingBatch
         from app.orders import ops
 
         now = self.clock.now()
         today = now.date()
         with Session(self.engine) as s:
-            arrived = [
-                b.id
-                for b in s.exec(
-                    select(IncomingBatch).where(
-                        IncomingBatch.status == "expected", col(IncomingBatch.expected_on) <= today
-                    )
-                ).all()
-            ]
+            arrived = [b.id for b in catalog.all_batches(s) if b.expected_on <= today]
         for bid in arrived:
             self._op("batch arrived", catalog.mark_batch_arrived, batch_id=bid)
         # Keep the supply coming: a batch per SKU every week.
@@ -482,16 +474,10 @@ class Simulation:
 
 def revenue_cents(engine: Engine) -> int:
     """Money recognised: posted first months and renewal charges (from the ledger)."""
-    from app.ledger.models import JournalEntry
+    from app.ledger import service as ledger
 
     with Session(engine) as s:
-        rows = s.exec(select(JournalEntry)).all()
-    total = 0
-    for e in rows:
-        kind = str(getattr(e, "kind", ""))
-        if kind in ("charge", "hold_post"):
-            total += int(getattr(e, "amount_cents", 0) or 0)
-    return total
+        return ledger.recognised_revenue_cents(s)
 
 
 def summary(stats: Stats, revenue: int, days: int) -> list[str]:

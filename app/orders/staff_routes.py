@@ -19,7 +19,7 @@ from app.accounts.deps import OpsUser, StaffUser
 from app.accounts.models import User
 from app.catalog import specs
 from app.errors import DomainError, InvalidInput, NotFound
-from app.orders import desk, ops
+from app.orders import desk, ops, service
 from app.orders.lifecycle import LEASE_ACTIVE, PRE_DELIVERY, OrderStatus, is_late
 from app.orders.models import Order, OrderEvent
 from app.orders.schemas import OpsCredentialsForm, OpsDelayForm, OpsEndForm, OpsNodesForm
@@ -119,7 +119,7 @@ def _detail_context(session: Session, order: Order, now: Any) -> dict[str, Any]:
         "waiting_units": waiting,
         "checked_ids": assigned_ids or held_ids,
         "rocm": ops.is_rocm(order),
-        "ssh_keys": ops.ssh_keys_of(order),
+        "ssh_keys": service.ssh_keys_of(order),
         "network_group": groups[0] if groups else None,
         "status_labels": ops.STATUS_LABELS,
         "errors": {},

@@ -45,6 +45,8 @@ def bech32_encode(hrp: str, data: list[int]) -> str:
 
 
 def bech32_decode(addr: str) -> tuple[str, list[int]] | None:
+    if any(not 33 <= ord(c) <= 126 for c in addr):  # BIP-173: printable US-ASCII only
+        return None
     if addr.lower() != addr and addr.upper() != addr:
         return None
     addr = addr.lower()

@@ -10,6 +10,7 @@ the quote itself, so a hash would protect nothing worth the inconvenience.
 from __future__ import annotations
 
 from datetime import date, datetime
+from enum import StrEnum
 
 from sqlalchemy import BigInteger, Column, Date, DateTime, String, Text
 from sqlmodel import Field, SQLModel
@@ -87,3 +88,35 @@ class Quote(SQLModel, table=True):
     # Set by checkout when an order is created from this quote.
     used_order_id: int | None = Field(default=None, index=True)
     used_at: datetime | None = Field(default=None, sa_column=_dt())
+
+
+class ClusterRequestStatus(StrEnum):
+    new = "new"
+    contacted = "contacted"
+    quoted = "quoted"
+    closed = "closed"
+
+
+class ClusterRequest(SQLModel, table=True):
+    """A "talk to sales" request for any SKU, node count and term (a sales conversation).
+
+    Sent from /cluster-request (linked from /size, /deploy above the self-serve limit and
+    the GB300 page); listed in the sales queue; its status changes only through
+    ``app.quotes.service``. ``sizing_query`` is the /size query string it came from.
+    """
+
+    __tablename__ = "quotes_cluster_requests"
+    id: int | None = Field(default=None, primary_key=True)
+    sku_id: str = Field(max_length=32)
+    nodes: int = Field(ge=1)
+    months: int = Field(ge=1, le=36)
+    start_date: date = Field(sa_column=Column(Date, nullable=False))
+    workload: str = Field(sa_column=Column(Text, nullable=False))
+    name: str = Field(default="", max_length=120)
+    email: str = Field(max_length=254)
+    company: str = Field(default="", max_length=120)
+    sizing_query: str = Field(default="", max_length=2000)
+    user_id: int | None = Field(default=None, foreign_key="users.id", index=True)
+    status: str = Field(default=ClusterRequestStatus.new.value, max_length=16, index=True)
+    staff_note: str = Field(default="", sa_column=Column(Text, nullable=False, server_default=""))
+    created_at: datetime = Field(sa_column=_dt(nullable=False, index=True))

@@ -18,12 +18,12 @@ from typing import Any
 from fpdf import FPDF
 
 from app.clock import utc
+from app.i18n import translations_for
 from app.money import format_cents
 from app.quotes import pricing
 from app.quotes.models import Quote
 from app.quotes.pricing import QuoteKind
 from app.sizing.messages import render as render_msg
-from app.web.i18n import translations_for
 
 DEJAVU_DIR = Path("/usr/share/fonts/truetype/dejavu")
 CJK_FONT = Path("/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc")

@@ -19,13 +19,14 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
 
+from app.catalog.specs import SELF_SERVE_MAX_NODES
 from app.errors import N_, InvalidInput
 
 SALES_DISCOUNT_LIMIT_BP = 1000  # 10 %: sales may give this much on their own
 MAX_DISCOUNT_BP = 5000  # 50 %: nobody quotes below half the list price
 DEFAULT_VALID_DAYS = 7
 MAX_VALID_DAYS = 30
-MAX_NODES = 64
+MAX_NODES = SELF_SERVE_MAX_NODES  # a node quote checks out through /deploy
 MIN_NODE_MONTHS, MAX_NODE_MONTHS = 1, 36
 RACK_GPUS = 72
 MAX_RACKS = 16
@@ -132,7 +133,9 @@ def check_terms(kind: str, quantity: int, months: int) -> dict[str, str]:
             errors["months"] = N_("A GB300 NVL72 term runs 12 to 36 months.")
     else:
         if not 1 <= quantity <= MAX_NODES:
-            errors["quantity"] = N_("Quote between 1 and 64 nodes.")
+            errors["quantity"] = N_(
+                "Quote between 1 and 16 nodes; a larger cluster is a term contract with sales."
+            )
         if not MIN_NODE_MONTHS <= months <= MAX_NODE_MONTHS:
             errors["months"] = N_("Quote between 1 and 36 months.")
     return errors

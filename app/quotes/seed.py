@@ -9,6 +9,7 @@ from sqlmodel import Session, select
 from app.accounts.models import User
 from app.quotes import service
 from app.quotes.models import Quote
+from app.quotes.schemas import QuoteIn
 
 DEMO_PROSPECT = "prospect@demo.test"
 
@@ -23,20 +24,22 @@ def seed(session: Session, now: datetime) -> list[str]:
     sent = service.create_quote(
         session,
         actor=sales,
-        data=service.parse_form(
+        data=service.quote_input(
             session,
-            {
-                "prospect_name": "Lin Wei",
-                "prospect_email": DEMO_PROSPECT,
-                "prospect_company": "Example Labs",
-                "sku": "hgx-b200",
-                "quantity": "2",
-                "months": "3",
-                "discount": "8",
-                "valid_days": "7",
-                "sizing": "/size?model=llama-3.1-8b&tokens=1T",
-                "notes": "Two B200 nodes for continued pretraining; price held for a week.",
-            },
+            QuoteIn.model_validate(
+                {
+                    "prospect_name": "Lin Wei",
+                    "prospect_email": DEMO_PROSPECT,
+                    "prospect_company": "Example Labs",
+                    "sku": "hgx-b200",
+                    "quantity": "2",
+                    "months": "3",
+                    "discount": "8",
+                    "valid_days": "7",
+                    "sizing": "/size?model=llama-3.1-8b&tokens=1T",
+                    "notes": "Two B200 nodes for continued pretraining; price held for a week.",
+                }
+            ),
         ),
         now=now,
     )
@@ -45,19 +48,21 @@ def seed(session: Session, now: datetime) -> list[str]:
     big = service.create_quote(
         session,
         actor=sales,
-        data=service.parse_form(
+        data=service.quote_input(
             session,
-            {
-                "prospect_name": "Ana Ruiz",
-                "prospect_email": "research@demo.test",
-                "prospect_company": "Frontier Research",
-                "sku": "gb300-nvl72",
-                "quantity": "144",
-                "months": "24",
-                "discount": "15",
-                "valid_days": "14",
-                "sizing_notes": "Pretraining a 400B MoE; wants two racks from Q2.",
-            },
+            QuoteIn.model_validate(
+                {
+                    "prospect_name": "Ana Ruiz",
+                    "prospect_email": "research@demo.test",
+                    "prospect_company": "Frontier Research",
+                    "sku": "gb300-nvl72",
+                    "quantity": "144",
+                    "months": "24",
+                    "discount": "15",
+                    "valid_days": "14",
+                    "sizing_notes": "Pretraining a 400B MoE; wants two racks from Q2.",
+                }
+            ),
         ),
         now=now,
     )

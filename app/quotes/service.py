@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -22,10 +21,14 @@ from app.accounts.models import Role, User
 from app.catalog import service as catalog
 from app.catalog.specs import NodeSpec, all_specs, spec
 from app.clock import utc
+from app.configurator.forms import human_count, parse_query
 from app.errors import N_, Conflict, Forbidden, InvalidInput, NotFound
 from app.quotes import pricing
-from app.quotes.models import Quote
+from app.quotes.models import ClusterRequest, ClusterRequestStatus, Quote
 from app.quotes.pricing import QuoteKind, QuoteStatus
+from app.quotes.schemas import ClusterRequestIn, QuoteIn
+from app.sizing import PRESETS, SizingError, size
+from app.sizing.comm import comm_pattern
 
 PAGE_SIZE = 25
 TOKEN_BYTES = 24  # secrets.token_urlsafe(24): 32 characters, 192 bits
@@ -99,22 +102,6 @@ def kind_of(sku_id: str) -> str:
     return QuoteKind.rack.value if spec(sku_id).price_per_gpu else QuoteKind.node.value
 
 
-def _int(raw: str, name: str, errors: dict[str, str], default: int | None = None) -> int:
-    text = (raw or "").strip()
-    if not text and default is not None:
-        return default
-    try:
-        return int(text)
-    except ValueError:
-        errors[name] = N_("Enter a whole number.")
-        return 0
-
-
-def _text(form: Mapping[str, Any], name: str, limit: int) -> str:
-    value = form.get(name)
-    return str(value).strip()[:limit] if value is not None else ""
-
-
 def sizing_query_of(text: str) -> str:
     """A pasted /size URL, '?a=b' or 'a=b' → the bare query string ('' if none)."""
     t = text.strip()
@@ -132,9 +119,6 @@ def size_from_query(query: str, sku_id: str, quantity: int) -> tuple[dict[str, A
 
     Returns (summary, canonical query). Raises InvalidInput(field='sizing').
     """
-    from app.configurator.forms import human_count, parse_query
-    from app.configurator.routes import comm_pattern
-    from app.sizing import PRESETS, SizingError, size
 
     params = dict(parse_qsl(query, keep_blank_values=False))
     form = parse_query(params, set(PRESETS))
@@ -178,53 +162,39 @@ def size_from_query(query: str, sku_id: str, quantity: int) -> tuple[dict[str, A
     return summary, form.query_string()
 
 
-def parse_form(session: Session, form: Mapping[str, Any]) -> QuoteInput:
-    """Validate the builder form. Raises InvalidInput with an error per field."""
+def quote_input(session: Session, form: QuoteIn) -> QuoteInput:
+    """The rules across fields of a validated builder form: terms per kind of SKU, the
+    discount, the sizing link (run through the engine). Raises InvalidInput per field."""
     errors: dict[str, str] = {}
-    name = _text(form, "prospect_name", 120)
-    email = _text(form, "prospect_email", 254).lower()
-    company = _text(form, "prospect_company", 120)
-    if not email or "@" not in email or " " in email or email.startswith("@"):
-        errors["prospect_email"] = N_("Enter the prospect's email address.")
-    sku_id = _text(form, "sku", 32)
-    ids = {s.id for s in all_specs()}
-    if sku_id not in ids:
-        errors["sku"] = N_("Choose a node or the GB300 NVL72 rack.")
-    kind = kind_of(sku_id) if sku_id in ids else QuoteKind.node.value
-    quantity = _int(_text(form, "quantity", 12), "quantity", errors)
+    sku_id = form.sku
+    kind = kind_of(sku_id)
+    quantity = form.quantity
     default_months = pricing.MIN_RACK_MONTHS if kind == QuoteKind.rack else 1
-    months = _int(_text(form, "months", 12), "months", errors, default_months)
-    if sku_id in ids:
-        for k, v in pricing.check_terms(kind, quantity, months).items():
-            errors.setdefault(k, v)
+    months = form.months if form.months is not None else default_months
+    for k, v in pricing.check_terms(kind, quantity, months).items():
+        errors.setdefault(k, v)
     discount_bp = 0
     try:
-        discount_bp = pricing.parse_discount(_text(form, "discount", 12))
+        discount_bp = pricing.parse_discount(form.discount)
     except InvalidInput as e:
         errors["discount"] = e.message
-    valid_days = _int(
-        _text(form, "valid_days", 6), "valid_days", errors, pricing.DEFAULT_VALID_DAYS
-    )
-    if "valid_days" not in errors and not 1 <= valid_days <= pricing.MAX_VALID_DAYS:
-        errors["valid_days"] = N_("A quote is valid for 1 to 30 days.")
-    raw_sizing = _text(form, "sizing", 2000)
-    sizing_notes = _text(form, "sizing_notes", 4000)
-    notes = _text(form, "notes", 4000)
+    valid_days = form.valid_days if form.valid_days is not None else pricing.DEFAULT_VALID_DAYS
+    raw_sizing = form.sizing
     data = QuoteInput(
-        prospect_name=name,
-        prospect_email=email,
-        prospect_company=company,
+        prospect_name=form.prospect_name,
+        prospect_email=form.prospect_email,
+        prospect_company=form.prospect_company,
         sku_id=sku_id,
         quantity=quantity,
         months=months,
         discount_bp=discount_bp,
         valid_days=valid_days,
         sizing_query="",
-        sizing_notes=sizing_notes,
-        notes=notes,
-        note_model_size=_text(form, "note_model_size", 80),
-        note_token_budget=_text(form, "note_token_budget", 80),
-        note_comm_pattern=_text(form, "note_comm_pattern", 300),
+        sizing_notes=form.sizing_notes,
+        notes=form.notes,
+        note_model_size=form.note_model_size,
+        note_token_budget=form.note_token_budget,
+        note_comm_pattern=form.note_comm_pattern,
     )
     query = sizing_query_of(raw_sizing)
     if query and not errors.get("sku") and not errors.get("quantity"):
@@ -720,6 +690,14 @@ def quote_for_checkout(session: Session, token: str, now: datetime) -> QuoteTerm
     )
 
 
+def claim_for_order(session: Session, quote_id: int) -> bool:
+    """Checkout's question before it creates an order from a quote: may a new order use
+    it? False when another order already did (one quote, one order). The quote row is
+    locked until the transaction ends; ``mark_used`` records the order once it exists."""
+    q = session.exec(select(Quote).where(Quote.id == quote_id).with_for_update()).first()
+    return q is not None and q.used_order_id is None
+
+
 def mark_used(session: Session, quote_id: int, order_id: int, now: datetime) -> None:
     """Checkout created ``order_id`` from this quote. One quote, one order."""
     q = session.exec(select(Quote).where(Quote.id == quote_id).with_for_update()).first()
@@ -734,3 +712,172 @@ def mark_used(session: Session, quote_id: int, order_id: int, now: datetime) -> 
     session.add(q)
     session.flush()
     audit.record(session, action="quote.used", now=now, target=f"quote:{q.id}", order_id=order_id)
+
+
+# ----------------------------------------------------------------------------- cluster requests
+# A "talk to sales" request for any SKU, node count and term. It is a sales conversation:
+# created, listed and moved between states only here.
+
+CLUSTER_REQUEST_STATUS_LABELS = {
+    ClusterRequestStatus.new.value: N_("New"),
+    ClusterRequestStatus.contacted.value: N_("Contacted"),
+    ClusterRequestStatus.quoted.value: N_("Quoted"),
+    ClusterRequestStatus.closed.value: N_("Closed"),
+}
+CLUSTER_REQUEST_PAGE_SIZE = 25
+CLUSTER_REQUEST_PATH = "/cluster-request"
+
+
+class ClusterRequestNotFound(NotFound):
+    code = "cluster_request_not_found"
+    default_message = N_("We could not find that request.")
+
+
+def cluster_request_path(
+    sku: str = "", nodes: int | None = None, months: int | None = None, sizing: str = ""
+) -> str:
+    """The prefilled cluster request form: the sales path for any SKU and node count."""
+    pairs = [
+        (k, str(v))
+        for k, v in (("sku", sku), ("nodes", nodes), ("months", months), ("sizing", sizing))
+        if v not in (None, "")
+    ]
+    return CLUSTER_REQUEST_PATH + ("?" + urlencode(pairs) if pairs else "")
+
+
+def create_cluster_request(
+    session: Session, data: ClusterRequestIn, *, user_id: int | None, now: datetime
+) -> ClusterRequest:
+    row = ClusterRequest(
+        sku_id=data.sku,
+        nodes=data.nodes,
+        months=data.months,
+        start_date=data.start_date,
+        workload=data.workload,
+        name=data.name,
+        email=data.email,
+        company=data.company,
+        sizing_query=sizing_query_of(data.sizing),
+        user_id=user_id,
+        created_at=now,
+    )
+    session.add(row)
+    session.flush()
+    return row
+
+
+def get_cluster_request(session: Session, request_id: int) -> ClusterRequest:
+    row = session.get(ClusterRequest, request_id)
+    if row is None:
+        raise ClusterRequestNotFound()
+    return row
+
+
+def count_new_cluster_requests(session: Session) -> int:
+    return int(
+        session.exec(
+            select(func.count())
+            .select_from(ClusterRequest)
+            .where(ClusterRequest.status == ClusterRequestStatus.new.value)
+        ).one()
+    )
+
+
+@dataclass
+class ClusterRequestPage:
+    items: list[ClusterRequest]
+    page: int
+    pages: int
+    total: int
+
+
+def list_cluster_requests(session: Session, *, status: str, page: int) -> ClusterRequestPage:
+    stmt = select(ClusterRequest)
+    count = select(func.count()).select_from(ClusterRequest)
+    if status in CLUSTER_REQUEST_STATUS_LABELS:
+        stmt = stmt.where(ClusterRequest.status == status)
+        count = count.where(ClusterRequest.status == status)
+    total = int(session.exec(count).one())
+    size = CLUSTER_REQUEST_PAGE_SIZE
+    pages = max(1, (total + size - 1) // size)
+    page = min(max(page, 1), pages)
+    items = session.exec(
+        stmt.order_by(col(ClusterRequest.created_at).desc(), col(ClusterRequest.id).desc())
+        .offset((page - 1) * size)
+        .limit(size)
+    ).all()
+    return ClusterRequestPage(list(items), page, pages, total)
+
+
+def update_cluster_request(
+    session: Session,
+    request_id: int,
+    *,
+    status: str,
+    staff_note: str | None,
+    actor: User,
+    now: datetime,
+    ip: str = "",
+) -> ClusterRequest:
+    if status not in CLUSTER_REQUEST_STATUS_LABELS:
+        raise InvalidInput(N_("Choose one of the listed statuses."), field="status")
+    row = get_cluster_request(session, request_id)
+    old = row.status
+    row.status = status
+    if staff_note is not None:
+        row.staff_note = staff_note.strip()[:4000]
+    session.add(row)
+    audit.record(
+        session,
+        action="cluster_request.status",
+        now=now,
+        actor=actor,
+        target=f"cluster_request:{row.id}",
+        ip=ip,
+        old=old,
+        status=status,
+    )
+    return row
+
+
+def quote_values_from_request(session: Session, request_id: int) -> dict[str, str]:
+    """The quote builder's fields prefilled from a cluster request."""
+    row = get_cluster_request(session, request_id)
+    s = spec(row.sku_id)
+    quantity = row.nodes * s.gpus_per_node if s.price_per_gpu else row.nodes
+    return {
+        "sku": row.sku_id,
+        "quantity": str(quantity),
+        "months": str(row.months),
+        "prospect_name": row.name,
+        "prospect_email": row.email,
+        "prospect_company": row.company,
+        "sizing": row.sizing_query,
+        "sizing_notes": row.workload,
+        "from_request": str(row.id),
+    }
+
+
+def mark_cluster_request_quoted(
+    session: Session, request_id: int, q: Quote, *, actor: User, now: datetime, ip: str = ""
+) -> None:
+    """A quote was built from this request: it moves to "quoted" (if still open)."""
+    row = session.get(ClusterRequest, request_id)
+    if row is None or row.status not in (
+        ClusterRequestStatus.new.value,
+        ClusterRequestStatus.contacted.value,
+    ):
+        return
+    row.status = ClusterRequestStatus.quoted.value
+    row.staff_note = (row.staff_note + f"\n{pricing.reference(q.id or 0)}").strip()
+    session.add(row)
+    audit.record(
+        session,
+        action="cluster_request.status",
+        now=now,
+        actor=actor,
+        target=f"cluster_request:{row.id}",
+        ip=ip,
+        status=row.status,
+        quote_id=q.id,
+    )

@@ -1,4 +1,4 @@
-"""Sales desk under /staff: quote list, builder, detail, PDF, approvals, GB300 requests.
+"""Sales desk under /staff: quote list, builder, detail, PDF, approvals, cluster requests.
 
 Mounted by app/staff/routes.py, which already requires sales or ops. Approving a
 discount above the sales limit needs ``OpsUser``.
@@ -10,31 +10,28 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
-from sqlmodel import Session, col, func, select
+from pydantic import ValidationError
+from sqlmodel import Session
 
-from app.accounts.audit import client_ip, record
+from app.accounts.audit import client_ip
 from app.accounts.deps import OpsUser, SalesUser
-from app.catalog.models import RackRequest, RackRequestStatus
 from app.catalog.specs import spec
-from app.errors import N_, InvalidInput, NotFound
+from app.configurator.routes import layout_rows
+from app.errors import InvalidInput
 from app.quotes import pricing, service
 from app.quotes.models import Quote
 from app.quotes.pdf import build_pdf, pdf_language, promise_text
+from app.quotes.schemas import QuoteIn
 from app.web.deps import NowDep, SessionDep
 from app.web.flash import flash
+from app.web.forms import field_errors
 from app.web.i18n import current_locale
 from app.web.i18n import gettext as _
 from app.web.templating import is_htmx, render
 
 router = APIRouter()
 
-REQUEST_STATUS_LABELS = {
-    RackRequestStatus.new.value: N_("New"),
-    RackRequestStatus.contacted.value: N_("Contacted"),
-    RackRequestStatus.quoted.value: N_("Quoted"),
-    RackRequestStatus.closed.value: N_("Closed"),
-}
-REQUEST_PAGE_SIZE = 25
+REQUEST_STATUS_LABELS = service.CLUSTER_REQUEST_STATUS_LABELS
 
 
 async def form_data(request: Request) -> dict[str, str]:
@@ -53,8 +50,6 @@ def _layout_rows(summary: dict[str, Any] | None) -> list[tuple[str, str]]:
     detail = (summary or {}).get("layout_detail")
     if not isinstance(detail, dict) or not detail:
         return []
-    from app.configurator.routes import layout_rows
-
     return layout_rows(detail)
 
 
@@ -109,6 +104,23 @@ def _builder(
     )
 
 
+def _to_quote(request: Request, q: Quote) -> RedirectResponse:
+    """303 to the quote's staff page (named route, no hand-built URL)."""
+    return RedirectResponse(
+        request.app.url_path_for("quote_detail", quote_id=str(q.id)), status_code=303
+    )
+
+
+def _quote_input(session: Session, form: dict[str, str]) -> service.QuoteInput:
+    """The builder form through its one model (QuoteIn), then the service's rules across
+    fields; either failure → InvalidInput with a message per field."""
+    try:
+        model = QuoteIn.model_validate(form)
+    except ValidationError as e:
+        raise InvalidInput(errors=field_errors(e, QuoteIn.FIELD_MESSAGES)) from None
+    return service.quote_input(session, model)
+
+
 # ----------------------------------------------------------------------------- list
 
 
@@ -124,11 +136,7 @@ def quote_list(
 ) -> Response:
     result = service.list_quotes(session, now=now, status=status, q=q, page=page)
     people = service.users_by_id(session, {x.created_by_id for x in result.items})
-    new_requests = session.exec(
-        select(func.count())
-        .select_from(RackRequest)
-        .where(RackRequest.status == RackRequestStatus.new.value)
-    ).one()
+    new_requests = service.count_new_cluster_requests(session)
     return render(
         request,
         "quotes/list.html",
@@ -175,21 +183,7 @@ def quote_new(
             values["prospect_name"] = customer.name
             values["prospect_company"] = customer.company
     if from_request:
-        rr = session.get(RackRequest, from_request)
-        if rr is None:
-            raise NotFound()
-        values.update(
-            {
-                "sku": rr.sku_id,
-                "quantity": str(rr.gpus),
-                "months": str(rr.term_months),
-                "prospect_name": rr.name,
-                "prospect_email": rr.email,
-                "prospect_company": rr.company,
-                "sizing_notes": rr.workload,
-                "from_request": str(rr.id),
-            }
-        )
+        values.update(service.quote_values_from_request(session, from_request))
     return _builder(request, values)
 
 
@@ -215,69 +209,45 @@ def quote_create(
     request: Request, session: SessionDep, user: SalesUser, now: NowDep, form: FormData
 ) -> Response:
     try:
-        data = service.parse_form(session, form)
+        data = _quote_input(session, form)
     except InvalidInput as e:
         return _builder(request, form, e.errors, status_code=422)
     q = service.create_quote(session, actor=user, data=data, now=now, ip=client_ip(request))
     rr_id = form.get("from_request", "")
     if rr_id.isdigit():
-        rr = session.get(RackRequest, int(rr_id))
-        if rr is not None and rr.status in (RackRequestStatus.new, RackRequestStatus.contacted):
-            rr.status = RackRequestStatus.quoted.value
-            rr.staff_note = (rr.staff_note + f"\n{pricing.reference(q.id or 0)}").strip()
-            session.add(rr)
-            record(
-                session,
-                action="rack_request.status",
-                now=now,
-                actor=user,
-                target=f"rack_request:{rr.id}",
-                ip=client_ip(request),
-                status=rr.status,
-                quote_id=q.id,
-            )
+        service.mark_cluster_request_quoted(
+            session, int(rr_id), q, actor=user, now=now, ip=client_ip(request)
+        )
     flash(request, _("Quote saved as a draft. Check it, then send it."), "success")
-    return RedirectResponse(f"/staff/quotes/{q.id}", status_code=303)
+    return _to_quote(request, q)
 
 
-# ----------------------------------------------------------------------------- GB300 requests
+# ----------------------------------------------------------------------------- cluster requests
 
 
 @router.get("/quotes/requests", response_class=HTMLResponse)
-def rack_requests(
+def cluster_requests(
     request: Request,
     session: SessionDep,
     user: SalesUser,
     status: Annotated[str, Query(max_length=16)] = "",
     page: Annotated[int, Query(ge=1, le=100000)] = 1,
 ) -> Response:
-    stmt = select(RackRequest)
-    count = select(func.count()).select_from(RackRequest)
-    if status in REQUEST_STATUS_LABELS:
-        stmt = stmt.where(RackRequest.status == status)
-        count = count.where(RackRequest.status == status)
-    total = int(session.exec(count).one())
-    pages = max(1, (total + REQUEST_PAGE_SIZE - 1) // REQUEST_PAGE_SIZE)
-    page = min(page, pages)
-    items = session.exec(
-        stmt.order_by(col(RackRequest.created_at).desc(), col(RackRequest.id).desc())
-        .offset((page - 1) * REQUEST_PAGE_SIZE)
-        .limit(REQUEST_PAGE_SIZE)
-    ).all()
+    result = service.list_cluster_requests(session, status=status, page=page)
     ctx = {
-        "items": items,
+        "items": result.items,
         "status": status if status in REQUEST_STATUS_LABELS else "",
         "labels": REQUEST_STATUS_LABELS,
-        "page": page,
-        "pages": pages,
-        "total": total,
-        "rack_gpus": pricing.RACK_GPUS,
+        "page": result.page,
+        "pages": result.pages,
+        "total": result.total,
+        "skus": {s.id: s for s in service.sku_choices()},
     }
     return render(request, "quotes/requests.html", ctx)
 
 
 @router.post("/quotes/requests/{request_id}")
-def rack_request_update(
+def cluster_request_update(
     request: Request,
     request_id: int,
     session: SessionDep,
@@ -285,27 +255,14 @@ def rack_request_update(
     now: NowDep,
     form: FormData,
 ) -> Response:
-    rr = session.get(RackRequest, request_id)
-    if rr is None:
-        raise NotFound()
-    new_status = form.get("status", "")
-    if new_status not in REQUEST_STATUS_LABELS:
-        raise InvalidInput(N_("Choose one of the listed statuses."), field="status")
-    note = form.get("staff_note")
-    old = rr.status
-    rr.status = new_status
-    if note is not None:
-        rr.staff_note = note.strip()[:4000]
-    session.add(rr)
-    record(
+    rr = service.update_cluster_request(
         session,
-        action="rack_request.status",
-        now=now,
+        request_id,
+        status=form.get("status", ""),
+        staff_note=form.get("staff_note"),
         actor=user,
-        target=f"rack_request:{rr.id}",
+        now=now,
         ip=client_ip(request),
-        old=old,
-        status=new_status,
     )
     if is_htmx(request):
         return render(
@@ -314,7 +271,7 @@ def rack_request_update(
             {
                 "r": rr,
                 "labels": REQUEST_STATUS_LABELS,
-                "rack_gpus": pricing.RACK_GPUS,
+                "skus": {s.id: s for s in service.sku_choices()},
                 "saved": True,
             },
         )
@@ -363,12 +320,12 @@ def quote_update(
 ) -> Response:
     q = _load(session, quote_id, now, lock=True)
     try:
-        data = service.parse_form(session, form)
+        data = _quote_input(session, form)
     except InvalidInput as e:
         return _builder(request, form, e.errors, quote=q, status_code=422)
     service.update_quote(session, q, actor=user, data=data, now=now, ip=client_ip(request))
     flash(request, _("Quote updated."), "success")
-    return RedirectResponse(f"/staff/quotes/{q.id}", status_code=303)
+    return _to_quote(request, q)
 
 
 # ----------------------------------------------------------------------------- detail & actions
@@ -408,7 +365,7 @@ def quote_send(
         flash(
             request, _("Quote sent. Copy the link below and share it with the prospect."), "success"
         )
-    return RedirectResponse(f"/staff/quotes/{q.id}", status_code=303)
+    return _to_quote(request, q)
 
 
 @router.post("/quotes/{quote_id}/approve")
@@ -431,7 +388,7 @@ def quote_approve(
             session, q, actor=user, reason=form.get("reason", ""), now=now, ip=client_ip(request)
         )
         flash(request, _("Discount approved and the quote is sent."), "success")
-    return RedirectResponse(f"/staff/quotes/{q.id}", status_code=303)
+    return _to_quote(request, q)
 
 
 @router.post("/quotes/{quote_id}/withdraw")
@@ -441,7 +398,7 @@ def quote_withdraw(
     q = _load(session, quote_id, now, lock=True)
     service.withdraw_quote(session, q, actor=user, now=now, ip=client_ip(request))
     flash(request, _("Quote withdrawn: its link no longer works."), "success")
-    return RedirectResponse(f"/staff/quotes/{q.id}", status_code=303)
+    return _to_quote(request, q)
 
 
 @router.get("/quotes/{quote_id}/pdf")

@@ -5,12 +5,13 @@ from __future__ import annotations
 import math
 from functools import lru_cache
 
+from app.catalog.pricing import HOURS_PER_MONTH
 from app.catalog.specs import NodeSpec
+from app.money import cents_to_usd as cents_to_usd  # re-exported for the engine
 from app.sizing.memory import Job, Layout
 from app.sizing.params import Architecture, ParamCounts
 from app.sizing.throughput import Hardware, Setup, Throughput, hardware_from_spec, predict
 
-HOURS_PER_MONTH = 730
 HOURS_PER_WEEK = 168
 TB = 1000**4
 
@@ -52,10 +53,6 @@ def effective_cents_per_gpu_hour(node_month_cents: int, gpus: int, hours_used: f
 def break_even_utilisation(node_month_cents: int, gpus: int, hourly_cents: int) -> float:
     """Share of the month above which the monthly node beats paying per GPU-hour elsewhere."""
     return node_month_cents / (gpus * HOURS_PER_MONTH * hourly_cents)
-
-
-def cents_to_usd(cents: int | float) -> float:
-    return round(round(cents) / 100, 2)
 
 
 def checkpoint_bytes(params: int, bytes_per_param: float) -> int:

@@ -6,24 +6,29 @@ a sub-router from ``app/<domain>/staff_routes.py`` (paths relative to ``/staff``
 
 from __future__ import annotations
 
-import importlib
-
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, Response
 
+from app.accounts import staff_routes as accounts_staff
 from app.accounts.deps import StaffUser, get_staff_user
+from app.catalog import staff_routes as catalog_staff
+from app.ledger import staff_routes as ledger_staff
+from app.orders import staff_routes as orders_staff
+from app.payments import staff_routes as payments_staff
+from app.quotes import staff_routes as quotes_staff
+from app.staff import clock_routes
 from app.web.templating import render
 
 router = APIRouter(prefix="/staff", dependencies=[Depends(get_staff_user)], include_in_schema=False)
 
 STAFF_SUBROUTERS = (
-    "app.orders.staff_routes",  # ops desk: queue, provisioning, leases
-    "app.catalog.staff_routes",  # nodes, incoming batches, list prices
-    "app.ledger.staff_routes",  # journal, balances, adjustments
-    "app.payments.staff_routes",
-    "app.quotes.staff_routes",  # sales quotes, GB300 requests
-    "app.accounts.staff_routes",  # audit log, users
-    "app.staff.clock_routes",  # simulation clock
+    orders_staff.router,  # ops desk: queue, provisioning, leases
+    catalog_staff.router,  # nodes, incoming batches, list prices
+    ledger_staff.router,  # journal, balances, adjustments
+    payments_staff.router,
+    quotes_staff.router,  # sales quotes, cluster requests
+    accounts_staff.router,  # audit log, users
+    clock_routes.router,  # simulation clock
 )
 
 
@@ -32,11 +37,5 @@ def staff_home(request: Request, user: StaffUser) -> Response:
     return render(request, "staff/home.html", {})
 
 
-for _name in STAFF_SUBROUTERS:
-    try:
-        _module = importlib.import_module(_name)
-    except ModuleNotFoundError as _e:
-        if _e.name != _name:
-            raise
-        continue
-    router.include_router(_module.router)
+for _sub in STAFF_SUBROUTERS:
+    router.include_router(_sub)

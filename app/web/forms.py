@@ -51,16 +51,29 @@ class FormModel(BaseModel):
 
 def field_errors(
     errors: ValidationError | Iterable[Mapping[str, Any]],
+    messages: Mapping[str, str] | None = None,
     *,
     rename: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
-    """The first error of each field as ``{field: msgid}`` (``rename`` maps model field
-    names onto the names the template shows errors under)."""
+    """The first error of each field as ``{field: msgid}``.
+
+    A validator that raises ``ValueError(msgid)`` names its own message; otherwise the
+    field's entry in ``messages`` (a model's ``FIELD_MESSAGES``), else the message for the
+    pydantic error type. ``rename`` maps model field names onto the names the template
+    shows errors under."""
     items = errors.errors() if isinstance(errors, ValidationError) else errors
     out: dict[str, str] = {}
     for e in items:
         loc = [str(p) for p in e.get("loc", ()) if p not in SKIP_LOC]
         name = loc[0] if loc else "form"
         name = (rename or {}).get(name, name)
-        out.setdefault(name, MESSAGES.get(str(e.get("type", "")), FALLBACK))
+        if name in out:
+            continue
+        cause = (e.get("ctx") or {}).get("error")
+        if e.get("type") == "value_error" and isinstance(cause, ValueError) and cause.args:
+            out[name] = str(cause.args[0])
+        elif messages and name in messages:
+            out[name] = messages[name]
+        else:
+            out[name] = MESSAGES.get(str(e.get("type", "")), FALLBACK)
     return out

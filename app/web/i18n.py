@@ -1,84 +1,35 @@
-"""English and Simplified Chinese through gettext (Babel catalogs).
+"""The web layer's name for ``app.i18n`` (the locale lives there, framework-free, so services
+can translate without importing the web layer)."""
 
-Translations live in ``translations/zh_CN/*.po`` — one file per domain, so people can
-work on different parts without editing the same file. ``python -m app i18n compile``
-merges them into ``app/locale/zh_CN/LC_MESSAGES/messages.mo``. The locale of a request
-comes from the ``lang`` cookie, then Accept-Language, then the default; it lives in a
-context variable so services, templates and error handlers all translate alike.
-"""
-
-from __future__ import annotations
-
-import gettext as _gettext
-from contextvars import ContextVar
-from functools import lru_cache
-from pathlib import Path
-
-from babel.support import NullTranslations, Translations
-
-LOCALES = ("en", "zh_CN")
-LOCALE_NAMES = {"en": "English", "zh_CN": "简体中文"}
-LOCALE_DIR = Path(__file__).resolve().parent.parent / "locale"
-TRANSLATIONS_SRC = Path(__file__).resolve().parents[2] / "translations"
-COOKIE = "lang"
-
-_current_locale: ContextVar[str] = ContextVar("locale", default="en")
-
-
-@lru_cache(maxsize=8)
-def translations_for(locale: str) -> _gettext.NullTranslations:
-    if locale == "en":
-        return NullTranslations()
-    t = Translations.load(str(LOCALE_DIR), [locale], domain="messages")
-    return t
-
-
-def set_locale(locale: str) -> None:
-    _current_locale.set(locale if locale in LOCALES else "en")
-
-
-def current_locale() -> str:
-    return _current_locale.get()
-
-
-def gettext(message: str) -> str:
-    return translations_for(current_locale()).gettext(message)
-
-
-def ngettext(singular: str, plural: str, n: int) -> str:
-    return translations_for(current_locale()).ngettext(singular, plural, n)
-
+from app.i18n import (
+    COOKIE,
+    LOCALE_DIR,
+    LOCALE_NAMES,
+    LOCALES,
+    TRANSLATIONS_SRC,
+    babel_locale,
+    current_locale,
+    gettext,
+    negotiate,
+    ngettext,
+    set_locale,
+    translations_for,
+)
 
 _ = gettext
 
-
-def negotiate(cookie: str | None, accept_language: str | None, default: str = "en") -> str:
-    """Cookie first, then the best Accept-Language match, then the default."""
-    if cookie in LOCALES:
-        return cookie  # type: ignore[return-value]
-    if accept_language:
-        weighted: list[tuple[float, str]] = []
-        for part in accept_language.split(","):
-            bits = part.strip().split(";")
-            tag = bits[0].strip().lower()
-            q = 1.0
-            for b in bits[1:]:
-                if b.strip().startswith("q="):
-                    try:
-                        q = float(b.strip()[2:])
-                    except ValueError:
-                        q = 0.0
-            weighted.append((q, tag))
-        for _q, tag in sorted(weighted, key=lambda t: -t[0]):
-            if tag.startswith("zh"):
-                # Simplified Chinese is what we offer; Hant speakers still read it better
-                # than English in most cases, but respect an explicit English preference.
-                return "zh_CN"
-            if tag.startswith("en"):
-                return "en"
-    return default if default in LOCALES else "en"
-
-
-def babel_locale(locale: str | None = None) -> str:
-    loc = locale or current_locale()
-    return "zh_Hans_CN" if loc == "zh_CN" else "en_US"
+__all__ = [
+    "COOKIE",
+    "LOCALES",
+    "LOCALE_DIR",
+    "LOCALE_NAMES",
+    "TRANSLATIONS_SRC",
+    "_",
+    "babel_locale",
+    "current_locale",
+    "gettext",
+    "negotiate",
+    "ngettext",
+    "set_locale",
+    "translations_for",
+]

@@ -41,12 +41,12 @@ def redact_path(path: str) -> str:
 
 def _queue_session_cookie(request: Request, headers: MutableHeaders, extra: Response) -> None:
     """Login/logout queue the session cookie on ``request.state`` (see
-    ``app.accounts.service.start_session``) so it reaches whatever response the handler
+    ``app.accounts.login.start_session``) so it reaches whatever response the handler
     returns; skipped when the handler already set it."""
     if not hasattr(request.state, "auth_cookie"):
         return
+    from app.accounts.login import set_session_cookie
     from app.accounts.security import SESSION_COOKIE
-    from app.accounts.service import set_session_cookie
 
     prefix = SESSION_COOKIE + "="
     if any(v.startswith(prefix) for v in headers.getlist("set-cookie")):

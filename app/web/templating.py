@@ -121,9 +121,9 @@ def base_context(request: Request) -> dict[str, Any]:
     tz = _tz(request)
     user = getattr(request.state, "user", None)
     if user is None and not getattr(request.state, "user_loaded", False):
-        from app.accounts.deps import load_user
-
-        user = load_user(request)
+        # Set by create_app (app.accounts.deps.load_user): the web layer imports no domain.
+        loader = getattr(request.app.state, "user_loader", None)
+        user = loader(request) if loader is not None else None
     return {
         "request": request,
         "user": user,

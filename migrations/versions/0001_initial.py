@@ -2,7 +2,7 @@
 
 Revision ID: 0001
 Revises: 
-Create Date: 2026-11-30 16:49:32.537550
+Create Date: 2026-11-30 17:50:41.268103
 """
 from collections.abc import Sequence
 
@@ -168,28 +168,6 @@ def upgrade() -> None:
     with op.batch_alter_table('catalog_price_changes', schema=None) as batch_op:
         batch_op.create_index(batch_op.f('ix_catalog_price_changes_at'), ['at'], unique=False)
         batch_op.create_index(batch_op.f('ix_catalog_price_changes_sku_id'), ['sku_id'], unique=False)
-
-    op.create_table('catalog_rack_requests',
-    sa.Column('id', sa.Integer(), nullable=False),
-    sa.Column('sku_id', sqlmodel.sql.sqltypes.AutoString(length=32), nullable=False),
-    sa.Column('gpus', sa.Integer(), nullable=False),
-    sa.Column('term_months', sa.Integer(), nullable=False),
-    sa.Column('start_date', sa.Date(), nullable=False),
-    sa.Column('workload', sa.Text(), nullable=False),
-    sa.Column('name', sqlmodel.sql.sqltypes.AutoString(length=120), nullable=False),
-    sa.Column('email', sqlmodel.sql.sqltypes.AutoString(length=254), nullable=False),
-    sa.Column('company', sqlmodel.sql.sqltypes.AutoString(length=120), nullable=False),
-    sa.Column('user_id', sa.Integer(), nullable=True),
-    sa.Column('status', sqlmodel.sql.sqltypes.AutoString(length=16), nullable=False),
-    sa.Column('staff_note', sa.Text(), server_default='', nullable=False),
-    sa.Column('created_at', sa.DateTime(timezone=True), nullable=False),
-    sa.ForeignKeyConstraint(['user_id'], ['users.id'], name=op.f('fk_catalog_rack_requests_user_id_users')),
-    sa.PrimaryKeyConstraint('id', name=op.f('pk_catalog_rack_requests'))
-    )
-    with op.batch_alter_table('catalog_rack_requests', schema=None) as batch_op:
-        batch_op.create_index(batch_op.f('ix_catalog_rack_requests_created_at'), ['created_at'], unique=False)
-        batch_op.create_index(batch_op.f('ix_catalog_rack_requests_status'), ['status'], unique=False)
-        batch_op.create_index(batch_op.f('ix_catalog_rack_requests_user_id'), ['user_id'], unique=False)
 
     op.create_table('ledger_accounts',
     sa.Column('id', sa.Integer(), nullable=False),
@@ -482,6 +460,29 @@ def upgrade() -> None:
         batch_op.create_index(batch_op.f('ix_quotes_status'), ['status'], unique=False)
         batch_op.create_index(batch_op.f('ix_quotes_used_order_id'), ['used_order_id'], unique=False)
 
+    op.create_table('quotes_cluster_requests',
+    sa.Column('id', sa.Integer(), nullable=False),
+    sa.Column('sku_id', sqlmodel.sql.sqltypes.AutoString(length=32), nullable=False),
+    sa.Column('nodes', sa.Integer(), nullable=False),
+    sa.Column('months', sa.Integer(), nullable=False),
+    sa.Column('start_date', sa.Date(), nullable=False),
+    sa.Column('workload', sa.Text(), nullable=False),
+    sa.Column('name', sqlmodel.sql.sqltypes.AutoString(length=120), nullable=False),
+    sa.Column('email', sqlmodel.sql.sqltypes.AutoString(length=254), nullable=False),
+    sa.Column('company', sqlmodel.sql.sqltypes.AutoString(length=120), nullable=False),
+    sa.Column('sizing_query', sqlmodel.sql.sqltypes.AutoString(length=2000), nullable=False),
+    sa.Column('user_id', sa.Integer(), nullable=True),
+    sa.Column('status', sqlmodel.sql.sqltypes.AutoString(length=16), nullable=False),
+    sa.Column('staff_note', sa.Text(), server_default='', nullable=False),
+    sa.Column('created_at', sa.DateTime(timezone=True), nullable=False),
+    sa.ForeignKeyConstraint(['user_id'], ['users.id'], name=op.f('fk_quotes_cluster_requests_user_id_users')),
+    sa.PrimaryKeyConstraint('id', name=op.f('pk_quotes_cluster_requests'))
+    )
+    with op.batch_alter_table('quotes_cluster_requests', schema=None) as batch_op:
+        batch_op.create_index(batch_op.f('ix_quotes_cluster_requests_created_at'), ['created_at'], unique=False)
+        batch_op.create_index(batch_op.f('ix_quotes_cluster_requests_status'), ['status'], unique=False)
+        batch_op.create_index(batch_op.f('ix_quotes_cluster_requests_user_id'), ['user_id'], unique=False)
+
     op.create_table('ssh_keys',
     sa.Column('id', sa.Integer(), nullable=False),
     sa.Column('user_id', sa.Integer(), nullable=False),
@@ -678,6 +679,12 @@ def downgrade() -> None:
         batch_op.drop_index(batch_op.f('ix_ssh_keys_user_id'))
 
     op.drop_table('ssh_keys')
+    with op.batch_alter_table('quotes_cluster_requests', schema=None) as batch_op:
+        batch_op.drop_index(batch_op.f('ix_quotes_cluster_requests_user_id'))
+        batch_op.drop_index(batch_op.f('ix_quotes_cluster_requests_status'))
+        batch_op.drop_index(batch_op.f('ix_quotes_cluster_requests_created_at'))
+
+    op.drop_table('quotes_cluster_requests')
     with op.batch_alter_table('quotes', schema=None) as batch_op:
         batch_op.drop_index(batch_op.f('ix_quotes_used_order_id'))
         batch_op.drop_index(batch_op.f('ix_quotes_status'))
@@ -746,12 +753,6 @@ def downgrade() -> None:
         batch_op.drop_index(batch_op.f('ix_ledger_accounts_user_id'))
 
     op.drop_table('ledger_accounts')
-    with op.batch_alter_table('catalog_rack_requests', schema=None) as batch_op:
-        batch_op.drop_index(batch_op.f('ix_catalog_rack_requests_user_id'))
-        batch_op.drop_index(batch_op.f('ix_catalog_rack_requests_status'))
-        batch_op.drop_index(batch_op.f('ix_catalog_rack_requests_created_at'))
-
-    op.drop_table('catalog_rack_requests')
     with op.batch_alter_table('catalog_price_changes', schema=None) as batch_op:
         batch_op.drop_index(batch_op.f('ix_catalog_price_changes_sku_id'))
         batch_op.drop_index(batch_op.f('ix_catalog_price_changes_at'))

@@ -84,12 +84,13 @@ def draft_quote(ctx: Ctx) -> dict[str, Any]:
     return quote_for_a(ctx, status="draft")
 
 
-def rack_request_of_a(ctx: Ctx) -> dict[str, Any]:
-    from app.catalog.models import RackRequest
+def cluster_request_of_a(ctx: Ctx) -> dict[str, Any]:
+    from app.quotes.models import ClusterRequest
 
-    row = RackRequest(
-        gpus=72,
-        term_months=12,
+    row = ClusterRequest(
+        sku_id="gb300-nvl72",
+        nodes=1,
+        months=12,
         start_date=ctx.now.date(),
         workload="pretraining",
         email=ctx.a.email,

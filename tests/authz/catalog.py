@@ -1,4 +1,4 @@
-"""Catalog: node pages, the GB300 request form, price/stock administration (ops)."""
+"""Catalog: node pages, price/stock administration (ops)."""
 
 import secrets
 
@@ -8,8 +8,6 @@ from tests.authz._objects import batch, node, sku
 RULES = [
     public("GET", "/nodes"),
     public("GET", "/nodes/{sku_id}", setup=sku),
-    public("GET", "/nodes/gb300-nvl72/request"),
-    public("POST", "/nodes/gb300-nvl72/request", note="anonymous prospects may ask sales"),
     public("GET", "/pricing/monthly-vs-hourly"),
     staff_only("GET", "/staff/nodes"),
     ops_only(

@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from sqlmodel import Session, select
-
-from app.catalog.models import RackRequest
 
 LANGS = ["en", "zh_CN"]
 
@@ -69,70 +66,12 @@ def test_mi355x_runs_rocm(client, seeded) -> None:  # type: ignore[no-untyped-de
 def test_rack_page_is_talk_to_sales(client, seeded, lang) -> None:  # type: ignore[no-untyped-def]
     t = client.get("/nodes/gb300-nvl72").text
     assert "/deploy?sku=gb300-nvl72" not in t
-    assert 'href="/nodes/gb300-nvl72/request"' in t
+    assert 'href="/cluster-request?sku=gb300-nvl72&amp;nodes=1&amp;months=12"' in t
     assert "$7,990.00" in t
 
 
 def test_unknown_node_is_404(client, lang) -> None:  # type: ignore[no-untyped-def]
     assert client.get("/nodes/h9000").status_code == 404
-
-
-def test_rack_request_lands_in_the_sales_queue(client, engine, seeded, lang) -> None:  # type: ignore[no-untyped-def]
-    assert client.get("/nodes/gb300-nvl72/request").status_code == 200
-    good = {
-        "gpus": "144",
-        "term_months": "24",
-        "start_date": "2027-03-01",
-        "workload": "Pretraining a 400B dense model on 15T tokens",
-        "email": "Lab@Example.com",
-        "name": "Ada",
-        "company": "Example Labs",
-    }
-    r = client.post("/nodes/gb300-nvl72/request", data=good)
-    assert r.status_code == 303 and r.headers["location"].startswith(
-        "/nodes/gb300-nvl72?requested="
-    )
-    with Session(engine) as s:
-        (rr,) = s.exec(select(RackRequest)).all()
-        assert (rr.gpus, rr.term_months, rr.email, rr.status) == (144, 24, "lab@example.com", "new")
-    page = client.get(r.headers["location"]).text
-    assert ("received your request" in page) or ("已收到" in page)
-
-
-@pytest.mark.parametrize(
-    ("field", "value"),
-    [
-        ("gpus", "100"),
-        ("gpus", "x"),
-        ("term_months", "6"),
-        ("term_months", "48"),
-        ("start_date", "2020-01-01"),
-        ("start_date", "soon"),
-        ("workload", "hi"),
-        ("email", "nope"),
-    ],
-)
-def test_rack_request_validation(client, engine, seeded, field, value) -> None:  # type: ignore[no-untyped-def]
-    data = {
-        "gpus": "72",
-        "term_months": "12",
-        "start_date": "2027-03-01",
-        "workload": "Pretraining a 400B dense model",
-        "email": "a@example.com",
-    }
-    data[field] = value
-    r = client.post("/nodes/gb300-nvl72/request", data=data)
-    assert r.status_code == 422
-    assert f'id="e-{field}"' in r.text
-    if field != "term_months":  # a select keeps its choices; text fields keep what was typed
-        assert value in r.text
-    with Session(engine) as s:
-        assert s.exec(select(RackRequest)).all() == []
-
-
-def test_rack_request_needs_csrf(raw_client, engine, seeded) -> None:  # type: ignore[no-untyped-def]
-    r = raw_client.post("/nodes/gb300-nvl72/request", data={"gpus": "72"})
-    assert r.status_code == 403
 
 
 def test_monthly_vs_hourly_defaults_to_the_b200_example(client, seeded, lang) -> None:  # type: ignore[no-untyped-def]

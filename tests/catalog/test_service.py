@@ -171,3 +171,37 @@ def test_ops_node_rules(session: Session, make_user) -> None:  # type: ignore[no
 def test_unknown_sku_is_not_found(session: Session) -> None:
     with pytest.raises(svc.UnknownSku):
         svc.list_price_cents(session, "nope")
+
+
+def test_swap_nodes_takes_free_ones_and_gives_back_the_rest(session: Session, make_user) -> None:  # type: ignore[no-untyped-def]
+    from app.errors import Conflict
+
+    u = make_user()
+    only_stock(session, "hgx-b200", 4)
+    mine = make_order(session, u.id, qty=2, key="mine")
+    other = make_order(session, u.id, qty=1, key="other")
+    svc.reserve_for_order(session, order_id=mine.id, sku_id="hgx-b200", quantity=2, now=START)
+    svc.reserve_for_order(session, order_id=other.id, sku_id="hgx-b200", quantity=1, now=START)
+    held = [n.id for n in svc.nodes_for_order(session, mine.id)]
+    taken = svc.nodes_for_order(session, other.id)[0].id
+    (free,) = [n.id for n in svc.free_nodes(session, "hgx-b200")]
+    svc.mark_nodes(session, mine.id, NodeState.provisioning.value, START)
+    session.commit()
+
+    # A node another order holds cannot be swapped in; nothing changes.
+    with pytest.raises(Conflict):
+        svc.swap_nodes(
+            session, order_id=mine.id, wanted=[held[0], taken], provisioning=True, now=START
+        )
+    session.rollback()
+    assert {n.id for n in svc.nodes_for_order(session, mine.id)} == set(held)
+
+    chosen = svc.swap_nodes(
+        session, order_id=mine.id, wanted=[held[0], free], provisioning=True, now=START
+    )
+    assert [n.id for n in chosen] == [held[0], free]
+    assert {n.id for n in svc.nodes_for_order(session, mine.id)} == {held[0], free}
+    gone = session.get(Node, held[1])
+    assert gone is not None and gone.order_id is None
+    assert gone.state == NodeState.wiping.value  # set-up had started: wipe before reuse
+    assert session.get(Node, free).state == NodeState.provisioning.value  # type: ignore[union-attr]

@@ -31,6 +31,7 @@ from app.db import make_engine
 from app.ledger import service as ledger
 from app.ledger.checks import run_checks
 from app.ledger.service import InsufficientBalance
+from tests.support.factories import fund
 
 ROOT = Path(__file__).resolve().parents[2]
 PRICE = 12_345
@@ -39,26 +40,13 @@ N = 200
 START_BALANCE = PRICE * AFFORDS + PRICE - 1  # 37 fit, the 38th is short by one cent
 
 
-def fund(engine: Engine, user_id: int, now: Any) -> None:
-    with Session(engine) as s:
-        ledger.grant_promotion(
-            s,
-            user_id=user_id,
-            amount_cents=START_BALANCE,
-            reason="test",
-            now=now,
-            idempotency_key="fund",
-        )
-        s.commit()
-
-
 def test_sqlite_threads(
     make_user: Callable[..., Any], engine: Engine, clock: FixedClock, db_url: str
 ) -> None:
     if not db_url.startswith("sqlite"):
         pytest.skip("the PostgreSQL variant runs several processes below")
     user = make_user()
-    fund(engine, user.id, clock.now())
+    fund(engine, user.id, START_BALANCE, clock.now(), "fund")
     barrier = threading.Barrier(N)
     outcomes: list[str] = []
     lock = threading.Lock()
@@ -164,7 +152,7 @@ def test_postgres_three_processes_over_http(
             user = User(email="race@example.com", password_hash="x", created_at=clock.now())
             s.add(user)
             s.commit()
-        fund(engine, user.id, clock.now())
+        fund(engine, user.id, START_BALANCE, clock.now(), "fund")
         with Session(engine) as s:
             _row, token = create_api_token(s, user, "race", clock.now())
             s.commit()

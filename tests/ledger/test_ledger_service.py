@@ -18,6 +18,7 @@ from app.ledger import service as ledger
 from app.ledger.checks import run_checks
 from app.ledger.models import DeclinedAttempt, Hold, JournalEntry
 from app.ledger.service import HoldAlreadyResolved, IdempotencyConflict, InsufficientBalance
+from tests.support.factories import fund
 
 
 @pytest.fixture
@@ -27,13 +28,6 @@ def customer(make_user: Callable[..., Any]) -> Any:
 
 def count(session: Session, model: Any) -> int:
     return int(session.exec(select(func.count()).select_from(model)).one())
-
-
-def fund(session: Session, user_id: int, cents: int, now: Any, key: str = "fund") -> None:
-    ledger.grant_promotion(
-        session, user_id=user_id, amount_cents=cents, reason="test", now=now, idempotency_key=key
-    )
-    session.commit()
 
 
 def test_hold_reduces_available_then_posts_once(

@@ -35,21 +35,6 @@ def seed_catalog(engine: Engine, now: datetime) -> None:
         s.commit()
 
 
-def fund(engine: Engine, user: User, cents: int, now: datetime, key: str = "fund") -> None:
-    from app.ledger import service as ledger
-
-    with Session(engine) as s:
-        ledger.grant_promotion(
-            s,
-            user_id=user.id or 0,
-            amount_cents=cents,
-            reason="test balance",
-            now=now,
-            idempotency_key=key,
-        )
-        s.commit()
-
-
 def paid_order(
     engine: Engine,
     user: User,

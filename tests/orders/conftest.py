@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import secrets
 from collections.abc import Callable
 from typing import Any
 
@@ -15,6 +14,7 @@ from sqlmodel import Session
 
 from app.accounts.models import User
 from app.clock import FixedClock
+from tests.support import factories
 
 
 def new_public_key(comment: str = "me@laptop") -> str:
@@ -50,19 +50,7 @@ def stock(engine: Engine, clock: FixedClock) -> Callable[..., None]:
 @pytest.fixture
 def fund(engine: Engine, clock: FixedClock) -> Callable[[User, int], None]:
     def _fund(user: User, cents: int) -> None:
-        from app.ledger import service as ledger
-
-        assert user.id is not None
-        with Session(engine, expire_on_commit=False) as s:
-            ledger.grant_promotion(
-                s,
-                user_id=user.id,
-                amount_cents=cents,
-                reason="test credit",
-                now=clock.now(),
-                idempotency_key=secrets.token_hex(8),
-            )
-            s.commit()
+        factories.fund(engine, user, cents, clock.now())
 
     return _fund
 

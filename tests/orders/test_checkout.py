@@ -13,7 +13,7 @@ from app.accounts.models import User
 from app.catalog.models import Node
 from app.ledger.models import Hold
 from app.notifications.models import Notification, OutboxEmail
-from app.orders import service
+from app.orders import renewals, service
 from app.orders.models import Order, OrderEvent
 from tests.orders.conftest import deploy_form, form_value, new_public_key
 
@@ -270,10 +270,6 @@ def test_cancel_mid_month_costs_nothing_and_stops_renewal(
     page = client.get(f"/console/orders/{oid}").text
     assert "Lease ends" in page
     # The renewal job does not charge the next month.
-    try:
-        from app.orders import renewals
-    except ImportError:  # pragma: no cover
-        pytest.skip("renewals not available")
     clock.advance(timedelta(days=40))
     with Session(engine, expire_on_commit=False) as s:
         renewals.run_due_renewals(s, clock.now())

@@ -58,7 +58,7 @@ def test_summary_fragment_follows_choices(
     r = client.get(
         "/deploy/summary", params={"sku": "mi355x", "nodes": "0"}, headers={"HX-Request": "true"}
     )
-    assert "between 1 and 64" in r.text
+    assert "between 1 and 16" in r.text
     r = client.get("/deploy/summary", params={"sku": "mi355x", "nodes": "1"})
     assert r.status_code == 303  # without htmx the summary lives on the page
 
@@ -134,7 +134,7 @@ def test_failed_login_keeps_every_choice_but_the_password(
         password="wrong password here",
     )
     r = client.post("/deploy", data=data)
-    assert r.status_code in (401, 403, 422, 429)
+    assert r.status_code == 422  # a wrong password is a field error, like any other
     t = r.text
     assert 'value="hgx-h100" selected' in t and 'value="ubuntu-22.04-cuda" selected' in t
     assert 'value="13B"' in t and "free text stays" in t and 'value="old@example.com"' in t
@@ -181,9 +181,9 @@ def test_more_nodes_than_we_can_promise(
     stock("mi355x", 1)
     u = make_user()
     login(client, u)
-    data = deploy_form(client, sku="mi355x", image="ubuntu-24.04-rocm", nodes="40")
+    data = deploy_form(client, sku="mi355x", image="ubuntu-24.04-rocm", nodes="16")
     r = client.get(
-        "/deploy/summary", params={"sku": "mi355x", "nodes": "40"}, headers={"HX-Request": "true"}
+        "/deploy/summary", params={"sku": "mi355x", "nodes": "16"}, headers={"HX-Request": "true"}
     )
     assert "No date we can promise" in r.text
     r = client.post("/deploy", data=data)
