@@ -31,7 +31,8 @@ from app.orders.models import Order
 from app.settings import Settings
 from app.web import middleware
 from tests.conftest import AppClient, _with_csrf_cookie
-from tests.ops.helpers import fund, seed_catalog, ssh_public_key
+from tests.ops.helpers import seed_catalog, ssh_public_key
+from tests.support.factories import fund
 
 
 def awaiting_order(engine: Engine, user: User, now: datetime, key: str = "k1") -> Order:
