@@ -28,7 +28,10 @@ COPY --chown=app:app static ./static
 COPY --chown=app:app translations ./translations
 COPY --chown=app:app app ./app
 COPY --from=build --chown=app:app /src/app/locale ./app/locale
-RUN mkdir -p var && chown app:app var
+RUN mkdir -p var/prometheus && chown -R app:app var
+# Several workers: /metrics sums every worker's counters from files here (issue 13). A new
+# container starts with it empty; set APP_METRICS_TOKEN to serve /metrics at all.
+ENV PROMETHEUS_MULTIPROC_DIR=/srv/app/var/prometheus
 USER app
 EXPOSE 8000
 HEALTHCHECK --interval=15s --timeout=3s --retries=3 \

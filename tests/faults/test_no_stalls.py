@@ -220,7 +220,22 @@ def test_healthz_answers_while_a_lock_holds_deploy_pay_topup_and_cancel(
     statuses: dict[str, int] = {}
     with server(live_url, tmp_path) as p:
         b = browser(p.url, a)
+        # Signed out: no dependency touches the database before the handler does (the
+        # case that froze the event loop when handlers were ``async def``).
+        anon = httpx.Client(
+            base_url=p.url,
+            cookies={"csrftoken": a.cookies["csrftoken"]},
+            follow_redirects=False,
+            timeout=60,
+        )
+        signup = {
+            **deploy_form("locked-signup"),
+            "account_mode": "signup",
+            "email": f"new{time.monotonic_ns()}@example.com",
+            "password": "a long enough password 123",
+        }
         posts = {
+            "deploy_signup": lambda: anon.post("/deploy", data=signup),
             "deploy": lambda: b.post("/deploy", data=deploy_form("locked-deploy")),
             "pay": lambda: b.post(
                 f"/orders/{a.pay_id}/pay", data={"csrf_token": CSRF, "idempotency_key": "lp"}
@@ -254,6 +269,7 @@ def test_healthz_answers_while_a_lock_holds_deploy_pay_topup_and_cancel(
         for t in threads:
             t.join(60)
         b.close()
+        anon.close()
     engine.dispose()
     release = events.index("release")
     assert events.index("healthz") < release and events.index("nodes") < release, events
