@@ -280,10 +280,14 @@ def _card(
     fits = bool(o.get("fits"))
     notes = [say(n) for n in (o.get("note_codes") or []) if n["code"] not in CARD_HIDDEN_NOTES]
     util = o.get("utilisation_of_rented_time")
+    fit_said = {c["code"]: say(c) for c in (o.get("fit_codes") or [])}
     return {
         "sku": o["sku"],
         "name": name,
         "fits": fits,
+        "tight": fits and o.get("fit") == "tight",
+        "range_text": fit_said.get("fit.range"),
+        "tight_text": fit_said.get("fit.tight"),
         "talk_to_sales": talk,
         "nodes": o.get("nodes"),
         "gpus": o.get("gpus"),
@@ -325,11 +329,13 @@ def _recommendation(
     best = by_sku.get(rec.get("sku") or "")
     codes = list(rec.get("reason_codes") or [])
     single = next((c for c in codes if c["code"] == "reason.single_gpu"), None)
+    tight = next((c for c in codes if c["code"] == "reason.tight_only"), None)
     out: dict[str, Any] = {
         "card": best,
         "talk_to_sales": bool(rec.get("talk_to_sales")),
         "single_gpu": say(single) if single else None,
-        "why": " ".join(say(c) for c in codes if c is not single),
+        "tight_warning": say(tight) if tight else None,
+        "why": " ".join(say(c) for c in codes if c is not single and c is not tight),
         "reason_code": (rec.get("reason_code") or {}).get("code"),
     }
     if best is None and out["talk_to_sales"]:

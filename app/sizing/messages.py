@@ -132,6 +132,13 @@ CATALOG: dict[str, str] = {
         "fits with %(headroom_gb).1f GB headroom per GPU below %(limit_pct)s %% of the "
         "usable %(usable_gib).1f GiB"
     ),
+    "fit.range": N_("likely %(likely_gb).1f GB per GPU, between %(low_gb).1f and %(high_gb).1f GB"),
+    "fit.tight": N_(
+        "Tight: the likely %(likely_gb).1f GB per GPU is under the %(limit_gb).1f GB fit "
+        "limit, but the upper estimate (%(high_gb).1f GB) is not. It may run out of memory "
+        "with some software versions: check memory on a short trial run first, or choose "
+        "more nodes or a leaner layout."
+    ),
     "note.needs_memory": N_("needs %(need_gb).1f GB per GPU, limit %(limit_gb).1f GB"),
     "note.offload_exceeds_ram": N_("offloaded optimizer state exceeds the node's RAM"),
     "note.hourly_cheaper": N_(

@@ -139,6 +139,20 @@ def unbuildable_option(s: SkuSearch, nodes: int, why: Msg) -> Option:
     )
 
 
+def fit_codes(likely: int, low: int, high: int, limit: int, verdict: str) -> list[dict[str, Any]]:
+    """The memory range as a sentence, and for a tight option why it is tight."""
+    gb = {
+        "likely_gb": likely / 1e9,
+        "low_gb": low / 1e9,
+        "high_gb": high / 1e9,
+        "limit_gb": limit / 1e9,
+    }
+    out = [Msg("fit.range", gb).as_dict()]
+    if verdict == "tight":
+        out.append(Msg("fit.tight", gb).as_dict())
+    return out
+
+
 def evaluate_option(s: SkuSearch, plan: Plan, runner_up: Candidate | None) -> Option:
     """The option for ``plan`` (a layout on ``plan.nodes`` nodes of ``s.spec``)."""
     spec, r, g = s.spec, s.r, s.g
@@ -156,10 +170,13 @@ def evaluate_option(s: SkuSearch, plan: Plan, runner_up: Candidate | None) -> Op
     meets = (hours <= r.max_days * 24 * DEADLINE_SLACK) if r.max_days else None
     talk = not spec.self_serve or n > SELF_SERVE_MAX_NODES
     lo, hi = memory_range(mem)
+    verdict = fit_verdict(mem, limit) if plan.fits else "does_not_fit"
     extra = {
         # likely value ± what the model cannot know; fits | tight | does_not_fit
         "memory_range_bytes": [lo, hi],
-        "fit": fit_verdict(mem, limit) if plan.fits else "does_not_fit",
+        "fit": verdict,
+        # the range and the fit class as sentences (codes), for pages and PDFs
+        "fit_codes": fit_codes(mem.total, lo, hi, limit, verdict),
         "framework": r.job.framework,
         "memory_limit_bytes": limit,
         "headroom_bytes": max(0, limit - mem.total),

@@ -147,3 +147,40 @@ def test_fp4_can_be_asked_for_and_is_refused_on_a_gpu_without_fp4(client: TestCl
     assert r.status_code == 422
     assert 'id="e-precision"' in r.text
     assert 'value="fp4"' in r.text and "checked" in r.text
+
+
+TIGHT_Q = (
+    "/size?model=llama-3.1-8b&tokens=100B&nodes=1&mfu=0.4&seq_len=8192&mbs=4&recompute=none"
+    "&par=explicit&sharding=zero3&shard_group=8"
+)
+
+
+def _cards(html: str) -> dict[str, str]:
+    parts = re.split(r'<article class="card sku-card', html)[1:]
+    return {re.search(r'id="card-([a-z0-9-]+)"', p).group(1): p for p in parts}  # type: ignore[union-attr]
+
+
+def test_every_card_shows_its_memory_range(client: TestClient) -> None:
+    html = client.get("/size?model=llama-3.1-70b&tokens=2T").text
+    for sku, card in _cards(html).items():
+        if "Does not fit" in card:
+            continue
+        assert re.search(r"likely [\d.,]+ GB per GPU, between [\d.,]+ and [\d.,]+ GB", card), sku
+
+
+def test_a_tight_option_has_a_badge_an_explanation_and_the_headline_a_warning(
+    client: TestClient,
+) -> None:
+    r = client.get(TIGHT_Q)
+    assert r.status_code == 200, r.text
+    cards = _cards(r.text)
+    tight = [sku for sku, c in cards.items() if '<span class="badge warn">Tight</span>' in c]
+    assert tight, "some card is tight for this pinned layout"
+    for sku in tight:
+        assert "upper estimate" in cards[sku] and "trial run" in cards[sku]
+        assert '<span class="badge ok">Fits</span>' not in cards[sku]
+    # nothing surely fits: the headline is tight, with its warning set apart
+    assert 'class="flash flash-warning tight-warning"' in r.text
+    zh = client.get(TIGHT_Q, headers={"Accept-Language": "zh-CN"}).text
+    assert "偏紧" in zh and "估计上限" in zh and "最可能需要" in zh
+    assert "upper estimate" not in zh
