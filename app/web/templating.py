@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from datetime import date, datetime
 from pathlib import Path
 from typing import Any
@@ -153,13 +154,33 @@ def render_error(
     if is_htmx(request):
         # Show the message in the page's error region rather than replacing the target.
         headers = {"HX-Retarget": "#flash-region", "HX-Reswap": "innerHTML"}
+    _reload_user_if_detached(request)
+    context = {"status_code": status_code, "message": message, "code": code}
     try:
-        return render(
-            request,
-            template,
-            {"status_code": status_code, "message": message, "code": code},
-            status_code=status_code,
-            headers=headers,
-        )
-    except Exception:  # the error page itself must never fail
+        return render(request, template, context, status_code=status_code, headers=headers)
+    except Exception:  # noqa: BLE001 - the error page itself must never fail
+        logging.getLogger("app.errors").exception("error page failed; rendering it anonymously")
+    # Last resort: the same page as an anonymous visitor would get it.
+    request.state.user, request.state.user_loaded = None, True
+    try:
+        return render(request, template, context, status_code=status_code, headers=headers)
+    except Exception:  # noqa: BLE001
         return HTMLResponse(f"<h1>{status_code}</h1>", status_code=status_code)
+
+
+def _reload_user_if_detached(request: Request) -> None:
+    """The user a dependency loaded lives in the request's session, which the failed
+    request rolled back and closed before its error is rendered: reading ``user.email``
+    then fails. Load the same user again in a fresh session (by its identity)."""
+    from sqlalchemy import inspect as sa_inspect
+
+    user = getattr(request.state, "user", None)
+    if user is None:
+        return
+    state = sa_inspect(user)
+    if not (state.detached or state.expired):
+        return
+    request.state.user, request.state.user_loaded = None, False
+    from app.accounts.deps import load_user
+
+    load_user(request)
