@@ -6,6 +6,7 @@ import logging
 from datetime import date, datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 from zoneinfo import ZoneInfo
 
 import jinja2
@@ -26,12 +27,37 @@ STATIC_DIR = Path(__file__).resolve().parents[2] / "static"
 HTMX_FILE = "vendor/htmx-2.0.8.min.js"
 
 
-def _tz(request: Request | None) -> ZoneInfo:
-    name = request.cookies.get("tz") if request is not None else None
+def tz_name(request: Request | None) -> str:
+    """The browser's IANA time zone from the ``tz`` cookie (static/app.js), "UTC" when
+    absent or unknown. Older pages stored it URL-encoded (``Asia%2FShanghai``): decoded."""
+    raw = request.cookies.get("tz") if request is not None else None
+    name = unquote(raw or "").strip().strip('"')
+    if not name or len(name) > 64:
+        return "UTC"
     try:
-        return ZoneInfo(name) if name else ZoneInfo("UTC")
-    except (KeyError, ValueError):
-        return ZoneInfo("UTC")
+        return ZoneInfo(name).key
+    except (KeyError, ValueError, OSError):
+        return "UTC"
+
+
+def _tz(request: Request | None) -> ZoneInfo:
+    return ZoneInfo(tz_name(request))
+
+
+def zone_label(tz: ZoneInfo | None, at: datetime | None = None) -> str:
+    """A short, language-neutral label of the zone a time is shown in: "UTC", "UTC+8",
+    "UTC-5:30" (the offset at that moment, so summer time is right)."""
+    offset = (
+        (utc(at) if at else datetime(2000, 1, 1, tzinfo=ZoneInfo("UTC")))
+        .astimezone(tz or ZoneInfo("UTC"))
+        .utcoffset()
+    )
+    minutes = int(offset.total_seconds() // 60) if offset else 0
+    if minutes == 0:
+        return "UTC"
+    sign = "+" if minutes > 0 else "-"
+    h, m = divmod(abs(minutes), 60)
+    return f"UTC{sign}{h}" + (f":{m:02d}" if m else "")
 
 
 def format_money(cents: int | None, currency: str = "USD") -> str:
@@ -53,9 +79,10 @@ def format_date(
 def format_datetime(value: datetime | None, fmt: str = "medium", tz: ZoneInfo | None = None) -> str:
     if value is None:
         return "—"
-    return _babel_datetime(
+    shown = _babel_datetime(
         utc(value), format=fmt, tzinfo=tz or ZoneInfo("UTC"), locale=i18n.babel_locale()
     )
+    return f"{shown} {zone_label(tz, value)}"
 
 
 def format_number(value: float | int | None, digits: int = 0) -> str:
@@ -127,6 +154,8 @@ def base_context(request: Request) -> dict[str, Any]:
         "simulation": request.app.state.settings.simulation,
         "fmt_date": lambda v, f="medium": format_date(v, f, tz),
         "fmt_datetime": lambda v, f="medium": format_datetime(v, f, tz),
+        "tz_name": tz.key,
+        "tz_label": zone_label(tz, request.app.state.clock.now()),
         "now": request.app.state.clock.now(),
     }
 
