@@ -103,7 +103,11 @@ class OrderEvent(SQLModel, table=True):
     order_id: int = Field(foreign_key="orders.id", index=True)
     at: datetime = Field(sa_column=_dt(nullable=False))
     kind: str = Field(max_length=40)
-    message: str = Field(default="", max_length=1000)
+    message: str = Field(default="", max_length=1000)  # as written (rows before msgid)
+    # The message as a code: the English msgid and JSON parameters (app/notifications/
+    # messages.py), rendered in the reader's language.
+    msgid: str = Field(default="", sa_column=Column(Text, nullable=False, server_default=""))
+    params: str = Field(default="", sa_column=Column(Text, nullable=False, server_default=""))
     actor_id: int | None = Field(default=None)
     customer_visible: bool = True
 

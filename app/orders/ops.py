@@ -14,14 +14,13 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any
 
-from babel.dates import format_date
 from sqlmodel import Session, col, select
 
 from app.accounts import audit
 from app.accounts.models import User
 from app.catalog.models import Node, NodeState
 from app.errors import N_, Conflict, InvalidInput, NotFound
-from app.money import format_cents
+from app.notifications import messages
 from app.notifications.service import notify
 from app.orders.lifecycle import (
     LEASE_ACTIVE,
@@ -33,7 +32,7 @@ from app.orders.lifecycle import (
 from app.orders.models import Order, OrderEvent, OrderHost
 from app.orders.periods import add_months
 from app.orders.service import add_event
-from app.web.i18n import LOCALES, babel_locale, translations_for
+from app.web.i18n import LOCALES, translations_for
 
 FINGERPRINT_RE = re.compile(r"^(?:\d{3,5}\s+)?(SHA256:[A-Za-z0-9+/]{43})(?:\s+\S.*)?$")
 SSH_USER_RE = re.compile(r"^[a-z_][a-z0-9_-]{0,31}$")
@@ -82,12 +81,14 @@ def tr(user: User, msgid: str, **params: Any) -> str:
     return text.format(**params) if params else text
 
 
-def fmt_day(user: User, d: date) -> str:
-    return format_date(d, format="medium", locale=babel_locale(_locale_of(user)))
+def fmt_day(user: User, d: date) -> dict[str, Any]:
+    """A date parameter of a timeline event or notification: formatted when read, in the
+    reader's language (app/notifications/messages.py)."""
+    return messages.day(d)
 
 
-def fmt_money(user: User, cents: int) -> str:
-    return format_cents(cents, _locale_of(user))
+def fmt_money(user: User, cents: int) -> dict[str, Any]:
+    return messages.money(cents)
 
 
 def load_order(session: Session, order_id: int, *, lock: bool = True) -> Order:
@@ -124,9 +125,10 @@ def _event(
     customer_visible: bool = True,
     **params: Any,
 ) -> OrderEvent:
-    """A timeline entry, written in the customer's language (they read it in the console)."""
-    message = tr(_customer(session, order), msgid, **params)
-    return add_event(session, order, kind, message, now, actor, customer_visible=customer_visible)
+    """A timeline entry, stored as a code: each reader sees it in their own language."""
+    return add_event(
+        session, order, kind, msgid, now, actor, customer_visible=customer_visible, params=params
+    )
 
 
 def _customer(session: Session, order: Order) -> User:
@@ -146,18 +148,16 @@ def _tell(
     **params: Any,
 ) -> None:
     customer = _customer(session, order)
-    message = tr(customer, msgid, id=order.id, **params)
     notify(
         session,
         user_id=customer.id or 0,
         kind=kind,
-        message=message,
+        message=msgid,
+        params={"id": order.id, **params},
         now=now,
         link=f"/console/orders/{order.id}",
         email_to=customer.email if email else None,
-        email_subject=tr(customer, N_("Order #{id}: {what}"), id=order.id, what=message[:80])
-        if email
-        else None,
+        email_subject=N_("Order #{id}: {what}") if email else None,
     )
 
 
@@ -577,6 +577,8 @@ def mark_delayed(
     order.delay_estimate = new_estimate
     session.add(order)
     customer = _customer(session, order)
+    # The reason goes inside a sentence that ends with its own full stop ("…below..").
+    sentence_part = reason.rstrip(" .。!！")
     _event(
         session,
         order,
@@ -584,7 +586,7 @@ def mark_delayed(
         N_("Delayed: {reason}. New estimate: {estimate}."),
         now,
         actor,
-        reason=reason,
+        reason=sentence_part,
         estimate=fmt_day(customer, new_estimate),
     )
     promise_passed = order.promised_date is not None and new_estimate > order.promised_date
@@ -603,7 +605,7 @@ def mark_delayed(
         msgid,
         now,
         email=True,
-        reason=reason,
+        reason=sentence_part,
         estimate=fmt_day(customer, new_estimate),
         promised=fmt_day(customer, order.promised_date) if order.promised_date else "",
     )
@@ -626,7 +628,7 @@ def finish_lease(
     order.grace_until = None
     session.add(order)
     catalog.mark_nodes(session, order.id or 0, "wiping", now)
-    add_event(session, order, "ended", tr(_customer(session, order), why), now, actor)
+    add_event(session, order, "ended", why, now, actor)
 
 
 def end_lease(

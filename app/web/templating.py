@@ -19,6 +19,7 @@ from fastapi.templating import Jinja2Templates
 
 from app.clock import utc
 from app.money import format_cents
+from app.notifications import messages
 from app.web import i18n
 from app.web.csrf import current_token
 
@@ -120,6 +121,7 @@ def make_templates() -> Jinja2Templates:
         locale_names=i18n.LOCALE_NAMES,
         current_locale=i18n.current_locale,
         current_csrf_token=current_token,
+        msg_text=messages.text_of,
     )
     env.filters["money"] = format_money
     env.filters["number"] = format_number
