@@ -57,6 +57,7 @@ class Order(SQLModel, table=True):
     )
     promise_explanation: str = Field(default="", max_length=300)
     delay_reason: str = Field(default="", max_length=500)
+    end_reason: str = Field(default="", max_length=300)  # ops ended the lease early: why
     delay_estimate: date | None = Field(default=None, sa_column=Column(Date, nullable=True))
 
     created_at: datetime = Field(sa_column=_dt(nullable=False, index=True))

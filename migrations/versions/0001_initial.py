@@ -2,7 +2,7 @@
 
 Revision ID: 0001
 Revises: 
-Create Date: 2026-11-30 16:44:58.364364
+Create Date: 2026-11-30 16:57:18.383782
 """
 from collections.abc import Sequence
 
@@ -337,6 +337,7 @@ def upgrade() -> None:
     sa.Column('promised_date', sa.Date(), nullable=True),
     sa.Column('promise_explanation', sqlmodel.sql.sqltypes.AutoString(length=300), nullable=False),
     sa.Column('delay_reason', sqlmodel.sql.sqltypes.AutoString(length=500), nullable=False),
+    sa.Column('end_reason', sqlmodel.sql.sqltypes.AutoString(length=300), nullable=False),
     sa.Column('delay_estimate', sa.Date(), nullable=True),
     sa.Column('created_at', sa.DateTime(timezone=True), nullable=False),
     sa.Column('paid_at', sa.DateTime(timezone=True), nullable=True),
