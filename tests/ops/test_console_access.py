@@ -53,3 +53,32 @@ def test_access_appears_with_credentials_and_goes_when_the_lease_ends(
         assert "Before your first long run" not in page
         assert 'id="access-ended"' in page
         client.post(f"/staff/ops/orders/{order.id}/wiped", data={})
+
+
+def test_a_failed_renewal_is_explained_on_the_order_with_a_top_up(
+    client, engine, make_user, login, clock
+) -> None:  # type: ignore[no-untyped-def]
+    from datetime import timedelta
+
+    from app.clock import utc
+    from tests.ops.test_renewals import deliver, run
+
+    seed_catalog(engine, clock.now())
+    customer = make_user()
+    order = deliver(engine, customer, clock.now())  # the balance covers only the first month
+    end = utc(order.period_end)
+    assert run(engine, end + timedelta(minutes=5)).short == 1
+    clock.set(end + timedelta(hours=2))  # the next renewal date is already past
+    login(client, customer)
+    page = client.get(f"/console/orders/{order.id}").text
+    assert "Renewal unpaid" in page and ">Active<" not in page
+    assert "Next renewal" not in page and "Renewal due since" in page
+    assert 'id="renewal-short"' in page
+    short = order.monthly_total_cents
+    assert (
+        f'href="/topups/new?amount_cents={short}&amp;return_to=/console/orders/{order.id}"' in page
+    )
+    assert "Renewal unpaid" in client.get("/console").text
+    client.cookies.set("lang", "zh_CN")
+    page = client.get(f"/console/orders/{order.id}").text
+    assert "续费未能支付" in page and "续费未支付" in page
