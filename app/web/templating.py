@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from datetime import date, datetime
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
@@ -93,6 +94,18 @@ def format_number(value: float | int | None, digits: int = 0) -> str:
     return format_decimal(value, format=fmt, locale=i18n.babel_locale())
 
 
+def format_decimal_text(value: str | int | float | None) -> str:
+    """An exact decimal (a crypto rate "96909.14") with the reader's separators, every
+    digit kept: "96,909.14"."""
+    if value is None or value == "":
+        return "—"
+    try:
+        d = Decimal(str(value))
+    except ArithmeticError:
+        return str(value)
+    return format_decimal(d, locale=i18n.babel_locale(), decimal_quantization=False)
+
+
 def format_bytes(n: float | int | None, unit: str = "GB") -> str:
     """Decimal GB/TB (as the product page uses) or GiB when asked; always labelled."""
     if n is None:
@@ -126,6 +139,7 @@ def make_templates() -> Jinja2Templates:
     env.filters["money"] = format_money
     env.filters["number"] = format_number
     env.filters["bytes"] = format_bytes
+    env.filters["decimal"] = format_decimal_text
     return templates
 
 
