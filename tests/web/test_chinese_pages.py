@@ -146,3 +146,37 @@ def test_the_same_events_read_in_each_readers_language(
     staff = client.get(f"/staff/ops/orders/{seeded.delayed.id}").text
     assert "Delayed: 机架电源检修. New estimate:" in staff
     assert "订单已创建" not in staff and "已支付" not in staff
+
+
+def test_chinese_wording_of_the_order_balance_and_invoice(
+    client: TestClient,
+    seeded: Seeded,
+    engine: Engine,
+    clock: FixedClock,
+    login: Callable[[TestClient, User], TestClient],
+) -> None:
+    from app.payments import service as payments
+
+    with Session(engine) as s:
+        btc = payments.create_topup(
+            s,
+            user_id=seeded.customer.id or 0,
+            amount_cents=250_000,
+            currency="BTC",
+            now=clock.now(),
+        )
+        s.commit()
+        btc_id = btc.id
+    login(client, seeded.customer)
+    client.cookies.set("lang", "zh_CN")
+    order = visible_text(client.get(f"/console/orders/{seeded.delivered.id}").text)
+    assert "投递编号" not in order and "交付" in order  # the card, not a webhook column
+    balance = visible_text(client.get("/balance").text)
+    assert "数量" not in balance and "金额" in balance  # "Amount" of a top-up is money
+    assert "等待付款" in balance and "\nNew\n" not in balance  # invoice statuses translated
+    invoice = visible_text(client.get(f"/topups/{btc_id}").text)
+    assert "(simulated)" not in invoice and "模拟" in invoice
+    import re
+
+    rate = re.search(r"1 BTC = US\$([0-9,.]+)", invoice)
+    assert rate is not None and "," in rate.group(1)  # 96,909.14, not 96909.14
