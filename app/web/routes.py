@@ -18,6 +18,7 @@ from sqlalchemy import text
 
 from app.catalog.specs import all_specs
 from app.web import i18n
+from app.web.deps import SessionDep
 from app.web.templating import render
 
 router = APIRouter()
@@ -36,9 +37,12 @@ def safe_next(target: str | None, default: str = "/") -> str:
 
 
 @router.get("/", response_class=HTMLResponse, include_in_schema=False)
-def home(request: Request) -> Response:
+def home(request: Request, session: SessionDep) -> Response:
+    from app.catalog import service as catalog
+
     specs = [s for s in all_specs()]
-    return render(request, "home.html", {"specs": specs})
+    prices = {s.id: catalog.list_price_cents(session, s.id) for s in specs}
+    return render(request, "home.html", {"specs": specs, "prices": prices})
 
 
 @router.get("/lang/{code}", include_in_schema=False)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
@@ -54,3 +55,24 @@ def test_an_url_encoded_zone_cookie_is_understood(client: TestClient) -> None:
     assert "Asia/Shanghai (UTC+8)" in client.get("/nodes").text
     client.cookies.set("tz", "Not/AZone")
     assert "UTC (UTC)" in client.get("/nodes").text
+
+
+def test_navigation_prices_on_home_balance_in_nav_sign_in_lands_on_console(
+    client: TestClient,
+    engine: Any,
+    clock: Any,
+    make_user: Callable[..., User],
+) -> None:
+    from tests.ops.helpers import seed_catalog
+
+    seed_catalog(engine, clock.now())
+    home = client.get("/").text
+    assert "US$16,900.00" in home or "$16,900.00" in home  # list prices on the home page
+    assert 'href="/balance"' not in home  # not for visitors
+    make_user(email="nav@example.com", password="correct horse battery")
+    r = client.post(
+        "/login", data={"email": "nav@example.com", "password": "correct horse battery"}
+    )
+    assert r.status_code == 303 and r.headers["location"] == "/console"
+    page = client.get("/console").text
+    assert '<a href="/balance"' in page
