@@ -47,17 +47,35 @@ def home(request: Request, session: SessionDep) -> Response:
 
 @router.get("/lang/{code}", include_in_schema=False)
 def set_language(
-    request: Request, code: str, next: Annotated[str | None, Query()] = None
+    request: Request,
+    code: str,
+    session: SessionDep,
+    next: Annotated[str | None, Query()] = None,
 ) -> Response:
     target = safe_next(
         next or request.headers.get("referer") and urlsplit(request.headers["referer"]).path
     )
     response = RedirectResponse(target, status_code=303)
     if code in i18n.LOCALES:
+        _remember_language(request, session, code)
         response.set_cookie(
             i18n.COOKIE, code, max_age=365 * 24 * 3600, samesite="lax", httponly=False
         )
     return response
+
+
+def _remember_language(request: Request, session: SessionDep, code: str) -> None:
+    """A signed-in user's choice is also their account's language: notifications and
+    emails are written in it (shown on /account)."""
+    from app.accounts.deps import get_optional_user
+
+    try:
+        user = get_optional_user(request, session)
+    except Exception:  # noqa: BLE001 - a bad token must not stop a language switch
+        return
+    if user is not None and user.locale != code:
+        user.locale = code
+        session.add(user)
 
 
 @router.get("/healthz", include_in_schema=False)

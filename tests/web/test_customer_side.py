@@ -76,3 +76,25 @@ def test_navigation_prices_on_home_balance_in_nav_sign_in_lands_on_console(
     assert r.status_code == 303 and r.headers["location"] == "/console"
     page = client.get("/console").text
     assert '<a href="/balance"' in page
+
+
+def test_the_account_language_is_set_at_signup_and_changeable(
+    client: TestClient, engine: Any
+) -> None:
+    from sqlmodel import Session, select
+
+    client.cookies.set("lang", "zh_CN")
+    r = client.post(
+        "/signup", data={"email": "mei@example.com", "password": "a long enough passphrase"}
+    )
+    assert r.status_code == 303
+
+    def locale() -> str:
+        with Session(engine) as s:
+            return s.exec(select(User).where(User.email == "mei@example.com")).one().locale
+
+    assert locale() == "zh_CN"
+    page = client.get("/account").text
+    assert 'id="account-language"' in page and 'href="/lang/en?next=/account"' in page
+    assert client.get("/lang/en?next=/account").status_code == 303
+    assert locale() == "en"
