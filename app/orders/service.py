@@ -255,6 +255,7 @@ class PriceTerms:
     unit_price_cents: int
     quote_id: int | None = None
     quote_expires_at: datetime | None = None
+    quote_months: int | None = None  # the quoted term, shown on /deploy
     quote_note: str = ""  # an English msgid when a quote was given but not honoured
     quote_note_params: dict[str, Any] = field(default_factory=dict)
 
@@ -289,6 +290,7 @@ def price_terms(
         unit_price_cents=int(terms.unit_price_cents),
         quote_id=getattr(terms, "quote_id", None) or getattr(terms, "id", None),
         quote_expires_at=terms.expires_at,
+        quote_months=getattr(terms, "months", None),
     )
 
 
