@@ -209,7 +209,14 @@ def parse_draft(data: dict[str, Any]) -> tuple[OrderDraft, dict[str, str]]:
             errors["new_key_text"] = e.message
             if looks_private(d.new_key_text):
                 d.new_key_text = ""  # never echo a private key back into the page
-    if not d.ssh_key_ids and not d.new_key_text and "ssh_keys" not in errors:
+    if "new_key_text" in errors:
+        errors.pop("new_key_name", None)  # one clear message about the key itself
+    if (
+        not d.ssh_key_ids
+        and not d.new_key_text
+        and "ssh_keys" not in errors
+        and "new_key_text" not in errors  # a private key was pasted: that message says it
+    ):
         errors["ssh_keys"] = N_(
             "Add at least one SSH public key: choose a saved key or paste a new one."
         )
