@@ -1,9 +1,9 @@
-"""Find English left on a page that should be in another language.
+"""Find English sentences left on a page that should be in another language.
 
-``english_sentences(html)`` returns every run of three or more consecutive Latin words in
-the page's rendered text (what a reader sees: not tags, attributes, scripts or styles),
-ignoring an allow-list of product names, units and commands, and text inside ``<code>``,
-``<pre>``, ``<kbd>``, ``<samp>`` or an element marked ``translate="no"``.
+``english_sentences(html)`` scans the rendered *text* (not attributes, not scripts or
+styles) for three or more consecutive Latin words outside an allow-list of product names,
+units, abbreviations and commands. Punctuation such as commas between words keeps a run
+going; digits, symbols and CJK characters end it, as do allow-listed words.
 """
 
 from __future__ import annotations
@@ -11,187 +11,93 @@ from __future__ import annotations
 import re
 from html.parser import HTMLParser
 
-# Product and model names, units, currencies, protocols and commands: the same in Chinese.
-ALLOWED_WORDS = frozenset(
-    [
-        "GPU",
-        "GPUs",
-        "NVIDIA",
-        "AMD",
-        "HGX",
-        "DGX",
-        "H100",
-        "H200",
-        "B200",
-        "B300",
-        "GB300",
-        "NVL72",
-        "MI300X",
-        "MI325X",
-        "MI355X",
-        "NVLink",
-        "NVSwitch",
-        "InfiniBand",
-        "Infinity",
-        "Fabric",
-        "RoCE",
-        "Ethernet",
-        "ConnectX",
-        "ConnectX-7",
-        "ConnectX-8",
-        "BlueField",
-        "Ubuntu",
-        "CUDA",
-        "ROCm",
-        "Linux",
-        "SSH",
-        "ssh",
-        "ubuntu",
-        "root",
-        "NVMe",
-        "SSD",
-        "TB",
-        "GB",
-        "GiB",
-        "TiB",
-        "MB",
-        "PB",
-        "TFLOPS",
-        "PFLOPS",
-        "BF16",
-        "FP8",
-        "FP16",
-        "FP32",
-        "FP4",
-        "TF32",
-        "US",
-        "USD",
-        "BTC",
-        "ETH",
-        "USDT",
-        "USDC",
-        "Bitcoin",
-        "Ethereum",
-        "Lightning",
-        "BTCPay",
-        "IP",
-        "IPv4",
-        "IPv6",
-        "SHA256",
-        "ed25519",
-        "rsa",
-        "ecdsa",
-        "ssh-ed25519",
-        "ssh-rsa",
-        "PDF",
-        "UTC",
-        "API",
-        "LLM",
-        "Llama",
-        "Qwen",
-        "DeepSeek",
-        "Mixtral",
-        "Mistral",
-        "GPT",
-        "Gemma",
-        "MoE",
-        "DP",
-        "TP",
-        "PP",
-        "EP",
-        "ZeRO",
-        "FSDP",
-        "NCCL",
-        "RCCL",
-        "Megatron",
-        "DeepSpeed",
-        "PyTorch",
-        "JAX",
-        "Container",
-        "Toolkit",
-        "Docker",
-        "HTTP",
-        "HTTPS",
-        "URL",
-        "JSON",
-        "CSV",
-        "htmx",
-        "English",
-        "Gbps",
-        "GB/s",
-        "Tbps",
-        "Gb/s",
-        "s",
-        "h",
-        "kW",
-        "W",
-    ]
+# Names, units and terms of the trade that stay Latin in any language.
+_ALLOWED_TEXT = (
+    # products, vendors, models
+    "HGX NVL NVLink NVIDIA AMD Instinct GB300 B200 B300 H100 H200 MI355X Grace Blackwell "
+    "Hopper Llama Meta DeepSeek Mixtral Qwen Mistral Gemma Kimi gpt oss Scout Maverick "
+    "Instruct Base Coder MoE Transformer Engine PyTorch Megatron DeepSpeed FSDP torchtitan "
+    "torchtune BTCPay Bitcoin Ethereum USDT USDC Lightning Linux Ubuntu Docker Slurm "
+    "Kubernetes InfiniBand RoCE RDMA GitHub htmx"
+    # techniques and abbreviations
+    " ZeRO TP PP EP CP DP SP LoRA QLoRA NF4 AdamW Adam SGD BF16 FP8 FP16 FP32 FP4 NVFP4 "
+    "MXFP4 MXFP8 MFU GPU GPUs CPU CPUs RAM HBM NVMe SSD NIC NICs CUDA ROCm NCCL RCCL GQA "
+    "MLA MLP FFN SXM PCIe JSON API CLI HTTP HTTPS URL SSH PDF CSV ID IDs FAQ OK "
+    "FLOP FLOPs TFLOPS PFLOPS tokens token"
+    # units and money
+    " GB GiB TB TiB MB MiB PB Gbps GB/s kW W h s ms US USD"
+    # commands
+    " python pip ssh curl make git"
 )
+ALLOWED = frozenset(w.lower() for w in _ALLOWED_TEXT.split())
 
-_SKIP = {"script", "style", "code", "pre", "kbd", "samp", "template", "svg", "head"}
-_VOID = {"br", "hr", "img", "input", "meta", "link", "wbr", "area", "base", "col", "source"}
-# A word: Latin letters, possibly with digits, apostrophes, dots or dashes inside.
-_TOKEN = re.compile(r"[A-Za-z][A-Za-z0-9'’./_-]*[A-Za-z0-9]|[A-Za-z]|[^\sA-Za-z]")
-# Between two words of one run: only spaces and light punctuation.
-_JOINER = re.compile(r"^[,;:()“”\"'·&–—-]$")
+_WORD = re.compile(r"[A-Za-z]+(?:['’-][A-Za-z]+)*")
+_NEUTRAL = set(",;:()\"'“”‘’")
 
 
 class _Text(HTMLParser):
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
-        self.stack: list[tuple[str, bool]] = []
         self.chunks: list[str] = []
-
-    def _skipping(self) -> bool:
-        return any(skip for _tag, skip in self.stack)
+        self._skip = 0
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag in _VOID:
-            self.chunks.append("\n")
-            return
-        skip = tag in _SKIP or dict(attrs).get("translate") == "no"
-        self.stack.append((tag, skip))
+        if tag in ("script", "style", "template"):
+            self._skip += 1
 
     def handle_endtag(self, tag: str) -> None:
-        for i in range(len(self.stack) - 1, -1, -1):
-            if self.stack[i][0] == tag:
-                del self.stack[i:]
-                break
-        self.chunks.append("\n")
+        if tag in ("script", "style", "template") and self._skip:
+            self._skip -= 1
 
     def handle_data(self, data: str) -> None:
-        if not self._skipping():
+        if not self._skip and data.strip():
             self.chunks.append(data)
 
 
-def visible_text(html: str) -> str:
+def text_chunks(html: str) -> list[str]:
     p = _Text()
     p.feed(html)
     p.close()
-    return "".join(p.chunks)
+    return p.chunks
 
 
-def english_sentences(html: str, allowed: frozenset[str] = ALLOWED_WORDS) -> list[str]:
-    """Runs of 3+ consecutive Latin words (outside the allow-list) in the rendered text."""
-    found: list[str] = []
-    for line in visible_text(html).split("\n"):
-        run: list[str] = []
-        for tok in _TOKEN.findall(line):
-            if tok[0].isascii() and tok[0].isalpha():
-                bare = tok.rstrip(".")
-                if bare in allowed or tok in allowed:
-                    run = _flush(run, found)
-                else:
-                    run.append(tok)
-            elif _JOINER.match(tok) and run:
-                continue
+def _runs(text: str, min_words: int) -> list[str]:
+    out: list[str] = []
+    run: list[str] = []
+
+    def flush() -> None:
+        if len(run) >= min_words:
+            out.append(" ".join(run))
+        run.clear()
+
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        m = _WORD.match(text, i)
+        if m:
+            word = m.group(0)
+            end = m.end()
+            # a word glued to digits ("B200", "4k") is a name or a number, not prose
+            glued = end < len(text) and text[end].isdigit()
+            glued = glued or (i > 0 and text[i - 1].isdigit())
+            if glued or word.lower() in ALLOWED:
+                flush()
             else:
-                run = _flush(run, found)
-        _flush(run, found)
+                run.append(word)
+            i = end
+            continue
+        if ch.isspace() or ch in _NEUTRAL:
+            i += 1
+            continue
+        flush()
+        i += 1
+    flush()
+    return out
+
+
+def english_sentences(html: str, min_words: int = 3) -> list[str]:
+    """Runs of ``min_words`` or more consecutive non-allow-listed Latin words in the text."""
+    found: list[str] = []
+    for chunk in text_chunks(html):
+        found.extend(_runs(chunk, min_words))
     return found
-
-
-def _flush(run: list[str], found: list[str]) -> list[str]:
-    if len(run) >= 3:
-        found.append(" ".join(run))
-    return []

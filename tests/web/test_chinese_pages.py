@@ -18,7 +18,12 @@ from app.accounts.models import User
 from app.clock import FixedClock
 from app.orders.models import Order
 from tests.ops.helpers import fingerprint, paid_order, seed_catalog, ssh_public_key
-from tests.support.english import english_sentences, visible_text
+from tests.support.english import english_sentences, text_chunks
+
+
+def visible_text(html: str) -> str:
+    return "\n".join(text_chunks(html))
+
 
 DUMP = os.environ.get("ZH_DUMP")  # a folder: write each page's visible text there
 
