@@ -42,7 +42,12 @@ _BABEL_LOCALE = {"en": "en_US", "zh": "zh_Hans_CN", "zh_CN": "zh_Hans_CN"}
 def format_cents(cents: int, locale: str = "en", currency: str = "USD") -> str:
     """US$34,900.00 in English, US$34,900.00 in Chinese (Babel's CLDR patterns)."""
     amount = Decimal(cents) / 100
-    return format_currency(amount, currency, locale=_BABEL_LOCALE.get(locale, locale))
+    text = format_currency(amount, currency, locale=_BABEL_LOCALE.get(locale, locale))
+    if currency == "USD" and "US$" not in text:
+        # English CLDR writes a bare "$"; the product prices in US dollars for customers
+        # who also know other dollars, and Chinese already reads "US$".
+        text = text.replace("$", "US$", 1)
+    return text
 
 
 def parse_amount(text: str) -> int:

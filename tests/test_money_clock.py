@@ -29,7 +29,9 @@ def test_parse_amount_rejects(text: str) -> None:
 
 
 def test_format_per_locale() -> None:
-    assert format_cents(3490000, "en") == "$34,900.00"
+    assert format_cents(3490000, "en") == "US$34,900.00"
+    assert format_cents(-3490000, "en") == "-US$34,900.00"
+    assert format_cents(3490000, "zh_CN") == "US$34,900.00"
     assert "34,900.00" in format_cents(3490000, "zh_CN")
 
 

@@ -49,7 +49,7 @@ def _redirect(url: str) -> RedirectResponse:
 def login_page(
     request: Request, user: OptionalUser, next: Annotated[str | None, Query()] = None
 ) -> Response:
-    target = safe_next(next, "/account")
+    target = safe_next(next, "/console")  # signed in: straight to the orders
     if user is not None:
         return _redirect(target)
     return render(request, "accounts/login.html", {"next": target, "errors": {}, "email": ""})
@@ -64,7 +64,7 @@ def login_submit(
     password: FormStr = "",
     next: FormStr = "",
 ) -> Response:
-    target = safe_next(next, "/account")
+    target = safe_next(next, "/console")
     try:
         user = service.authenticate(
             db, email=email, password=password, now=now, ip=client_ip(request)

@@ -161,7 +161,15 @@ def register(
             "This email can't be used for a new account. If it is yours, log in or reset your password."
         )
         raise EmailTaken(errors={"email": msg})
-    user = User(email=normal, password_hash=hash_password(password), role=role, created_at=now)
+    from app.i18n import current_locale
+
+    user = User(
+        email=normal,
+        password_hash=hash_password(password),
+        role=role,
+        created_at=now,
+        locale=current_locale(),  # notifications and emails in the language they signed up in
+    )
     session.add(user)
     session.flush()
     if ip:

@@ -43,8 +43,9 @@ DATA_STRINGS = (
 
 def customer_tz(request: Request) -> str:
     """The browser's time zone (cookie set by static/app.js), UTC when unknown."""
-    name = request.cookies.get("tz") or "UTC"
-    return zone(name).key
+    from app.web.templating import tz_name
+
+    return zone(tz_name(request)).key
 
 
 def src(value: str) -> str:

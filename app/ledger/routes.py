@@ -24,6 +24,7 @@ KIND_TEXT = {
     "hold_void": N_("Reservation released (refund)"),
     "charge": N_("Charge"),
     "adjustment": N_("Adjustment by our staff"),
+    "lease_credit": N_("Unused days credited"),
 }
 KIND_EXPLAIN = {
     "topup": N_("Converted once at the invoice's locked rate."),
@@ -35,6 +36,10 @@ KIND_EXPLAIN = {
     "hold_void": N_("The reserved amount went back to your available balance."),
     "charge": N_("Paid directly from your available balance (for example a monthly renewal)."),
     "adjustment": N_("A correction made by our operations staff."),
+    "lease_credit": N_(
+        "Our operations team ended the lease early: the unused whole days of the paid month "
+        "came back to your balance, pro rata."
+    ),
 }
 
 

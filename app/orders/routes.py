@@ -530,6 +530,8 @@ def status_badge(order: Order, now: datetime) -> tuple[str, str]:
     """(label msgid, css class)."""
     if service.is_order_late(order, now):
         return N_("Late"), "bad"
+    if order.grace_until is not None and order.status in ("delivered", "ending"):
+        return N_("Renewal unpaid"), "bad"
     labels = {
         "awaiting_payment": (N_("Awaiting payment"), "warn"),
         "paid": (N_("Paid, awaiting provisioning"), ""),
@@ -597,6 +599,7 @@ def console_order(
             "action": service.cancel_action(order, now),
             "busbw": str(spec.raw.get("nccl_allreduce_busbw_gbps") or ""),
             "promise_text": _promise_text(session, order),
+            "available": service.balance_of(session, user)[0] or 0,
         },
     )
 

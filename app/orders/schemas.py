@@ -224,6 +224,7 @@ class OpsEndForm(FormModel):
     """POST /staff/ops/orders/{id}/end."""
 
     reason: str = ""
+    confirm: bool = False  # the "yes, end it now" box
 
 
 class OpsNodesForm(FormModel):

@@ -25,13 +25,11 @@ from typing import Any
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
+from app import messages
 from app.accounts.models import User
 from app.catalog.specs import SELF_SERVE_MAX_NODES
 from app.clock import utc
 from app.errors import N_, Conflict, InvalidInput, NotFound
-from app.i18n import current_locale
-from app.i18n import gettext as _
-from app.money import format_cents
 from app.orders.lifecycle import (
     LEASE_ACTIVE,
     PRE_DELIVERY,
@@ -229,7 +227,14 @@ def parse_draft(data: dict[str, Any]) -> tuple[OrderDraft, dict[str, str]]:
             errors["new_key_text"] = e.message
             if looks_private(d.new_key_text):
                 d.new_key_text = ""  # never echo a private key back into the page
-    if not d.ssh_key_ids and not d.new_key_text and "ssh_keys" not in errors:
+    if "new_key_text" in errors:
+        errors.pop("new_key_name", None)  # one clear message about the key itself
+    if (
+        not d.ssh_key_ids
+        and not d.new_key_text
+        and "ssh_keys" not in errors
+        and "new_key_text" not in errors  # a private key was pasted: that message says it
+    ):
         errors["ssh_keys"] = N_(
             "Add at least one SSH public key: choose a saved key or paste a new one."
         )
@@ -275,6 +280,7 @@ class PriceTerms:
     unit_price_cents: int
     quote_id: int | None = None
     quote_expires_at: datetime | None = None
+    quote_months: int | None = None  # the quoted term, shown on /deploy
     quote_note: str = ""  # an English msgid when a quote was given but not honoured
     quote_note_params: dict[str, Any] = field(default_factory=dict)
 
@@ -309,6 +315,7 @@ def price_terms(
         unit_price_cents=int(terms.unit_price_cents),
         quote_id=getattr(terms, "quote_id", None) or getattr(terms, "id", None),
         quote_expires_at=terms.expires_at,
+        quote_months=getattr(terms, "months", None),
     )
 
 
@@ -335,15 +342,24 @@ def add_event(
     actor: User | int | None = None,
     *,
     customer_visible: bool = True,
+    params: dict[str, Any] | None = None,
 ) -> OrderEvent:
-    """Append a timeline entry (shared with the ops desk)."""
+    """Append a timeline entry (shared with the ops desk).
+
+    ``message`` is an English msgid (``N_``) with ``{name}`` parameters: the event is
+    stored as that code and rendered in the reader's language (app/notifications/
+    messages.py); the English text is kept as well, for logs and exports."""
+    from app import messages
+
     assert order.id is not None
     actor_id = actor.id if isinstance(actor, User) else actor
     ev = OrderEvent(
         order_id=order.id,
         at=now,
         kind=kind[:40],
-        message=message[:1000],
+        message=messages.render(message, params, locale="en")[:1000],
+        msgid=message,
+        params=messages.encode(params),
         actor_id=actor_id,
         customer_visible=customer_visible,
     )
@@ -541,7 +557,7 @@ def create_order(
 
         assert order.id is not None
         quotes.mark_used(session, order.quote_id, order.id, now)
-    add_event(session, order, "created", _("Order placed; waiting for payment."), now, user)
+    add_event(session, order, "created", N_("Order placed; waiting for payment."), now, user)
     return order, True
 
 
@@ -644,7 +660,7 @@ def pay_order(
         order.quote_expires_at = None
         order.quote_id = None
         session.add(order)
-        add_event(session, order, "repriced", _("The quote expired; the list price applies."), now)
+        add_event(session, order, "repriced", N_("The quote expired; the list price applies."), now)
         session.flush()
         raise PriceChanged()
 
@@ -699,24 +715,24 @@ def pay_order(
             session,
             order,
             "paid",
-            _("First month paid from the balance; delivery promised by {date}.").format(
-                date=promise.date.isoformat()
-            ),
+            N_("First month paid from the balance; delivery promised by {date}."),
             now,
             user,
+            params={"date": messages.day(promise.date)},
         )
         notify(
             session,
             user_id=user.id,
             kind="order_paid",
-            message=_(
+            message=N_(
                 "Order #{id} is paid. We promise delivery by {date}; if we miss it you can "
                 "cancel for a full refund."
-            ).format(id=order.id, date=promise.date.isoformat()),
+            ),
+            params={"id": order.id, "date": messages.day(promise.date)},
             now=now,
             link=_order_link(order),
             email_to=user.email,
-            email_subject=_("Order #{id} paid").format(id=order.id),
+            email_subject=N_("Order #{id} paid"),
         )
     return order
 
@@ -772,7 +788,7 @@ def cancel_order(
         order.status = OrderStatus.abandoned.value
         order.cancelled_at = now
         session.add(order)
-        add_event(session, order, "abandoned", _("Order discarded before payment."), now, user)
+        add_event(session, order, "abandoned", N_("Order discarded before payment."), now, user)
         return order
 
     if action == "refund":
@@ -797,7 +813,7 @@ def cancel_order(
                 session,
                 order,
                 "cancelled",
-                _(
+                N_(
                     "Cancelled after the promised date was missed; the first month went back to the balance in full."
                 ),
                 now,
@@ -807,13 +823,12 @@ def cancel_order(
                 session,
                 user_id=user.id,
                 kind="order_refunded",
-                message=_("Order #{id} is cancelled and {amount} is back in your balance.").format(
-                    id=order.id, amount=format_cents(amount, current_locale())
-                ),
+                message=N_("Order #{id} is cancelled and {amount} is back in your balance."),
+                params={"id": order.id, "amount": messages.money(amount)},
                 now=now,
                 link=_order_link(order),
                 email_to=user.email,
-                email_subject=_("Order #{id} cancelled and refunded").format(id=order.id),
+                email_subject=N_("Order #{id} cancelled and refunded"),
             )
         return order
 
@@ -823,27 +838,25 @@ def cancel_order(
     order.cancel_at_period_end = True
     session.add(order)
     session.flush()
-    end = order.period_end.date().isoformat() if order.period_end else ""
+    end = messages.day(order.period_end) if order.period_end else ""
     add_event(
         session,
         order,
         "cancel_at_period_end",
-        _("Cancelled by the customer: the lease runs until {date} and will not renew.").format(
-            date=end
-        ),
+        N_("Cancelled by the customer: the lease runs until {date} and will not renew."),
         now,
         user,
+        params={"date": end},
     )
     notify(
         session,
         user_id=user.id,
         kind="order_ending",
-        message=_("Order #{id} will end on {date}; nothing more will be charged.").format(
-            id=order.id, date=end
-        ),
+        message=N_("Order #{id} will end on {date}; nothing more will be charged."),
+        params={"id": order.id, "date": end},
         now=now,
         link=_order_link(order),
         email_to=user.email,
-        email_subject=_("Order #{id} will end at the period end").format(id=order.id),
+        email_subject=N_("Order #{id} will end at the period end"),
     )
     return order

@@ -112,6 +112,7 @@ def _detail_context(session: Session, order: Order, now: Any) -> dict[str, Any]:
         "actors": actors,
         "pending": pending,
         "lease_active": status in LEASE_ACTIVE or status == OrderStatus.suspended,
+        "end_credit": ops.early_end_credit(order, now),
         "late": is_late(order.status, order.promised_date, now),
         "days_left": days,
         "time_left": time_left,
@@ -324,6 +325,7 @@ def ops_end(
             now=now,
             ip=client_ip(request),
             reason=reason,
+            confirm=form.confirm,
         )
     except DomainError as e:
         return _failed(request, session, order_id, e, now, {"reason": reason}, "end")

@@ -20,6 +20,7 @@ from sqlalchemy import text
 
 from app.catalog.specs import all_specs
 from app.web import i18n
+from app.web.deps import SessionDep
 from app.web.templating import render
 
 router = APIRouter()
@@ -38,24 +39,45 @@ def safe_next(target: str | None, default: str = "/") -> str:
 
 
 @router.get("/", response_class=HTMLResponse, include_in_schema=False)
-def home(request: Request) -> Response:
+def home(request: Request, session: SessionDep) -> Response:
+    from app.catalog import service as catalog
+
     specs = [s for s in all_specs()]
-    return render(request, "home.html", {"specs": specs})
+    prices = {s.id: catalog.list_price_cents(session, s.id) for s in specs}
+    return render(request, "home.html", {"specs": specs, "prices": prices})
 
 
 @router.get("/lang/{code}", include_in_schema=False)
 def set_language(
-    request: Request, code: str, next: Annotated[str | None, Query()] = None
+    request: Request,
+    code: str,
+    session: SessionDep,
+    next: Annotated[str | None, Query()] = None,
 ) -> Response:
     target = safe_next(
         next or request.headers.get("referer") and urlsplit(request.headers["referer"]).path
     )
     response = RedirectResponse(target, status_code=303)
     if code in i18n.LOCALES:
+        _remember_language(request, session, code)
         response.set_cookie(
             i18n.COOKIE, code, max_age=365 * 24 * 3600, samesite="lax", httponly=False
         )
     return response
+
+
+def _remember_language(request: Request, session: SessionDep, code: str) -> None:
+    """A signed-in user's choice is also their account's language: notifications and
+    emails are written in it (shown on /account)."""
+    from app.accounts.deps import get_optional_user
+
+    try:
+        user = get_optional_user(request, session)
+    except Exception:  # noqa: BLE001 - a bad token must not stop a language switch
+        return
+    if user is not None and user.locale != code:
+        user.locale = code
+        session.add(user)
 
 
 @router.get("/healthz", include_in_schema=False)

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import logging
 from datetime import date, datetime
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 from zoneinfo import ZoneInfo
 
 import jinja2
@@ -15,6 +18,7 @@ from fastapi import Request
 from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
 
+from app import messages
 from app.clock import utc
 from app.money import format_cents
 from app.sizing.messages import render as _render_msg
@@ -31,12 +35,37 @@ def say(code: Any) -> str:
     return _render_msg(code, i18n.gettext) if code else ""
 
 
-def _tz(request: Request | None) -> ZoneInfo:
-    name = request.cookies.get("tz") if request is not None else None
+def tz_name(request: Request | None) -> str:
+    """The browser's IANA time zone from the ``tz`` cookie (static/app.js), "UTC" when
+    absent or unknown. Older pages stored it URL-encoded (``Asia%2FShanghai``): decoded."""
+    raw = request.cookies.get("tz") if request is not None else None
+    name = unquote(raw or "").strip().strip('"')
+    if not name or len(name) > 64:
+        return "UTC"
     try:
-        return ZoneInfo(name) if name else ZoneInfo("UTC")
-    except (KeyError, ValueError):
-        return ZoneInfo("UTC")
+        return ZoneInfo(name).key
+    except (KeyError, ValueError, OSError):
+        return "UTC"
+
+
+def _tz(request: Request | None) -> ZoneInfo:
+    return ZoneInfo(tz_name(request))
+
+
+def zone_label(tz: ZoneInfo | None, at: datetime | None = None) -> str:
+    """A short, language-neutral label of the zone a time is shown in: "UTC", "UTC+8",
+    "UTC-5:30" (the offset at that moment, so summer time is right)."""
+    offset = (
+        (utc(at) if at else datetime(2000, 1, 1, tzinfo=ZoneInfo("UTC")))
+        .astimezone(tz or ZoneInfo("UTC"))
+        .utcoffset()
+    )
+    minutes = int(offset.total_seconds() // 60) if offset else 0
+    if minutes == 0:
+        return "UTC"
+    sign = "+" if minutes > 0 else "-"
+    h, m = divmod(abs(minutes), 60)
+    return f"UTC{sign}{h}" + (f":{m:02d}" if m else "")
 
 
 def format_money(cents: int | None, currency: str = "USD") -> str:
@@ -58,9 +87,10 @@ def format_date(
 def format_datetime(value: datetime | None, fmt: str = "medium", tz: ZoneInfo | None = None) -> str:
     if value is None:
         return "—"
-    return _babel_datetime(
+    shown = _babel_datetime(
         utc(value), format=fmt, tzinfo=tz or ZoneInfo("UTC"), locale=i18n.babel_locale()
     )
+    return f"{shown} {zone_label(tz, value)}"
 
 
 def format_number(value: float | int | None, digits: int = 0) -> str:
@@ -68,6 +98,18 @@ def format_number(value: float | int | None, digits: int = 0) -> str:
         return "—"
     fmt = "#,##0" + ("." + "0" * digits if digits else "")
     return format_decimal(value, format=fmt, locale=i18n.babel_locale())
+
+
+def format_decimal_text(value: str | int | float | None) -> str:
+    """An exact decimal (a crypto rate "96909.14") with the reader's separators, every
+    digit kept: "96,909.14"."""
+    if value is None or value == "":
+        return "—"
+    try:
+        d = Decimal(str(value))
+    except ArithmeticError:
+        return str(value)
+    return format_decimal(d, locale=i18n.babel_locale(), decimal_quantization=False)
 
 
 def format_bytes(n: float | int | None, unit: str = "GB") -> str:
@@ -98,11 +140,13 @@ def make_templates() -> Jinja2Templates:
         locale_names=i18n.LOCALE_NAMES,
         current_locale=i18n.current_locale,
         current_csrf_token=current_token,
+        msg_text=messages.text_of,
     )
     env.filters["money"] = format_money
     env.filters["number"] = format_number
     env.filters["bytes"] = format_bytes
     env.filters["say"] = say
+    env.filters["decimal"] = format_decimal_text
     return templates
 
 
@@ -133,6 +177,8 @@ def base_context(request: Request) -> dict[str, Any]:
         "simulation": request.app.state.settings.simulation,
         "fmt_date": lambda v, f="medium": format_date(v, f, tz),
         "fmt_datetime": lambda v, f="medium": format_datetime(v, f, tz),
+        "tz_name": tz.key,
+        "tz_label": zone_label(tz, request.app.state.clock.now()),
         "now": request.app.state.clock.now(),
     }
 
@@ -160,13 +206,33 @@ def render_error(
     if is_htmx(request):
         # Show the message in the page's error region rather than replacing the target.
         headers = {"HX-Retarget": "#flash-region", "HX-Reswap": "innerHTML"}
+    _reload_user_if_detached(request)
+    context = {"status_code": status_code, "message": message, "code": code}
     try:
-        return render(
-            request,
-            template,
-            {"status_code": status_code, "message": message, "code": code},
-            status_code=status_code,
-            headers=headers,
-        )
-    except Exception:  # the error page itself must never fail
+        return render(request, template, context, status_code=status_code, headers=headers)
+    except Exception:  # noqa: BLE001 - the error page itself must never fail
+        logging.getLogger("app.errors").exception("error page failed; rendering it anonymously")
+    # Last resort: the same page as an anonymous visitor would get it.
+    request.state.user, request.state.user_loaded = None, True
+    try:
+        return render(request, template, context, status_code=status_code, headers=headers)
+    except Exception:  # noqa: BLE001
         return HTMLResponse(f"<h1>{status_code}</h1>", status_code=status_code)
+
+
+def _reload_user_if_detached(request: Request) -> None:
+    """The user a dependency loaded lives in the request's session, which the failed
+    request rolled back and closed before its error is rendered: reading ``user.email``
+    then fails. Load the same user again in a fresh session (by its identity)."""
+    from sqlalchemy import inspect as sa_inspect
+
+    user = getattr(request.state, "user", None)
+    if user is None:
+        return
+    state = sa_inspect(user)
+    if not (state.detached or state.expired):
+        return
+    request.state.user, request.state.user_loaded = None, False
+    loader = getattr(request.app.state, "user_loader", None)
+    if loader is not None:
+        loader(request)

@@ -85,7 +85,7 @@ def test_monthly_vs_hourly_defaults_to_the_b200_example(client, seeded, lang) ->
 
 def test_monthly_vs_hourly_inputs(client, seeded) -> None:  # type: ignore[no-untyped-def]
     r = client.get("/pricing/monthly-vs-hourly?sku=hgx-b200&hours=730&hourly=7.00")
-    assert 'id="mvh-effective">$5.98' in r.text
+    assert 'id="mvh-effective">US$5.98' in r.text
     assert "hourly stays cheaper" not in r.text
     frag = client.get(
         "/pricing/monthly-vs-hourly?sku=hgx-b200&hours=72", headers={"HX-Request": "true"}
