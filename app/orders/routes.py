@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from datetime import UTC, date, datetime, time, timedelta
-from typing import Any
+from typing import Annotated, Any
 from urllib.parse import urlencode
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from sqlmodel import Session
 
@@ -489,13 +489,49 @@ def _invoice_url(invoice: Any) -> str:
     return f"/topups/{invoice.id}"  # the invoice page (payments), with its simulation controls
 
 
-@router.post("/orders/{order_id}/cancel", response_class=HTMLResponse)
-async def cancel(
+@router.get("/orders/{order_id}/cancel", response_class=HTMLResponse)
+def cancel_confirm(
     order_id: int, request: Request, session: SessionDep, now: NowDep, user: CurrentUser
 ) -> Response:
+    """The confirmation step before a paid, undelivered order is cancelled."""
+    order = service.get_order_for(session, user, order_id)
+    action = service.cancel_action(order, now)
+    if action != "refund":
+        return RedirectResponse(f"/console/orders/{order_id}", status_code=303)
+    assert order.id is not None
+    return render(
+        request,
+        "orders/cancel.html",
+        {
+            "order": order,
+            "spec": specs.spec(order.sku_id),
+            "late": service.is_order_late(order, now),
+        },
+    )
+
+
+@router.post("/orders/{order_id}/cancel", response_class=HTMLResponse)
+def cancel(
+    order_id: int,
+    request: Request,
+    session: SessionDep,
+    now: NowDep,
+    user: CurrentUser,
+    confirm: Annotated[str, Form(max_length=8)] = "",
+) -> Response:
+    current = service.get_order_for(session, user, order_id)
+    if service.cancel_action(current, now) == "refund" and confirm != "yes":
+        # A refund-cancel of a paid order needs the confirmation step first.
+        return RedirectResponse(f"/orders/{order_id}/cancel", status_code=303)
     try:
-        order = service.cancel_order(session, user=user, order_id=order_id, now=now)
-    except (service.NotCancellableYet, service.NotCancellable) as e:
+        order = service.cancel_order(
+            session,
+            user=user,
+            order_id=order_id,
+            now=now,
+            expected_action="refund" if confirm == "yes" else None,
+        )
+    except (service.NotCancellable, service.OrderChangedMeanwhile) as e:
         flash(request, e.render_message(_), "error")
         return RedirectResponse(f"/console/orders/{order_id}", status_code=303)
     if order.status == OrderStatus.cancelled.value:

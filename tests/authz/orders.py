@@ -11,6 +11,7 @@ RULES = [
     owned("GET", "/orders/{order_id}/review", order_of_a),
     owned("POST", "/orders/{order_id}/pay", order_of_a),
     owned("POST", "/orders/{order_id}/topup", order_of_a),
+    owned("GET", "/orders/{order_id}/cancel", order_of_a),
     owned("POST", "/orders/{order_id}/cancel", order_of_a),
     customer_only("GET", "/console"),
     owned("GET", "/console/orders/{order_id}", order_of_a),
