@@ -30,6 +30,9 @@ class User(SQLModel, table=True):
     role: str = Field(default=Role.customer.value, max_length=16, index=True)
     name: str = Field(default="", max_length=120)
     company: str = Field(default="", max_length=120)
+    # Billing details printed on receipts (snapshotted into each receipt when it is issued).
+    billing_address: str = Field(default="", sa_column=Column(Text, nullable=False, default=""))
+    tax_id: str = Field(default="", max_length=64)
     locale: str = Field(default="en", max_length=8)
     is_active: bool = True
     created_at: datetime = Field(sa_column=utc_col())

@@ -203,6 +203,35 @@ def account_email(
     return _redirect("/account")
 
 
+@router.post("/account/billing", response_class=HTMLResponse)
+def account_billing(
+    request: Request,
+    db: SessionDep,
+    user: CurrentUser,
+    now: NowDep,
+    company: Annotated[str, Form(max_length=2000)] = "",
+    billing_address: Annotated[str, Form(max_length=4000)] = "",
+    tax_id: Annotated[str, Form(max_length=2000)] = "",
+) -> Response:
+    try:
+        service.update_billing(
+            db,
+            user,
+            company=company,
+            billing_address=billing_address,
+            tax_id=tax_id,
+            now=now,
+            ip=client_ip(request),
+        )
+    except DomainError as e:
+        form = {"company": company, "billing_address": billing_address, "tax_id": tax_id}
+        return _account_page(
+            request, db, user, now, status_code=_status(e), errors=_errors(e), billing_form=form
+        )
+    flash(request, _("Billing details saved. New receipts will show them."), "success")
+    return _redirect("/account#billing")
+
+
 @router.post("/account/sessions/revoke-others")
 def account_revoke_others(
     request: Request, db: SessionDep, user: CurrentUser, now: NowDep

@@ -2,7 +2,7 @@
 
 Revision ID: 0001
 Revises: 
-Create Date: 2026-11-29 16:03:44.296134
+Create Date: 2026-11-30 16:44:39.603943
 """
 from collections.abc import Sequence
 
@@ -88,6 +88,11 @@ def upgrade() -> None:
         batch_op.create_index(batch_op.f('ix_payments_webhook_deliveries_original_delivery_id'), ['original_delivery_id'], unique=False)
         batch_op.create_index(batch_op.f('ix_payments_webhook_deliveries_provider_invoice_id'), ['provider_invoice_id'], unique=False)
 
+    op.create_table('receipt_counters',
+    sa.Column('year', sa.Integer(), autoincrement=False, nullable=False),
+    sa.Column('last_number', sa.BigInteger(), nullable=False),
+    sa.PrimaryKeyConstraint('year', name=op.f('pk_receipt_counters'))
+    )
     op.create_table('sim_clock',
     sa.Column('id', sa.Integer(), nullable=False),
     sa.Column('offset_seconds', sa.Integer(), nullable=False),
@@ -100,6 +105,8 @@ def upgrade() -> None:
     sa.Column('role', sqlmodel.sql.sqltypes.AutoString(length=16), nullable=False),
     sa.Column('name', sqlmodel.sql.sqltypes.AutoString(length=120), nullable=False),
     sa.Column('company', sqlmodel.sql.sqltypes.AutoString(length=120), nullable=False),
+    sa.Column('billing_address', sa.Text(), nullable=False),
+    sa.Column('tax_id', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
     sa.Column('locale', sqlmodel.sql.sqltypes.AutoString(length=8), nullable=False),
     sa.Column('is_active', sa.Boolean(), nullable=False),
     sa.Column('created_at', sa.DateTime(timezone=True), nullable=False),
@@ -480,6 +487,38 @@ def upgrade() -> None:
         batch_op.create_index(batch_op.f('ix_quotes_status'), ['status'], unique=False)
         batch_op.create_index(batch_op.f('ix_quotes_used_order_id'), ['used_order_id'], unique=False)
 
+    op.create_table('receipts',
+    sa.Column('id', sa.Integer(), nullable=False),
+    sa.Column('number', sa.String(length=20), nullable=False),
+    sa.Column('year', sa.Integer(), nullable=False),
+    sa.Column('seq', sa.Integer(), nullable=False),
+    sa.Column('user_id', sa.Integer(), nullable=False),
+    sa.Column('entry_id', sa.BigInteger(), nullable=False),
+    sa.Column('kind', sqlmodel.sql.sqltypes.AutoString(length=24), nullable=False),
+    sa.Column('amount_cents', sa.BigInteger(), nullable=False),
+    sa.Column('currency', sqlmodel.sql.sqltypes.AutoString(length=3), nullable=False),
+    sa.Column('order_id', sa.Integer(), nullable=True),
+    sa.Column('invoice_id', sa.Integer(), nullable=True),
+    sa.Column('crypto_currency', sqlmodel.sql.sqltypes.AutoString(length=8), nullable=False),
+    sa.Column('crypto_amount', sqlmodel.sql.sqltypes.AutoString(length=40), nullable=False),
+    sa.Column('rate', sqlmodel.sql.sqltypes.AutoString(length=40), nullable=False),
+    sa.Column('bill_email', sqlmodel.sql.sqltypes.AutoString(length=254), nullable=False),
+    sa.Column('bill_name', sqlmodel.sql.sqltypes.AutoString(length=120), nullable=False),
+    sa.Column('bill_company', sqlmodel.sql.sqltypes.AutoString(length=120), nullable=False),
+    sa.Column('bill_address', sqlmodel.sql.sqltypes.AutoString(length=500), nullable=False),
+    sa.Column('bill_tax_id', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
+    sa.Column('created_at', sa.DateTime(timezone=True), nullable=False),
+    sa.ForeignKeyConstraint(['user_id'], ['users.id'], name=op.f('fk_receipts_user_id_users')),
+    sa.PrimaryKeyConstraint('id', name=op.f('pk_receipts')),
+    sa.UniqueConstraint('entry_id', name=op.f('uq_receipts_entry_id')),
+    sa.UniqueConstraint('number', name=op.f('uq_receipts_number')),
+    sa.UniqueConstraint('year', 'seq', name='uq_receipts_year_seq')
+    )
+    with op.batch_alter_table('receipts', schema=None) as batch_op:
+        batch_op.create_index(batch_op.f('ix_receipts_created_at'), ['created_at'], unique=False)
+        batch_op.create_index(batch_op.f('ix_receipts_order_id'), ['order_id'], unique=False)
+        batch_op.create_index(batch_op.f('ix_receipts_user_id'), ['user_id'], unique=False)
+
     op.create_table('ssh_keys',
     sa.Column('id', sa.Integer(), nullable=False),
     sa.Column('user_id', sa.Integer(), nullable=False),
@@ -676,6 +715,12 @@ def downgrade() -> None:
         batch_op.drop_index(batch_op.f('ix_ssh_keys_user_id'))
 
     op.drop_table('ssh_keys')
+    with op.batch_alter_table('receipts', schema=None) as batch_op:
+        batch_op.drop_index(batch_op.f('ix_receipts_user_id'))
+        batch_op.drop_index(batch_op.f('ix_receipts_order_id'))
+        batch_op.drop_index(batch_op.f('ix_receipts_created_at'))
+
+    op.drop_table('receipts')
     with op.batch_alter_table('quotes', schema=None) as batch_op:
         batch_op.drop_index(batch_op.f('ix_quotes_used_order_id'))
         batch_op.drop_index(batch_op.f('ix_quotes_status'))
@@ -773,6 +818,7 @@ def downgrade() -> None:
 
     op.drop_table('users')
     op.drop_table('sim_clock')
+    op.drop_table('receipt_counters')
     with op.batch_alter_table('payments_webhook_deliveries', schema=None) as batch_op:
         batch_op.drop_index(batch_op.f('ix_payments_webhook_deliveries_provider_invoice_id'))
         batch_op.drop_index(batch_op.f('ix_payments_webhook_deliveries_original_delivery_id'))

@@ -93,6 +93,7 @@ RULES = [
     customer_only("GET", "/account"),
     customer_only("POST", "/account/password"),
     customer_only("POST", "/account/email"),
+    customer_only("POST", "/account/billing", data={"company": "Acme"}),
     customer_only("POST", "/account/sessions/revoke-others"),
     owned("POST", "/account/sessions/{session_id}/revoke", session_of_a),
     customer_only("POST", "/account/ssh-keys"),
