@@ -35,6 +35,7 @@ MODEL_MODULES = (
 ROUTER_MODULES = (
     "app.web.routes",
     "app.accounts.routes",
+    "app.accounts.twofactor_routes",
     "app.catalog.routes",
     "app.configurator.routes",
     "app.orders.routes",

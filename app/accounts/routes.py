@@ -8,7 +8,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from app.accounts import service
+from app.accounts import service, twofactor, twofactor_routes
 from app.accounts.audit import client_ip
 from app.accounts.deps import CurrentUser, OptionalUser
 from app.accounts.models import User
@@ -72,6 +72,8 @@ def login_submit(
     except DomainError as e:
         ctx = {"next": target, "errors": _errors(e), "email": email[:254]}
         return render(request, "accounts/login.html", ctx, status_code=_status(e), headers=NO_STORE)
+    if twofactor.enabled(user):
+        return twofactor_routes.second_step(request, user, target)
     response = _redirect(target)
     service.start_session(request, response, db, user)
     return response

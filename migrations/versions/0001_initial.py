@@ -2,7 +2,7 @@
 
 Revision ID: 0001
 Revises: 
-Create Date: 2026-11-30 16:44:39.603943
+Create Date: 2026-11-30 16:57:56.934717
 """
 from collections.abc import Sequence
 
@@ -109,6 +109,10 @@ def upgrade() -> None:
     sa.Column('tax_id', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
     sa.Column('locale', sqlmodel.sql.sqltypes.AutoString(length=8), nullable=False),
     sa.Column('is_active', sa.Boolean(), nullable=False),
+    sa.Column('totp_secret', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
+    sa.Column('totp_pending_secret', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
+    sa.Column('totp_enabled_at', sa.DateTime(timezone=True), nullable=True),
+    sa.Column('totp_last_step', sa.BigInteger(), nullable=False),
     sa.Column('created_at', sa.DateTime(timezone=True), nullable=False),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_users'))
     )
@@ -519,6 +523,19 @@ def upgrade() -> None:
         batch_op.create_index(batch_op.f('ix_receipts_order_id'), ['order_id'], unique=False)
         batch_op.create_index(batch_op.f('ix_receipts_user_id'), ['user_id'], unique=False)
 
+    op.create_table('recovery_codes',
+    sa.Column('id', sa.Integer(), nullable=False),
+    sa.Column('user_id', sa.Integer(), nullable=False),
+    sa.Column('code_hash', sa.String(length=64), nullable=False),
+    sa.Column('created_at', sa.DateTime(timezone=True), nullable=False),
+    sa.Column('used_at', sa.DateTime(timezone=True), nullable=True),
+    sa.ForeignKeyConstraint(['user_id'], ['users.id'], name=op.f('fk_recovery_codes_user_id_users')),
+    sa.PrimaryKeyConstraint('id', name=op.f('pk_recovery_codes')),
+    sa.UniqueConstraint('code_hash', name=op.f('uq_recovery_codes_code_hash'))
+    )
+    with op.batch_alter_table('recovery_codes', schema=None) as batch_op:
+        batch_op.create_index(batch_op.f('ix_recovery_codes_user_id'), ['user_id'], unique=False)
+
     op.create_table('ssh_keys',
     sa.Column('id', sa.Integer(), nullable=False),
     sa.Column('user_id', sa.Integer(), nullable=False),
@@ -715,6 +732,10 @@ def downgrade() -> None:
         batch_op.drop_index(batch_op.f('ix_ssh_keys_user_id'))
 
     op.drop_table('ssh_keys')
+    with op.batch_alter_table('recovery_codes', schema=None) as batch_op:
+        batch_op.drop_index(batch_op.f('ix_recovery_codes_user_id'))
+
+    op.drop_table('recovery_codes')
     with op.batch_alter_table('receipts', schema=None) as batch_op:
         batch_op.drop_index(batch_op.f('ix_receipts_user_id'))
         batch_op.drop_index(batch_op.f('ix_receipts_order_id'))
