@@ -156,7 +156,10 @@ def install_handlers(app: FastAPI) -> None:
                 {"error": {"code": "invalid_input", "message": "Invalid input.", "errors": errors}},
                 status_code=422,
             )
-        text = "; ".join(f"{e['field']}: {e['message']}" for e in errors)
+        from app.web.forms import field_errors
+
+        per_field = field_errors(exc.errors())
+        text = "; ".join(f"{name}: {gettext(msg)}" for name, msg in per_field.items())
         return render_error(request, 422, text, code="invalid_input")
 
     async def server_error(request: Request, exc: Exception) -> Response:

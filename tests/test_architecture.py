@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import ast
 from pathlib import Path
+from typing import Any
+
+from app.web.deps import SessionDep  # resolved by name in the checker's own test
 
 ROOT = Path(__file__).resolve().parent.parent
 APP = ROOT / "app"
@@ -129,3 +132,107 @@ def test_the_checker_catches_a_wall_clock_read(tmp_path: Path) -> None:
     bad = tmp_path / "bad.py"
     bad.write_text("import datetime\nx = datetime.datetime.now()\nimport time\ny = time.time()\n")
     assert wall_clock_calls(bad) == [2, 4]
+
+
+# ---------------------------------------------------------------------------------------
+# Handlers that touch the database are synchronous (issue 13: an `async def` handler that
+# waits on a lock blocks the event loop, and with it every other request of the process).
+# ---------------------------------------------------------------------------------------
+
+
+def _async_db_handlers(app: object) -> list[str]:
+    """Routes whose handler, or any dependency on the way to a DB session, is ``async def``."""
+    import inspect
+
+    from app.web.deps import get_session
+
+    def takes_session(dep: object) -> bool:
+        if getattr(dep, "call", None) is get_session:
+            return True
+        return any(takes_session(d) for d in getattr(dep, "dependencies", []))
+
+    def async_with_session(dep: object) -> list[str]:
+        found = []
+        call = getattr(dep, "call", None)
+        if call is not None and inspect.iscoroutinefunction(call) and takes_session(dep):
+            found.append(getattr(call, "__qualname__", repr(call)))
+        for d in getattr(dep, "dependencies", []):
+            found += async_with_session(d)
+        return found
+
+    offenders = []
+    for route in api_routes(app):
+        for name in async_with_session(route.dependant):
+            offenders.append(f"{sorted(route.methods)} {route.path}: {name}")
+    return offenders
+
+
+def api_routes(app_or_router: object) -> list[Any]:
+    """Every APIRoute, through included routers (FastAPI keeps them nested)."""
+    from fastapi.routing import APIRoute
+
+    out: list[Any] = []
+    for route in getattr(app_or_router, "routes", []):
+        if isinstance(route, APIRoute):
+            out.append(route)
+        elif hasattr(route, "original_router"):
+            out += api_routes(route.original_router)
+    return out
+
+
+def test_no_async_handler_takes_a_database_session() -> None:
+    from app.main import create_app
+    from app.settings import Settings
+
+    app = create_app(Settings(database_url="sqlite://"))
+    offenders = _async_db_handlers(app)
+    assert not offenders, f"async def handlers/dependencies that take a DB session: {offenders}"
+    # The walk sees sessions at all (a check that finds nothing proves nothing).
+    deploy = next(r for r in api_routes(app) if r.path == "/deploy" and "POST" in r.methods)
+    assert "get_session" in repr(deploy.dependant)
+    assert not offenders, f"async def handlers/dependencies that take a DB session: {offenders}"
+
+
+def test_the_async_handler_check_catches_one() -> None:
+    from fastapi import Depends, FastAPI
+
+    app = FastAPI()
+
+    @app.post("/x")
+    async def bad(session: SessionDep) -> None:  # pragma: no cover - never called
+        return None
+
+    async def dep(session: SessionDep) -> None:  # pragma: no cover - never called
+        return None
+
+    @app.get("/y", dependencies=[Depends(dep)])
+    def good_but_async_dep() -> None:  # pragma: no cover - never called
+        return None
+
+    @app.get("/z")
+    def fine(session: SessionDep) -> None:  # pragma: no cover - never called
+        return None
+
+    found = _async_db_handlers(app)
+    assert len(found) == 2
+    assert any("/x" in f for f in found) and any("/y" in f for f in found)
+
+
+def test_no_async_route_handler_in_route_modules_reads_the_engine() -> None:
+    """Belt and braces for handlers that open a session by hand (``request.app.state.engine``,
+    ``transaction(...)``): an ``async def`` in a routes module may touch neither directly."""
+    offenders = []
+    for f in APP.rglob("*routes.py"):
+        tree = ast.parse(f.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.AsyncFunctionDef):
+                continue
+            for inner in node.body:
+                for sub in ast.walk(inner):
+                    if isinstance(sub, ast.FunctionDef | ast.Lambda):
+                        break  # work handed to a thread is fine
+                    if isinstance(sub, ast.Name) and sub.id in ("SessionDep", "Session"):
+                        offenders.append(f"{f.relative_to(ROOT)}:{node.name}")
+                    if isinstance(sub, ast.Call) and getattr(sub.func, "id", "") == "transaction":
+                        offenders.append(f"{f.relative_to(ROOT)}:{node.name}")
+    assert not offenders, offenders

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import re
 from datetime import date, timedelta
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from app.accounts.deps import OptionalUser
@@ -19,6 +19,7 @@ from app.errors import N_
 from app.money import parse_amount
 from app.web.deps import NowDep, SessionDep
 from app.web.flash import flash
+from app.web.forms import FormModel
 from app.web.i18n import gettext as _
 from app.web.templating import is_htmx, render
 
@@ -47,8 +48,9 @@ DATA_STRINGS = (
 
 def customer_tz(request: Request) -> str:
     """The browser's time zone (cookie set by static/app.js), UTC when unknown."""
-    name = request.cookies.get("tz") or "UTC"
-    return zone(name).key
+    from app.web.templating import tz_name
+
+    return zone(tz_name(request)).key
 
 
 def src(value: str) -> str:
@@ -226,12 +228,27 @@ def _render_rack_form(
     )
 
 
+class RackRequestForm(FormModel):
+    """POST /nodes/gb300-nvl72/request; ``validate_rack_request`` checks the content."""
+
+    gpus: str = ""
+    term_months: str = ""
+    start_date: str = ""
+    workload: str = ""
+    name: str = ""
+    email: str = ""
+    company: str = ""
+
+
 @router.post("/nodes/gb300-nvl72/request", response_class=HTMLResponse)
-async def rack_request_submit(
-    request: Request, session: SessionDep, now: NowDep, user: OptionalUser
+def rack_request_submit(
+    request: Request,
+    session: SessionDep,
+    now: NowDep,
+    user: OptionalUser,
+    form: Annotated[RackRequestForm, Form()],
 ) -> Response:
-    form = await request.form()
-    values = {k: str(form.get(k, "")) for k in _rack_form_defaults(now.date())}
+    values = form.values()
     clean, errors = validate_rack_request(values, now.date())
     if errors:
         return _render_rack_form(request, session, values, errors, status=422)

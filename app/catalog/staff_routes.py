@@ -7,9 +7,9 @@ Every change is audited (``app.accounts.audit.record``) by the service.
 from __future__ import annotations
 
 from datetime import date
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from sqlmodel import Session
 
@@ -22,6 +22,7 @@ from app.errors import N_, InvalidInput
 from app.money import parse_amount
 from app.web.deps import NowDep, SessionDep
 from app.web.flash import flash
+from app.web.forms import FormModel
 from app.web.i18n import gettext as _
 from app.web.templating import render
 
@@ -72,9 +73,39 @@ def _back(anchor: str = "") -> Response:
     return RedirectResponse(f"/staff/nodes{anchor}", status_code=303)
 
 
-async def _form(request: Request) -> dict[str, str]:
-    data = await request.form()
-    return {k: str(v) for k, v in data.items() if k != "csrf_token"}
+class NodeAddForm(FormModel):
+    sku_id: str = ""
+    hostname: str = ""
+    mgmt_ip: str = ""
+    state: str = NodeState.available.value
+
+
+class NodeChangeForm(FormModel):
+    """An empty or absent field keeps what the node has."""
+
+    state: str | None = None
+    mgmt_ip: str | None = None
+    note: str | None = None
+
+
+class BatchForm(FormModel):
+    sku_id: str = ""
+    quantity: str = ""
+    expected_on: str = ""
+    note: str = ""
+
+
+class PriceForm(FormModel):
+    price: str = ""
+    reason: str = ""
+
+
+class LeadTimeForm(FormModel):
+    days: str = ""
+
+
+def _echo(form: FormModel) -> dict[str, str]:
+    return {k: str(v) for k, v in form.model_dump(exclude_none=True).items()}
 
 
 def _int(value: str, field: str, message: str) -> int:
@@ -97,15 +128,21 @@ def stock_page(request: Request, session: SessionDep, now: NowDep, user: StaffUs
 
 
 @router.post("/nodes/add", response_class=HTMLResponse)
-async def node_add(request: Request, session: SessionDep, now: NowDep, user: OpsUser) -> Response:
-    f = await _form(request)
+def node_add(
+    request: Request,
+    session: SessionDep,
+    now: NowDep,
+    user: OpsUser,
+    form: Annotated[NodeAddForm, Form()],
+) -> Response:
+    f = _echo(form)
     try:
         node = svc.add_node(
             session,
-            sku_id=f.get("sku_id", ""),
-            hostname=f.get("hostname", ""),
-            mgmt_ip=f.get("mgmt_ip", ""),
-            state=f.get("state", NodeState.available.value),
+            sku_id=form.sku_id,
+            hostname=form.hostname,
+            mgmt_ip=form.mgmt_ip,
+            state=form.state,
             now=now,
             actor=user,
             ip=client_ip(request),
@@ -118,19 +155,24 @@ async def node_add(request: Request, session: SessionDep, now: NowDep, user: Ops
 
 
 @router.post("/nodes/{node_id}", response_class=HTMLResponse)
-async def node_change(
-    request: Request, node_id: int, session: SessionDep, now: NowDep, user: OpsUser
+def node_change(
+    request: Request,
+    node_id: int,
+    session: SessionDep,
+    now: NowDep,
+    user: OpsUser,
+    form: Annotated[NodeChangeForm, Form()],
 ) -> Response:
-    f = await _form(request)
+    f = _echo(form)
     try:
         node = svc.update_node(
             session,
             node_id,
             now=now,
             actor=user,
-            state=f.get("state") or None,
-            mgmt_ip=f.get("mgmt_ip") if "mgmt_ip" in f else None,
-            note=f.get("note") if "note" in f else None,
+            state=form.state or None,
+            mgmt_ip=form.mgmt_ip,
+            note=form.note,
             ip=client_ip(request),
         )
     except InvalidInput as e:
@@ -143,8 +185,14 @@ async def node_change(
 
 
 @router.post("/batches/add", response_class=HTMLResponse)
-async def batch_add(request: Request, session: SessionDep, now: NowDep, user: OpsUser) -> Response:
-    f = await _form(request)
+def batch_add(
+    request: Request,
+    session: SessionDep,
+    now: NowDep,
+    user: OpsUser,
+    form: Annotated[BatchForm, Form()],
+) -> Response:
+    f = _echo(form)
     try:
         qty = _int(f.get("quantity", ""), "quantity", N_("Enter a whole number of nodes."))
         when = _date(f.get("expected_on", ""), "expected_on")
@@ -166,10 +214,15 @@ async def batch_add(request: Request, session: SessionDep, now: NowDep, user: Op
 
 
 @router.post("/batches/{batch_id}", response_class=HTMLResponse)
-async def batch_change(
-    request: Request, batch_id: int, session: SessionDep, now: NowDep, user: OpsUser
+def batch_change(
+    request: Request,
+    batch_id: int,
+    session: SessionDep,
+    now: NowDep,
+    user: OpsUser,
+    form: Annotated[BatchForm, Form()],
 ) -> Response:
-    f = await _form(request)
+    f = _echo(form)
     try:
         qty = _int(f.get("quantity", ""), "quantity", N_("Enter a whole number of nodes."))
         when = _date(f.get("expected_on", ""), "expected_on")
@@ -201,10 +254,15 @@ def batch_arrived(
 
 
 @router.post("/prices/{sku_id}", response_class=HTMLResponse)
-async def price_change(
-    request: Request, sku_id: str, session: SessionDep, now: NowDep, user: OpsUser
+def price_change(
+    request: Request,
+    sku_id: str,
+    session: SessionDep,
+    now: NowDep,
+    user: OpsUser,
+    form: Annotated[PriceForm, Form()],
 ) -> Response:
-    f = await _form(request)
+    f = _echo(form)
     try:
         try:
             cents = parse_amount(f.get("price", ""))
@@ -239,10 +297,15 @@ async def price_change(
 
 
 @router.post("/lead-times/{sku_id}", response_class=HTMLResponse)
-async def lead_time_change(
-    request: Request, sku_id: str, session: SessionDep, now: NowDep, user: OpsUser
+def lead_time_change(
+    request: Request,
+    sku_id: str,
+    session: SessionDep,
+    now: NowDep,
+    user: OpsUser,
+    form: Annotated[LeadTimeForm, Form()],
 ) -> Response:
-    f = await _form(request)
+    f = _echo(form)
     try:
         days = _int(f.get("days", ""), "lead_time", N_("Enter a whole number of business days."))
         svc.set_lead_time(session, sku_id, days, now=now, actor=user, ip=client_ip(request))

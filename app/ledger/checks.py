@@ -88,6 +88,15 @@ CHECKS: tuple[tuple[str, str, str], ...] = (
            HAVING a.balance_cents <> COALESCE(SUM(h.amount_cents), 0)""",
     ),
     (
+        "lease_credit_once",
+        "an early-ended lease is credited at most once, to its own customer, named for its order",
+        """SELECT e.order_id, COUNT(*) FROM ledger_entries e LEFT JOIN orders o ON o.id = e.order_id
+           WHERE e.kind = 'lease_credit'
+           GROUP BY e.order_id, o.id, o.user_id, o.monthly_total_cents
+           HAVING COUNT(*) > 1 OR o.id IS NULL OR MIN(e.user_id) <> o.user_id
+               OR MAX(e.amount_cents) > o.monthly_total_cents""",
+    ),
+    (
         "invoice_credited_once",
         "each invoice is credited at most once",
         """SELECT invoice_id, COUNT(*) FROM ledger_entries

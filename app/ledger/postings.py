@@ -12,6 +12,7 @@ negative (sources) or positive (sinks); every entry sums to zero.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from decimal import Decimal, InvalidOperation
 from enum import StrEnum
 from fractions import Fraction
@@ -38,6 +39,7 @@ class EntryKind(StrEnum):
     hold_void = "hold_void"  # held → available (refund of a reservation)
     charge = "charge"  # available → revenue (renewals)
     adjustment = "adjustment"  # adjustments ↔ available (ops, signed)
+    lease_credit = "lease_credit"  # revenue → available: unused days of a lease ops ended early
 
 
 class HoldStatus(StrEnum):
@@ -87,9 +89,33 @@ def legs_for(kind: EntryKind, amount_cents: int) -> tuple[Leg, ...]:
         EntryKind.hold_post: (AccountKind.held.value, SystemAccount.revenue.value),
         EntryKind.hold_void: (AccountKind.held.value, AccountKind.available.value),
         EntryKind.charge: (AccountKind.available.value, SystemAccount.revenue.value),
+        EntryKind.lease_credit: (SystemAccount.revenue.value, AccountKind.available.value),
     }
     src, dst = table[kind]
     return check_zero_sum((Leg(src, -a), Leg(dst, a)))
+
+
+DAY_SECONDS = 86_400
+
+
+def unused_days_credit(
+    monthly_cents: int, period_start: datetime, period_end: datetime, now: datetime
+) -> tuple[int, int]:
+    """What ops owe back when they end a lease early: ``(unused_days, cents)``.
+
+    The unused *whole* days between ``now`` and the end of the paid month, credited pro rata
+    of the month's length in days, rounded down to the cent. Nothing after the month ended
+    (or for a month not yet started: the whole month is unused then).
+    """
+    if not isinstance(monthly_cents, int) or isinstance(monthly_cents, bool) or monthly_cents < 0:
+        raise LedgerRuleError("amounts are integer cents")
+    total_s = (period_end - period_start).total_seconds()
+    if total_s <= 0:
+        raise LedgerRuleError("a paid month ends after it starts")
+    month_days = max(1, round(total_s / DAY_SECONDS))
+    left_s = (period_end - max(now, period_start)).total_seconds()
+    days = min(month_days, max(0, int(left_s // DAY_SECONDS)))
+    return days, monthly_cents * days // month_days
 
 
 def check_zero_sum(legs: tuple[Leg, ...]) -> tuple[Leg, ...]:

@@ -755,6 +755,60 @@ def grant_promotion(
     return entry
 
 
+def credit_unused_days(
+    session: Session,
+    *,
+    user_id: int,
+    order_id: int,
+    amount_cents: int,
+    days: int,
+    now: datetime,
+    actor_id: int | None = None,
+) -> JournalEntry:
+    """Give back the unused whole days of a lease that ops ended early (revenue →
+    available), as an entry named for the order. Once per order: a replay returns the
+    first entry; a different amount for the same order is an IdempotencyConflict."""
+    _check_amount(amount_cents)
+    key = f"lease-credit:{order_id}"
+    avail, held, fp, prior = _open(
+        session,
+        user_id=user_id,
+        key=key,
+        now=now,
+        command="lease_credit",
+        amount=amount_cents,
+        order_id=order_id,
+    )
+    if prior is not None:
+        entry = session.get(JournalEntry, prior.entry_id)
+        assert entry is not None
+        return entry
+    entry = _move(
+        session,
+        EntryKind.lease_credit,
+        amount_cents,
+        user_id=user_id,
+        now=now,
+        avail=avail,
+        held=held,
+        reason=f"order #{order_id}: {days} unused days credited (lease ended early)",
+        order_id=order_id,
+        actor_id=actor_id,
+    )
+    session.add(
+        IdempotencyRecord(
+            user_id=user_id,
+            key=key,
+            command="lease_credit",
+            fingerprint=fp,
+            entry_id=entry.id,
+            created_at=now,
+        )
+    )
+    session.flush()
+    return entry
+
+
 def adjust(
     session: Session,
     *,

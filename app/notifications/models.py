@@ -32,7 +32,10 @@ class Notification(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     user_id: int = Field(foreign_key="users.id", index=True)
     kind: str = Field(max_length=40)
-    message: str = Field(max_length=1000)
+    message: str = Field(max_length=1000)  # in the recipient's language when written
+    # The message as a code (app/notifications/messages.py), shown in the reader's language.
+    msgid: str = Field(default="", sa_column=Column(Text, nullable=False, server_default=""))
+    params: str = Field(default="", sa_column=Column(Text, nullable=False, server_default=""))
     link: str = Field(default="", max_length=300)
     created_at: datetime = Field(sa_column=Column(DateTime(timezone=True), nullable=False))
     read_at: datetime | None = Field(default=None, sa_column=Column(DateTime(timezone=True)))

@@ -6,9 +6,11 @@ import logging
 import smtplib
 from datetime import datetime
 from email.message import EmailMessage
+from typing import Any
 
 from sqlmodel import Session, col, select
 
+from app.notifications import messages
 from app.notifications.models import Notification, OutboxEmail
 
 log = logging.getLogger("app.mail")
@@ -33,16 +35,39 @@ def notify(
     link: str = "",
     email_to: str | None = None,
     email_subject: str | None = None,
+    params: dict[str, Any] | None = None,
 ) -> Notification:
-    """A console notification, and the same text by email when ``email_to`` is given."""
-    n = Notification(user_id=user_id, kind=kind, message=message[:1000], link=link, created_at=now)
+    """A console notification, and the same text by email when ``email_to`` is given.
+
+    ``message`` (and ``email_subject``) are English msgids with ``{name}`` parameters: the
+    notification is stored as that code and shown in the reader's language; the email is
+    written in the recipient's language (their account's language)."""
+    from app.accounts.models import User
+
+    user = session.get(User, user_id)
+    locale = user.locale if user is not None and user.locale else "en"
+    text = messages.render(message, params, locale=locale)
+    n = Notification(
+        user_id=user_id,
+        kind=kind,
+        message=text[:1000],
+        msgid=message,
+        params=messages.encode(params),
+        link=link,
+        created_at=now,
+    )
     session.add(n)
     if email_to:
+        subject = (
+            messages.render(email_subject, {**(params or {}), "what": text[:80]}, locale=locale)
+            if email_subject
+            else text
+        )
         enqueue_email(
             session,
             to=email_to,
-            subject=email_subject or message[:120],
-            body=message,
+            subject=subject[:120],
+            body=text,
             now=now,
             kind=kind,
         )

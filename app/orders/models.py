@@ -57,6 +57,7 @@ class Order(SQLModel, table=True):
     )
     promise_explanation: str = Field(default="", max_length=300)
     delay_reason: str = Field(default="", max_length=500)
+    end_reason: str = Field(default="", max_length=300)  # ops ended the lease early: why
     delay_estimate: date | None = Field(default=None, sa_column=Column(Date, nullable=True))
 
     created_at: datetime = Field(sa_column=_dt(nullable=False, index=True))
@@ -103,7 +104,11 @@ class OrderEvent(SQLModel, table=True):
     order_id: int = Field(foreign_key="orders.id", index=True)
     at: datetime = Field(sa_column=_dt(nullable=False))
     kind: str = Field(max_length=40)
-    message: str = Field(default="", max_length=1000)
+    message: str = Field(default="", max_length=1000)  # as written (rows before msgid)
+    # The message as a code: the English msgid and JSON parameters (app/notifications/
+    # messages.py), rendered in the reader's language.
+    msgid: str = Field(default="", sa_column=Column(Text, nullable=False, server_default=""))
+    params: str = Field(default="", sa_column=Column(Text, nullable=False, server_default=""))
     actor_id: int | None = Field(default=None)
     customer_visible: bool = True
 

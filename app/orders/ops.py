@@ -14,14 +14,14 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any
 
-from babel.dates import format_date
 from sqlmodel import Session, col, select
 
 from app.accounts import audit
 from app.accounts.models import User
 from app.catalog.models import Node, NodeState
+from app.clock import utc
 from app.errors import N_, Conflict, InvalidInput, NotFound
-from app.money import format_cents
+from app.notifications import messages
 from app.notifications.service import notify
 from app.orders.lifecycle import (
     LEASE_ACTIVE,
@@ -33,7 +33,7 @@ from app.orders.lifecycle import (
 from app.orders.models import Order, OrderEvent, OrderHost
 from app.orders.periods import add_months
 from app.orders.service import add_event
-from app.web.i18n import LOCALES, babel_locale, translations_for
+from app.web.i18n import LOCALES, translations_for
 
 FINGERPRINT_RE = re.compile(r"^(?:\d{3,5}\s+)?(SHA256:[A-Za-z0-9+/]{43})(?:\s+\S.*)?$")
 SSH_USER_RE = re.compile(r"^[a-z_][a-z0-9_-]{0,31}$")
@@ -82,12 +82,14 @@ def tr(user: User, msgid: str, **params: Any) -> str:
     return text.format(**params) if params else text
 
 
-def fmt_day(user: User, d: date) -> str:
-    return format_date(d, format="medium", locale=babel_locale(_locale_of(user)))
+def fmt_day(user: User, d: date) -> dict[str, Any]:
+    """A date parameter of a timeline event or notification: formatted when read, in the
+    reader's language (app/notifications/messages.py)."""
+    return messages.day(d)
 
 
-def fmt_money(user: User, cents: int) -> str:
-    return format_cents(cents, _locale_of(user))
+def fmt_money(user: User, cents: int) -> dict[str, Any]:
+    return messages.money(cents)
 
 
 def load_order(session: Session, order_id: int, *, lock: bool = True) -> Order:
@@ -124,9 +126,10 @@ def _event(
     customer_visible: bool = True,
     **params: Any,
 ) -> OrderEvent:
-    """A timeline entry, written in the customer's language (they read it in the console)."""
-    message = tr(_customer(session, order), msgid, **params)
-    return add_event(session, order, kind, message, now, actor, customer_visible=customer_visible)
+    """A timeline entry, stored as a code: each reader sees it in their own language."""
+    return add_event(
+        session, order, kind, msgid, now, actor, customer_visible=customer_visible, params=params
+    )
 
 
 def _customer(session: Session, order: Order) -> User:
@@ -146,18 +149,16 @@ def _tell(
     **params: Any,
 ) -> None:
     customer = _customer(session, order)
-    message = tr(customer, msgid, id=order.id, **params)
     notify(
         session,
         user_id=customer.id or 0,
         kind=kind,
-        message=message,
+        message=msgid,
+        params={"id": order.id, **params},
         now=now,
         link=f"/console/orders/{order.id}",
         email_to=customer.email if email else None,
-        email_subject=tr(customer, N_("Order #{id}: {what}"), id=order.id, what=message[:80])
-        if email
-        else None,
+        email_subject=N_("Order #{id}: {what}") if email else None,
     )
 
 
@@ -577,6 +578,8 @@ def mark_delayed(
     order.delay_estimate = new_estimate
     session.add(order)
     customer = _customer(session, order)
+    # The reason goes inside a sentence that ends with its own full stop ("…below..").
+    sentence_part = reason.rstrip(" .。!！")
     _event(
         session,
         order,
@@ -584,7 +587,7 @@ def mark_delayed(
         N_("Delayed: {reason}. New estimate: {estimate}."),
         now,
         actor,
-        reason=reason,
+        reason=sentence_part,
         estimate=fmt_day(customer, new_estimate),
     )
     promise_passed = order.promised_date is not None and new_estimate > order.promised_date
@@ -603,7 +606,7 @@ def mark_delayed(
         msgid,
         now,
         email=True,
-        reason=reason,
+        reason=sentence_part,
         estimate=fmt_day(customer, new_estimate),
         promised=fmt_day(customer, order.promised_date) if order.promised_date else "",
     )
@@ -615,7 +618,13 @@ def mark_delayed(
 
 
 def finish_lease(
-    session: Session, order: Order, now: datetime, *, why: str, actor: User | None = None
+    session: Session,
+    order: Order,
+    now: datetime,
+    *,
+    why: str,
+    actor: User | None = None,
+    params: dict[str, Any] | None = None,
 ) -> None:
     """→ ended; the nodes go to wiping. Used by ops and by the renewal job."""
     from app.catalog import service as catalog
@@ -626,24 +635,103 @@ def finish_lease(
     order.grace_until = None
     session.add(order)
     catalog.mark_nodes(session, order.id or 0, "wiping", now)
-    add_event(session, order, "ended", tr(_customer(session, order), why), now, actor)
+    add_event(session, order, "ended", why, now, actor, params=params)
+
+
+@dataclass(frozen=True)
+class EarlyEndCredit:
+    days: int
+    cents: int
+
+
+def early_end_credit(order: Order, now: datetime) -> EarlyEndCredit:
+    """What ending the lease now gives back: the unused whole days of the paid month, pro
+    rata, rounded down to the cent (nothing for a suspended lease: its month is unpaid)."""
+    from app.ledger.postings import unused_days_credit
+
+    if (
+        order.status not in (OrderStatus.delivered.value, OrderStatus.ending.value)
+        or order.period_start is None
+        or order.period_end is None
+    ):
+        return EarlyEndCredit(0, 0)
+    days, cents = unused_days_credit(
+        order.monthly_total_cents, utc(order.period_start), utc(order.period_end), now
+    )
+    return EarlyEndCredit(days, cents)
 
 
 def end_lease(
-    session: Session, *, actor: User, order_id: int, now: datetime, ip: str = "", reason: str = ""
+    session: Session,
+    *,
+    actor: User,
+    order_id: int,
+    now: datetime,
+    ip: str = "",
+    reason: str = "",
+    confirm: bool = False,
 ) -> Order:
+    """Ops end a lease before its paid month is over: they confirm and give the reason the
+    customer reads (order page, notification, email); the unused whole days of the paid
+    month go back to the customer's balance as one ledger entry named for the order."""
+    from app.ledger import service as ledger
+
     order = load_order(session, order_id)
     _require(order, LEASE_ACTIVE | {OrderStatus.suspended})
-    finish_lease(session, order, now, why=N_("The lease was ended by operations."), actor=actor)
-    _tell(
+    reason = " ".join((reason or "").split())
+    errors: dict[str, str] = {}
+    if len(reason) < 5:
+        errors["reason"] = N_("Tell the customer why the lease ends early.")
+    elif len(reason) > 300:
+        errors["reason"] = N_("At most 300 characters.")
+    if not confirm:
+        errors["confirm"] = N_("Tick the box to confirm that the lease ends now.")
+    if errors:
+        raise InvalidInput(errors=errors)
+    credit = early_end_credit(order, now)
+    shown = reason.rstrip(" .。!！")
+    if credit.cents > 0:
+        ledger.credit_unused_days(
+            session,
+            user_id=order.user_id,
+            order_id=order.id or 0,
+            amount_cents=credit.cents,
+            days=credit.days,
+            now=now,
+            actor_id=actor.id,
+        )
+        why = N_(
+            "The lease was ended early by operations: {reason}. Unused days credited to the "
+            "balance: {days} ({amount})."
+        )
+        tell = N_(
+            "Order #{id}: operations ended the lease early: {reason}. {amount} for {days} "
+            "unused days is back in your balance. The disks will be securely wiped."
+        )
+    else:
+        why = N_("The lease was ended by operations: {reason}.")
+        tell = N_(
+            "Order #{id}: operations ended the lease: {reason}. The disks will be securely wiped."
+        )
+    params: dict[str, Any] = {
+        "reason": shown,
+        "days": messages.count(credit.days),
+        "amount": messages.money(credit.cents),
+    }
+    order.end_reason = reason
+    finish_lease(session, order, now, why=why, actor=actor, params=params)
+    _tell(session, order, "order.ended", tell, now, email=True, **params)
+    _audit(
         session,
+        "lease_ended",
         order,
-        "order.ended",
-        N_("Order #{id}: the lease has ended. The disks will be securely wiped."),
+        actor,
         now,
-        email=True,
+        ip,
+        reason=reason,
+        credit_cents=credit.cents,
+        credit_days=credit.days,
     )
-    _audit(session, "lease_ended", order, actor, now, ip, reason=reason)
     session.flush()
     return order
 

@@ -20,6 +20,7 @@ from app.money import parse_amount
 from app.orders import service
 from app.orders.lifecycle import OrderStatus
 from app.orders.models import Order
+from app.orders.schemas import DeployForm, PayForm, TopupForm
 from app.payments.rates import CURRENCIES
 from app.web.deps import NowDep, SessionDep
 from app.web.flash import flash
@@ -148,27 +149,6 @@ def _values_from_query(request: Request, session: Session, now: datetime) -> dic
     return v
 
 
-def _values_from_form(form: Any) -> dict[str, Any]:
-    v: dict[str, Any] = {
-        k: str(form.get(k) or "")
-        for k in (
-            "sku",
-            "nodes",
-            "image",
-            "new_key_name",
-            "new_key_text",
-            "sizing",
-            "quote",
-            "email",
-            *NOTE_FIELDS,
-        )
-    }
-    v["ssh_key_ids"] = [str(x) for x in form.getlist("ssh_key_ids")]
-    v["note_private_network"] = str(form.get("note_private_network") or "") in ("1", "true", "on")
-    v["account_mode"] = "login" if form.get("account_mode") == "login" else "signup"
-    return v
-
-
 def _image_groups() -> list[tuple[str, list[specs.ImageSpec]]]:
     nv = [i for i in specs.all_images() if i.vendor == "nvidia"]
     amd = [i for i in specs.all_images() if i.vendor == "amd"]
@@ -252,12 +232,15 @@ def deploy_summary(
 
 
 @router.post("/deploy", response_class=HTMLResponse)
-async def deploy_submit(
-    request: Request, session: SessionDep, now: NowDep, user: OptionalUser
+def deploy_submit(
+    request: Request,
+    session: SessionDep,
+    now: NowDep,
+    user: OptionalUser,
+    form: Annotated[DeployForm, Form()],
 ) -> Response:
-    form = await request.form()
-    values = _values_from_form(form)
-    idem_key = str(form.get("idempotency_key") or "").strip()[:80] or service.new_idempotency_key()
+    values = form.values()
+    idem_key = form.idempotency_key.strip()[:80] or service.new_idempotency_key()
     draft, errors = service.parse_draft({**values, "ssh_key_ids": values["ssh_key_ids"]})
     if looks_private(values["new_key_text"]):
         values["new_key_text"] = ""  # never echo a private key back into the page
@@ -268,7 +251,7 @@ async def deploy_submit(
         for k, v in accounts.inline_errors(
             mode=values["account_mode"],
             email=values["email"],
-            password=str(form.get("password") or ""),
+            password=form.password,
         ).items():
             errors.setdefault(k, v)
     if errors:
@@ -287,7 +270,7 @@ async def deploy_submit(
                 response,
                 mode=values["account_mode"],
                 email=values["email"],
-                password=str(form.get("password") or ""),
+                password=form.password,
                 now=now,
             )
         except DomainError as e:
@@ -407,18 +390,16 @@ def review_page(
 
 
 @router.post("/orders/{order_id}/pay", response_class=HTMLResponse)
-async def pay(
-    order_id: int, request: Request, session: SessionDep, now: NowDep, user: CurrentUser
+def pay(
+    order_id: int,
+    request: Request,
+    session: SessionDep,
+    now: NowDep,
+    user: CurrentUser,
+    form: Annotated[PayForm, Form()],
 ) -> Response:
-    form = await request.form()
-    expected: date | None = None
-    raw = str(form.get("promise_date") or "")
-    if raw:
-        try:
-            expected = date.fromisoformat(raw)
-        except ValueError:
-            expected = None
-    key = str(form.get("idempotency_key") or "")
+    expected = form.expected_promise()
+    key = form.idempotency_key
     try:
         order = service.pay_order(
             session,
@@ -447,18 +428,22 @@ async def pay(
 
 
 @router.post("/orders/{order_id}/topup", response_class=HTMLResponse)
-async def topup(
-    order_id: int, request: Request, session: SessionDep, now: NowDep, user: CurrentUser
+def topup(
+    order_id: int,
+    request: Request,
+    session: SessionDep,
+    now: NowDep,
+    user: CurrentUser,
+    form: Annotated[TopupForm, Form()],
 ) -> Response:
     from app.payments import service as payments
 
     order = service.get_order_for(session, user, order_id)
     if order.status != OrderStatus.awaiting_payment.value:
         return RedirectResponse(f"/console/orders/{order.id}", status_code=303)
-    form = await request.form()
     rv = service.review(session, order, now)
-    raw = str(form.get("amount") or "")
-    currency = str(form.get("currency") or "")
+    raw = form.amount
+    currency = form.currency
     errors: dict[str, str] = {}
     try:
         cents = parse_amount(raw)
@@ -569,6 +554,8 @@ def status_badge(order: Order, now: datetime) -> tuple[str, str]:
     """(label msgid, css class)."""
     if service.is_order_late(order, now):
         return N_("Late"), "bad"
+    if order.grace_until is not None and order.status in ("delivered", "ending"):
+        return N_("Renewal unpaid"), "bad"
     labels = {
         "awaiting_payment": (N_("Awaiting payment"), "warn"),
         "paid": (N_("Paid, awaiting provisioning"), ""),
@@ -638,6 +625,7 @@ def console_order(
             "action": service.cancel_action(order, now),
             "busbw": str(spec.raw.get("nccl_allreduce_busbw_gbps") or ""),
             "promise_text": _promise_text(session, order),
+            "available": service.balance_of(session, user)[0] or 0,
         },
     )
 

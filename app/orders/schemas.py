@@ -5,9 +5,10 @@ from __future__ import annotations
 from datetime import date, datetime
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from app.orders.models import Order, OrderHost
+from app.web.forms import FormModel
 
 
 class NewKey(BaseModel):
@@ -152,3 +153,97 @@ class OrderOut(BaseModel):
                 "console": f"/console/orders/{o.id}",
             },
         )
+
+
+# ---------------------------------------------------------------------------------------
+# HTML forms (read with ``Annotated[Model, Form()]``; the service validates the content)
+# ---------------------------------------------------------------------------------------
+
+
+class DeployForm(FormModel):
+    """POST /deploy. Text stays text here: ``service.parse_draft`` is the one validation."""
+
+    sku: str = ""
+    nodes: str = ""
+    image: str = ""
+    ssh_key_ids: list[str] = Field(default_factory=list)
+    new_key_name: str = ""
+    new_key_text: str = ""
+    sizing: str = ""
+    quote: str = ""
+    note_model_size: str = ""
+    note_token_budget: str = ""
+    note_node_count: str = ""
+    note_private_network: str = ""
+    note_comm_pattern: str = ""
+    note_free_text: str = ""
+    account_mode: str = "signup"
+    email: str = ""
+    password: str = ""
+    idempotency_key: str = ""
+
+    def values(self) -> dict[str, Any]:
+        """The form's values as the page and ``parse_draft`` take them (no password)."""
+        v: dict[str, Any] = self.model_dump(
+            exclude={"password", "idempotency_key", "note_private_network", "account_mode"}
+        )
+        v["ssh_key_ids"] = [str(x) for x in self.ssh_key_ids]
+        v["note_private_network"] = self.note_private_network in ("1", "true", "on")
+        v["account_mode"] = "login" if self.account_mode == "login" else "signup"
+        return v
+
+
+class PayForm(FormModel):
+    """POST /orders/{id}/pay: the promise the customer saw and the form's idempotency key."""
+
+    promise_date: str = ""
+    idempotency_key: str = ""
+
+    def expected_promise(self) -> date | None:
+        try:
+            return date.fromisoformat(self.promise_date) if self.promise_date else None
+        except ValueError:
+            return None
+
+
+class TopupForm(FormModel):
+    """POST /orders/{id}/topup."""
+
+    amount: str = ""
+    currency: str = ""
+
+
+class OpsDelayForm(FormModel):
+    """POST /staff/ops/orders/{id}/delay."""
+
+    reason: str = ""
+    new_estimate: str = ""
+
+
+class OpsEndForm(FormModel):
+    """POST /staff/ops/orders/{id}/end."""
+
+    reason: str = ""
+    confirm: bool = False  # the "yes, end it now" box
+
+
+class OpsNodesForm(FormModel):
+    """POST /staff/ops/orders/{id}/nodes."""
+
+    node_ids: list[str] = Field(default_factory=list)
+
+
+class OpsCredentialsForm(FormModel):
+    """POST /staff/ops/orders/{id}/credentials: ``count`` hosts, each as ``ip_<i>``,
+    ``fp_<i>``, ``host_id_<i>``, ``hostname_<i>`` (numbered fields, kept as extras)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    ssh_user: str = ""
+    ssh_port: str = ""
+    count: str = ""
+
+    def values(self) -> dict[str, Any]:
+        out = {k: str(v) for k, v in (self.model_extra or {}).items() if k != "csrf_token"}
+        out.update(ssh_user=self.ssh_user, ssh_port=self.ssh_port, count=self.count)
+        return out

@@ -28,7 +28,7 @@ from sqlmodel import Session, col, select
 from app.accounts.models import User
 from app.clock import utc
 from app.errors import N_, Conflict, InvalidInput, NotFound
-from app.money import format_cents
+from app.notifications import messages
 from app.orders.lifecycle import (
     LEASE_ACTIVE,
     PRE_DELIVERY,
@@ -37,8 +37,6 @@ from app.orders.lifecycle import (
     is_late,
 )
 from app.orders.models import Order, OrderEvent, OrderHost
-from app.web.i18n import current_locale
-from app.web.i18n import gettext as _
 
 MAX_NODES = 64
 NOTE_MAX = 80
@@ -320,15 +318,24 @@ def add_event(
     actor: User | int | None = None,
     *,
     customer_visible: bool = True,
+    params: dict[str, Any] | None = None,
 ) -> OrderEvent:
-    """Append a timeline entry (shared with the ops desk)."""
+    """Append a timeline entry (shared with the ops desk).
+
+    ``message`` is an English msgid (``N_``) with ``{name}`` parameters: the event is
+    stored as that code and rendered in the reader's language (app/notifications/
+    messages.py); the English text is kept as well, for logs and exports."""
+    from app.notifications import messages
+
     assert order.id is not None
     actor_id = actor.id if isinstance(actor, User) else actor
     ev = OrderEvent(
         order_id=order.id,
         at=now,
         kind=kind[:40],
-        message=message[:1000],
+        message=messages.render(message, params, locale="en")[:1000],
+        msgid=message,
+        params=messages.encode(params),
         actor_id=actor_id,
         customer_visible=customer_visible,
     )
@@ -526,7 +533,7 @@ def create_order(
 
         assert order.id is not None
         quotes.mark_used(session, order.quote_id, order.id, now)
-    add_event(session, order, "created", _("Order placed; waiting for payment."), now, user)
+    add_event(session, order, "created", N_("Order placed; waiting for payment."), now, user)
     return order, True
 
 
@@ -630,7 +637,7 @@ def pay_order(
         order.quote_expires_at = None
         order.quote_id = None
         session.add(order)
-        add_event(session, order, "repriced", _("The quote expired; the list price applies."), now)
+        add_event(session, order, "repriced", N_("The quote expired; the list price applies."), now)
         session.flush()
         raise PriceChanged()
 
@@ -685,24 +692,24 @@ def pay_order(
             session,
             order,
             "paid",
-            _("First month paid from the balance; delivery promised by {date}.").format(
-                date=promise.date.isoformat()
-            ),
+            N_("First month paid from the balance; delivery promised by {date}."),
             now,
             user,
+            params={"date": messages.day(promise.date)},
         )
         notify(
             session,
             user_id=user.id,
             kind="order_paid",
-            message=_(
+            message=N_(
                 "Order #{id} is paid. We promise delivery by {date}; if we miss it you can "
                 "cancel for a full refund."
-            ).format(id=order.id, date=promise.date.isoformat()),
+            ),
+            params={"id": order.id, "date": messages.day(promise.date)},
             now=now,
             link=_order_link(order),
             email_to=user.email,
-            email_subject=_("Order #{id} paid").format(id=order.id),
+            email_subject=N_("Order #{id} paid"),
         )
     return order
 
@@ -765,7 +772,7 @@ def cancel_order(
         order.status = OrderStatus.abandoned.value
         order.cancelled_at = now
         session.add(order)
-        add_event(session, order, "abandoned", _("Order discarded before payment."), now, user)
+        add_event(session, order, "abandoned", N_("Order discarded before payment."), now, user)
         return order
 
     if action == "refund":
@@ -795,11 +802,11 @@ def cancel_order(
                 session,
                 order,
                 "cancelled",
-                _(
+                N_(
                     "Cancelled after the promised date was missed; the first month went back to the balance in full."
                 )
                 if late
-                else _(
+                else N_(
                     "Cancelled by the customer before delivery; the first month went back to the balance in full."
                 ),
                 now,
@@ -809,13 +816,12 @@ def cancel_order(
                 session,
                 user_id=user.id,
                 kind="order_refunded",
-                message=_("Order #{id} is cancelled and {amount} is back in your balance.").format(
-                    id=order.id, amount=format_cents(amount, current_locale())
-                ),
+                message=N_("Order #{id} is cancelled and {amount} is back in your balance."),
+                params={"id": order.id, "amount": messages.money(amount)},
                 now=now,
                 link=_order_link(order),
                 email_to=user.email,
-                email_subject=_("Order #{id} cancelled and refunded").format(id=order.id),
+                email_subject=N_("Order #{id} cancelled and refunded"),
             )
         return order
 
@@ -825,27 +831,25 @@ def cancel_order(
     order.cancel_at_period_end = True
     session.add(order)
     session.flush()
-    end = order.period_end.date().isoformat() if order.period_end else ""
+    end = messages.day(order.period_end) if order.period_end else ""
     add_event(
         session,
         order,
         "cancel_at_period_end",
-        _("Cancelled by the customer: the lease runs until {date} and will not renew.").format(
-            date=end
-        ),
+        N_("Cancelled by the customer: the lease runs until {date} and will not renew."),
         now,
         user,
+        params={"date": end},
     )
     notify(
         session,
         user_id=user.id,
         kind="order_ending",
-        message=_("Order #{id} will end on {date}; nothing more will be charged.").format(
-            id=order.id, date=end
-        ),
+        message=N_("Order #{id} will end on {date}; nothing more will be charged."),
+        params={"id": order.id, "date": end},
         now=now,
         link=_order_link(order),
         email_to=user.email,
-        email_subject=_("Order #{id} will end at the period end").format(id=order.id),
+        email_subject=N_("Order #{id} will end at the period end"),
     )
     return order

@@ -8,9 +8,9 @@ customers' "when is my node ready?"), and every action (POST) needs ``OpsUser`` 
 from __future__ import annotations
 
 from datetime import date
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from sqlmodel import Session, col, select
 
@@ -22,6 +22,7 @@ from app.errors import DomainError, InvalidInput, NotFound
 from app.orders import desk, ops
 from app.orders.lifecycle import LEASE_ACTIVE, PRE_DELIVERY, OrderStatus, is_late
 from app.orders.models import Order, OrderEvent
+from app.orders.schemas import OpsCredentialsForm, OpsDelayForm, OpsEndForm, OpsNodesForm
 from app.web.deps import NowDep, SessionDep
 from app.web.flash import flash
 from app.web.i18n import gettext as _
@@ -111,6 +112,7 @@ def _detail_context(session: Session, order: Order, now: Any) -> dict[str, Any]:
         "actors": actors,
         "pending": pending,
         "lease_active": status in LEASE_ACTIVE or status == OrderStatus.suspended,
+        "end_credit": ops.early_end_credit(order, now),
         "late": is_late(order.status, order.promised_date, now),
         "days_left": days,
         "time_left": time_left,
@@ -199,11 +201,15 @@ def ops_provision(
 
 
 @router.post("/ops/orders/{order_id}/nodes")
-async def ops_assign_nodes(
-    request: Request, order_id: int, user: OpsUser, session: SessionDep, now: NowDep
+def ops_assign_nodes(
+    request: Request,
+    order_id: int,
+    user: OpsUser,
+    session: SessionDep,
+    now: NowDep,
+    form: Annotated[OpsNodesForm, Form()],
 ) -> Response:
-    form = await request.form()
-    raw = [str(v) for v in form.getlist("node_ids")]
+    raw = [str(v) for v in form.node_ids]
     try:
         ids = [int(v) for v in raw]
     except ValueError:
@@ -218,11 +224,15 @@ async def ops_assign_nodes(
 
 
 @router.post("/ops/orders/{order_id}/credentials")
-async def ops_credentials(
-    request: Request, order_id: int, user: OpsUser, session: SessionDep, now: NowDep
+def ops_credentials(
+    request: Request,
+    order_id: int,
+    user: OpsUser,
+    session: SessionDep,
+    now: NowDep,
+    form: Annotated[OpsCredentialsForm, Form()],
 ) -> Response:
-    form = await request.form()
-    values = {k: str(v) for k, v in form.items() if k != "csrf_token"}
+    values = form.values()
     try:
         count = max(0, min(int(values.get("count", "0")), 64))
     except ValueError:
@@ -266,12 +276,16 @@ def ops_deliver(
 
 
 @router.post("/ops/orders/{order_id}/delay")
-async def ops_delay(
-    request: Request, order_id: int, user: OpsUser, session: SessionDep, now: NowDep
+def ops_delay(
+    request: Request,
+    order_id: int,
+    user: OpsUser,
+    session: SessionDep,
+    now: NowDep,
+    form: Annotated[OpsDelayForm, Form()],
 ) -> Response:
-    form = await request.form()
-    reason = str(form.get("reason", ""))
-    raw = str(form.get("new_estimate", "")).strip()
+    reason = form.reason
+    raw = form.new_estimate.strip()
     try:
         estimate: date | None = date.fromisoformat(raw) if raw else None
     except ValueError:
@@ -294,11 +308,15 @@ async def ops_delay(
 
 
 @router.post("/ops/orders/{order_id}/end")
-async def ops_end(
-    request: Request, order_id: int, user: OpsUser, session: SessionDep, now: NowDep
+def ops_end(
+    request: Request,
+    order_id: int,
+    user: OpsUser,
+    session: SessionDep,
+    now: NowDep,
+    form: Annotated[OpsEndForm, Form()],
 ) -> Response:
-    form = await request.form()
-    reason = str(form.get("reason", ""))[:300]
+    reason = form.reason[:300]
     try:
         ops.end_lease(
             session,
@@ -307,6 +325,7 @@ async def ops_end(
             now=now,
             ip=client_ip(request),
             reason=reason,
+            confirm=form.confirm,
         )
     except DomainError as e:
         return _failed(request, session, order_id, e, now, {"reason": reason}, "end")

@@ -8,8 +8,9 @@ audited. With a ``SimulatedClock`` the offset lives in the database, so every pr
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Annotated
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from app.accounts import audit
@@ -18,6 +19,7 @@ from app.clock import FixedClock, SimulatedClock
 from app.errors import N_, NotFound
 from app.web.deps import SessionDep, SettingsDep
 from app.web.flash import flash
+from app.web.forms import FormModel
 from app.web.i18n import gettext as _
 from app.web.templating import render
 
@@ -53,14 +55,22 @@ def clock_page(request: Request, user: StaffUser, settings: SettingsDep) -> Resp
     return _page(request, {}, {"amount": "1", "unit": "days"})
 
 
+class ClockForm(FormModel):
+    amount: str = ""
+    unit: str = "days"
+
+
 @router.post("/clock")
-async def clock_advance(
-    request: Request, user: OpsUser, session: SessionDep, settings: SettingsDep
+def clock_advance(
+    request: Request,
+    user: OpsUser,
+    session: SessionDep,
+    settings: SettingsDep,
+    form: Annotated[ClockForm, Form()],
 ) -> Response:
     _require_simulation(settings)
-    form = await request.form()
-    raw_amount = str(form.get("amount", "")).strip()
-    unit = str(form.get("unit", "days"))
+    raw_amount = form.amount.strip()
+    unit = form.unit
     values = {"amount": raw_amount, "unit": unit}
     errors: dict[str, str] = {}
     if unit not in UNITS:

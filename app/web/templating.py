@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import logging
 from datetime import date, datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 from zoneinfo import ZoneInfo
 
 import jinja2
@@ -17,6 +19,7 @@ from fastapi.templating import Jinja2Templates
 
 from app.clock import utc
 from app.money import format_cents
+from app.notifications import messages
 from app.web import i18n
 from app.web.csrf import current_token
 
@@ -25,12 +28,37 @@ STATIC_DIR = Path(__file__).resolve().parents[2] / "static"
 HTMX_FILE = "vendor/htmx-2.0.8.min.js"
 
 
-def _tz(request: Request | None) -> ZoneInfo:
-    name = request.cookies.get("tz") if request is not None else None
+def tz_name(request: Request | None) -> str:
+    """The browser's IANA time zone from the ``tz`` cookie (static/app.js), "UTC" when
+    absent or unknown. Older pages stored it URL-encoded (``Asia%2FShanghai``): decoded."""
+    raw = request.cookies.get("tz") if request is not None else None
+    name = unquote(raw or "").strip().strip('"')
+    if not name or len(name) > 64:
+        return "UTC"
     try:
-        return ZoneInfo(name) if name else ZoneInfo("UTC")
-    except (KeyError, ValueError):
-        return ZoneInfo("UTC")
+        return ZoneInfo(name).key
+    except (KeyError, ValueError, OSError):
+        return "UTC"
+
+
+def _tz(request: Request | None) -> ZoneInfo:
+    return ZoneInfo(tz_name(request))
+
+
+def zone_label(tz: ZoneInfo | None, at: datetime | None = None) -> str:
+    """A short, language-neutral label of the zone a time is shown in: "UTC", "UTC+8",
+    "UTC-5:30" (the offset at that moment, so summer time is right)."""
+    offset = (
+        (utc(at) if at else datetime(2000, 1, 1, tzinfo=ZoneInfo("UTC")))
+        .astimezone(tz or ZoneInfo("UTC"))
+        .utcoffset()
+    )
+    minutes = int(offset.total_seconds() // 60) if offset else 0
+    if minutes == 0:
+        return "UTC"
+    sign = "+" if minutes > 0 else "-"
+    h, m = divmod(abs(minutes), 60)
+    return f"UTC{sign}{h}" + (f":{m:02d}" if m else "")
 
 
 def format_money(cents: int | None, currency: str = "USD") -> str:
@@ -52,9 +80,10 @@ def format_date(
 def format_datetime(value: datetime | None, fmt: str = "medium", tz: ZoneInfo | None = None) -> str:
     if value is None:
         return "—"
-    return _babel_datetime(
+    shown = _babel_datetime(
         utc(value), format=fmt, tzinfo=tz or ZoneInfo("UTC"), locale=i18n.babel_locale()
     )
+    return f"{shown} {zone_label(tz, value)}"
 
 
 def pdf_datetime_formatter(request: Request, locale: str) -> Any:
@@ -106,6 +135,7 @@ def make_templates() -> Jinja2Templates:
         locale_names=i18n.LOCALE_NAMES,
         current_locale=i18n.current_locale,
         current_csrf_token=current_token,
+        msg_text=messages.text_of,
     )
     env.filters["money"] = format_money
     env.filters["number"] = format_number
@@ -140,6 +170,8 @@ def base_context(request: Request) -> dict[str, Any]:
         "simulation": request.app.state.settings.simulation,
         "fmt_date": lambda v, f="medium": format_date(v, f, tz),
         "fmt_datetime": lambda v, f="medium": format_datetime(v, f, tz),
+        "tz_name": tz.key,
+        "tz_label": zone_label(tz, request.app.state.clock.now()),
         "now": request.app.state.clock.now(),
     }
 
@@ -167,13 +199,33 @@ def render_error(
     if is_htmx(request):
         # Show the message in the page's error region rather than replacing the target.
         headers = {"HX-Retarget": "#flash-region", "HX-Reswap": "innerHTML"}
+    _reload_user_if_detached(request)
+    context = {"status_code": status_code, "message": message, "code": code}
     try:
-        return render(
-            request,
-            template,
-            {"status_code": status_code, "message": message, "code": code},
-            status_code=status_code,
-            headers=headers,
-        )
-    except Exception:  # the error page itself must never fail
+        return render(request, template, context, status_code=status_code, headers=headers)
+    except Exception:  # noqa: BLE001 - the error page itself must never fail
+        logging.getLogger("app.errors").exception("error page failed; rendering it anonymously")
+    # Last resort: the same page as an anonymous visitor would get it.
+    request.state.user, request.state.user_loaded = None, True
+    try:
+        return render(request, template, context, status_code=status_code, headers=headers)
+    except Exception:  # noqa: BLE001
         return HTMLResponse(f"<h1>{status_code}</h1>", status_code=status_code)
+
+
+def _reload_user_if_detached(request: Request) -> None:
+    """The user a dependency loaded lives in the request's session, which the failed
+    request rolled back and closed before its error is rendered: reading ``user.email``
+    then fails. Load the same user again in a fresh session (by its identity)."""
+    from sqlalchemy import inspect as sa_inspect
+
+    user = getattr(request.state, "user", None)
+    if user is None:
+        return
+    state = sa_inspect(user)
+    if not (state.detached or state.expired):
+        return
+    request.state.user, request.state.user_loaded = None, False
+    from app.accounts.deps import load_user
+
+    load_user(request)

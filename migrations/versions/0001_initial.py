@@ -2,7 +2,7 @@
 
 Revision ID: 0001
 Revises: 
-Create Date: 2026-11-30 16:57:56.934717
+Create Date: 2026-11-30 17:12:59.554911
 """
 from collections.abc import Sequence
 
@@ -311,6 +311,8 @@ def upgrade() -> None:
     sa.Column('user_id', sa.Integer(), nullable=False),
     sa.Column('kind', sqlmodel.sql.sqltypes.AutoString(length=40), nullable=False),
     sa.Column('message', sqlmodel.sql.sqltypes.AutoString(length=1000), nullable=False),
+    sa.Column('msgid', sa.Text(), server_default='', nullable=False),
+    sa.Column('params', sa.Text(), server_default='', nullable=False),
     sa.Column('link', sqlmodel.sql.sqltypes.AutoString(length=300), nullable=False),
     sa.Column('created_at', sa.DateTime(timezone=True), nullable=False),
     sa.Column('read_at', sa.DateTime(timezone=True), nullable=True),
@@ -346,6 +348,7 @@ def upgrade() -> None:
     sa.Column('promised_date', sa.Date(), nullable=True),
     sa.Column('promise_explanation', sqlmodel.sql.sqltypes.AutoString(length=300), nullable=False),
     sa.Column('delay_reason', sqlmodel.sql.sqltypes.AutoString(length=500), nullable=False),
+    sa.Column('end_reason', sqlmodel.sql.sqltypes.AutoString(length=300), nullable=False),
     sa.Column('delay_estimate', sa.Date(), nullable=True),
     sa.Column('created_at', sa.DateTime(timezone=True), nullable=False),
     sa.Column('paid_at', sa.DateTime(timezone=True), nullable=True),
@@ -633,6 +636,8 @@ def upgrade() -> None:
     sa.Column('at', sa.DateTime(timezone=True), nullable=False),
     sa.Column('kind', sqlmodel.sql.sqltypes.AutoString(length=40), nullable=False),
     sa.Column('message', sqlmodel.sql.sqltypes.AutoString(length=1000), nullable=False),
+    sa.Column('msgid', sa.Text(), server_default='', nullable=False),
+    sa.Column('params', sa.Text(), server_default='', nullable=False),
     sa.Column('actor_id', sa.Integer(), nullable=True),
     sa.Column('customer_visible', sa.Boolean(), nullable=False),
     sa.ForeignKeyConstraint(['order_id'], ['orders.id'], name=op.f('fk_order_events_order_id_orders')),

@@ -270,7 +270,10 @@ def test_end_lease_then_confirm_wipe(client, new_client, engine, make_user, logi
     assert r.status_code == 303 and _order(engine, order.id).status == "delivered"
 
     clock.advance(timedelta(days=3))
-    r = client.post(f"/staff/ops/orders/{order.id}/end", data={"reason": "customer asked by phone"})
+    r = client.post(
+        f"/staff/ops/orders/{order.id}/end",
+        data={"reason": "customer asked by phone", "confirm": "true"},
+    )
     assert r.status_code == 303
     o = _order(engine, order.id)
     assert o.status == "ended" and utc(o.ended_at) == clock.now()

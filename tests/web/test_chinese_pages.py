@@ -1,0 +1,148 @@
+"""Issue 19, done-when: every customer page of a seeded order reads as Chinese in Chinese —
+including events written while an English-speaking ops user worked the order."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy.engine import Engine
+from sqlmodel import Session
+
+from app.accounts.models import User
+from app.clock import FixedClock
+from app.orders.models import Order
+from tests.ops.helpers import fingerprint, paid_order, seed_catalog, ssh_public_key
+from tests.support.english import english_sentences, visible_text
+
+DUMP = os.environ.get("ZH_DUMP")  # a folder: write each page's visible text there
+
+
+@dataclass
+class Seeded:
+    customer: User
+    ops: User
+    delivered: Order
+    delayed: Order
+    draft: Order
+    invoice_id: int
+
+
+@pytest.fixture
+def seeded(engine: Engine, clock: FixedClock, make_user: Callable[..., User]) -> Seeded:
+    from app.orders import ops, service
+    from app.payments import service as payments
+
+    seed_catalog(engine, clock.now())
+    customer = make_user(email="lin@lab.example")
+    staff = make_user(role="ops", email="ops@example.com")
+    with Session(engine, expire_on_commit=False) as s:
+        s.get(User, customer.id).locale = "zh_CN"  # type: ignore[union-attr]
+        s.get(User, staff.id).locale = "en"  # type: ignore[union-attr]
+        s.commit()
+    now = clock.now()
+    delivered = paid_order(engine, customer, now, key="a", nodes=2)
+    delayed = paid_order(engine, customer, now, key="b", sku="hgx-h200")
+    with Session(engine, expire_on_commit=False) as s:
+        actor = s.get(User, staff.id)
+        assert actor is not None
+        oid = delivered.id or 0
+        ops.acknowledge(s, actor=actor, order_id=oid, now=now)
+        order = s.get(Order, oid)
+        assert order is not None
+        nodes = ops.candidate_nodes(s, order)[:2]
+        ops.assign_nodes(s, actor=actor, order_id=oid, node_ids=[n.id or 0 for n in nodes], now=now)
+        data = ops.CredentialsInput(
+            ssh_user="ubuntu",
+            hosts=[
+                ops.HostInput(ip=f"203.0.113.{10 + i}", fingerprints=fingerprint(str(i)))
+                for i in range(2)
+            ],
+        )
+        ops.set_credentials(s, actor=actor, order_id=oid, data=data, now=now)
+        ops.mark_delivered(s, actor=actor, order_id=oid, now=now + timedelta(hours=1))
+        ops.acknowledge(s, actor=actor, order_id=delayed.id or 0, now=now)
+        ops.mark_delayed(
+            s,
+            actor=actor,
+            order_id=delayed.id or 0,
+            reason="机架电源检修。",
+            new_estimate=now.date() + timedelta(days=20),
+            now=now,
+        )
+        s.commit()
+    with Session(engine, expire_on_commit=False) as s:
+        u = s.get(User, customer.id)
+        assert u is not None
+        data = {
+            "sku": "hgx-h100",
+            "nodes": "2",
+            "image": "ubuntu-24.04-cuda",
+            "new_key_name": "laptop",
+            "new_key_text": ssh_public_key(),
+            "note_model_size": "70B",
+            "note_token_budget": "1T tokens",
+            "note_node_count": "2",
+        }
+        draft_data, errors = service.parse_draft(data)
+        assert not errors, errors
+        draft, _created = service.create_order(
+            s, user=u, draft=draft_data, idempotency_key="c", now=now
+        )
+        inv = payments.create_topup(
+            s, user_id=u.id or 0, amount_cents=150_000, currency="USDT", now=now
+        )
+        s.commit()
+    return Seeded(customer, staff, delivered, delayed, draft, inv.id or 0)
+
+
+def test_every_customer_page_of_an_order_reads_as_chinese(
+    client: TestClient, seeded: Seeded, login: Callable[[TestClient, User], TestClient]
+) -> None:
+    login(client, seeded.customer)
+    client.cookies.set("lang", "zh_CN")
+    pages = [
+        "/console",
+        f"/console/orders/{seeded.delivered.id}",
+        f"/console/orders/{seeded.delayed.id}",
+        f"/console/orders/{seeded.draft.id}",
+        f"/orders/{seeded.draft.id}/review",
+        "/balance",
+        "/account",
+        f"/topups/{seeded.invoice_id}",
+    ]
+    found = {}
+    for url in pages:
+        r = client.get(url)
+        if DUMP:
+            Path(DUMP, url.strip("/").replace("/", "_") + ".txt").write_text(visible_text(r.text))
+        assert r.status_code == 200, url
+        english = english_sentences(r.text)
+        if english:
+            found[url] = english
+    assert not found, found
+
+
+def test_the_same_events_read_in_each_readers_language(
+    client: TestClient, seeded: Seeded, login: Callable[[TestClient, User], TestClient]
+) -> None:
+    """Written once (by an English-speaking ops user), read in Chinese by the customer and
+    in English by ops; the typed reason does not end in a double full stop."""
+    login(client, seeded.customer)
+    client.cookies.set("lang", "zh_CN")
+    page = client.get(f"/console/orders/{seeded.delayed.id}").text
+    assert "机架电源检修" in page
+    assert "New estimate" not in page and "Delayed:" not in page
+    console = client.get("/console").text
+    assert "is delayed" not in console and "机架电源检修" in console
+    assert "。。" not in visible_text(page) and ".." not in visible_text(console)
+    client.cookies.set("lang", "en")
+    login(client, seeded.ops)
+    staff = client.get(f"/staff/ops/orders/{seeded.delayed.id}").text
+    assert "Delayed: 机架电源检修. New estimate:" in staff
+    assert "订单已创建" not in staff and "已支付" not in staff
