@@ -39,6 +39,7 @@ ROUTER_MODULES = (
     "app.catalog.routes",
     "app.configurator.routes",
     "app.orders.routes",
+    "app.orders.control_routes",
     "app.ledger.routes",
     "app.payments.routes",
     "app.quotes.routes",

@@ -626,8 +626,28 @@ def console_order(
             "busbw": str(spec.raw.get("nccl_allreduce_busbw_gbps") or ""),
             "promise_text": _promise_text(session, order),
             "available": service.balance_of(session, user)[0] or 0,
+            **controls_context(session, order, user),
         },
     )
+
+
+def controls_context(session: Session, order: Order, user: User) -> dict[str, Any]:
+    """What the order page's node controls need (requests, saved keys, images, network)."""
+    from app.accounts import service as accounts
+    from app.orders import controls
+
+    assert order.id is not None
+    return {
+        "tasks": controls.tasks_for(session, order.id),
+        "task_kinds": controls.KIND_LABELS,
+        "task_status": controls.STATUS_LABELS,
+        "task_params": controls.params_of,
+        "saved_keys": accounts.ssh_keys_for(session, user.id or 0),
+        "images": [i for i in specs.all_images() if specs.image_fits(order.sku_id, i.id)],
+        "network": controls.network_status(order),
+        "network_labels": controls.NETWORK_LABELS,
+        "controls_open": order.status in ("delivered", "ending"),
+    }
 
 
 def _promise_text(session: Session, order: Order) -> str:

@@ -2,7 +2,7 @@
 
 Revision ID: 0001
 Revises: 
-Create Date: 2026-11-30 17:12:59.554911
+Create Date: 2026-11-30 17:18:22.725754
 """
 from collections.abc import Sequence
 
@@ -363,6 +363,8 @@ def upgrade() -> None:
     sa.Column('periods_paid', sa.Integer(), nullable=False),
     sa.Column('cancel_at_period_end', sa.Boolean(), nullable=False),
     sa.Column('grace_until', sa.DateTime(timezone=True), nullable=True),
+    sa.Column('network_status', sqlmodel.sql.sqltypes.AutoString(length=16), nullable=False),
+    sa.Column('network_subnet', sqlmodel.sql.sqltypes.AutoString(length=43), nullable=False),
     sa.Column('late_notified_at', sa.DateTime(timezone=True), nullable=True),
     sa.ForeignKeyConstraint(['user_id'], ['users.id'], name=op.f('fk_orders_user_id_users')),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_orders')),
@@ -662,6 +664,30 @@ def upgrade() -> None:
         batch_op.create_index(batch_op.f('ix_order_hosts_node_id'), ['node_id'], unique=False)
         batch_op.create_index(batch_op.f('ix_order_hosts_order_id'), ['order_id'], unique=False)
 
+    op.create_table('order_tasks',
+    sa.Column('id', sa.Integer(), nullable=False),
+    sa.Column('order_id', sa.Integer(), nullable=False),
+    sa.Column('requested_by', sa.Integer(), nullable=False),
+    sa.Column('kind', sqlmodel.sql.sqltypes.AutoString(length=16), nullable=False),
+    sa.Column('host_id', sa.Integer(), nullable=True),
+    sa.Column('params_json', sa.Text(), nullable=False),
+    sa.Column('status', sqlmodel.sql.sqltypes.AutoString(length=16), nullable=False),
+    sa.Column('customer_note', sqlmodel.sql.sqltypes.AutoString(length=500), nullable=False),
+    sa.Column('ops_note', sqlmodel.sql.sqltypes.AutoString(length=500), nullable=False),
+    sa.Column('created_at', sa.DateTime(timezone=True), nullable=False),
+    sa.Column('updated_at', sa.DateTime(timezone=True), nullable=False),
+    sa.Column('done_at', sa.DateTime(timezone=True), nullable=True),
+    sa.Column('acted_by', sa.Integer(), nullable=True),
+    sa.ForeignKeyConstraint(['acted_by'], ['users.id'], name=op.f('fk_order_tasks_acted_by_users')),
+    sa.ForeignKeyConstraint(['order_id'], ['orders.id'], name=op.f('fk_order_tasks_order_id_orders')),
+    sa.ForeignKeyConstraint(['requested_by'], ['users.id'], name=op.f('fk_order_tasks_requested_by_users')),
+    sa.PrimaryKeyConstraint('id', name=op.f('pk_order_tasks'))
+    )
+    with op.batch_alter_table('order_tasks', schema=None) as batch_op:
+        batch_op.create_index(batch_op.f('ix_order_tasks_created_at'), ['created_at'], unique=False)
+        batch_op.create_index(batch_op.f('ix_order_tasks_order_id'), ['order_id'], unique=False)
+        batch_op.create_index(batch_op.f('ix_order_tasks_status'), ['status'], unique=False)
+
     op.create_table('payments_chain_payments',
     sa.Column('id', sa.Integer(), nullable=False),
     sa.Column('invoice_id', sa.Integer(), nullable=False),
@@ -704,6 +730,12 @@ def downgrade() -> None:
         batch_op.drop_index(batch_op.f('ix_payments_chain_payments_invoice_id'))
 
     op.drop_table('payments_chain_payments')
+    with op.batch_alter_table('order_tasks', schema=None) as batch_op:
+        batch_op.drop_index(batch_op.f('ix_order_tasks_status'))
+        batch_op.drop_index(batch_op.f('ix_order_tasks_order_id'))
+        batch_op.drop_index(batch_op.f('ix_order_tasks_created_at'))
+
+    op.drop_table('order_tasks')
     with op.batch_alter_table('order_hosts', schema=None) as batch_op:
         batch_op.drop_index(batch_op.f('ix_order_hosts_order_id'))
         batch_op.drop_index(batch_op.f('ix_order_hosts_node_id'))

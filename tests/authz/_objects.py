@@ -149,3 +149,19 @@ def receipt_of_a(ctx: Ctx) -> dict[str, Any]:
     ctx.session.add(row)
     ctx.session.flush()
     return {"number": row.number}
+
+
+def task_of_a(ctx: Ctx) -> dict[str, Any]:
+    from app.orders.models import OrderTask
+
+    order_id = order_of_a(ctx)["order_id"]
+    row = OrderTask(
+        order_id=order_id,
+        requested_by=ctx.a.id,
+        kind="reboot",
+        created_at=ctx.now,
+        updated_at=ctx.now,
+    )
+    ctx.session.add(row)
+    ctx.session.flush()
+    return {"task_id": row.id}
