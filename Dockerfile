@@ -16,6 +16,10 @@ RUN python -m venv /opt/venv \
  && /opt/venv/bin/python -m app i18n compile
 
 FROM python:3.11-slim AS runtime
+# Fonts for PDFs: DejaVu (Latin) and Droid Sans Fallback (CJK, embedded in receipts/quotes).
+RUN apt-get update -qq \
+ && apt-get install -y -qq --no-install-recommends fonts-dejavu-core fonts-droid-fallback \
+ && rm -rf /var/lib/apt/lists/*
 RUN groupadd --system app && useradd --system --gid app --home /srv/app --shell /usr/sbin/nologin app
 WORKDIR /srv/app
 ENV PATH=/opt/venv/bin:$PATH PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1 \

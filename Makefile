@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export PYTHONUNBUFFERED := 1
 
-.PHONY: run test lint fmt install migrate seed i18n serve worker bench check-ledger migration regen-migration clean browsers
+.PHONY: fonts run test lint fmt install migrate seed i18n serve worker bench check-ledger migration regen-migration clean browsers
 
 $(STAMP): pyproject.toml
 	@command -v $(PY) >/dev/null 2>&1 || { echo "Python 3.11 is needed ($(PY) not found)"; exit 1; }
@@ -27,8 +27,16 @@ migrate: $(STAMP)
 seed: migrate
 	$(BIN)/python -m app seed
 
+# Receipt PDFs embed a CJK font (Debian's fonts-droid-fallback); installed when missing and
+# apt-get can run, otherwise a warning (everything else works; receipt PDFs then fail).
+CJK_FONT := /usr/share/fonts/truetype/droid/DroidSansFallbackFull.ttf
+fonts:
+	@test -f $(CJK_FONT) || (command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ] && \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fonts-droid-fallback fonts-dejavu-core >/dev/null)) || \
+	  test -f $(CJK_FONT) || echo "WARNING: install fonts-droid-fallback for receipt PDFs (sudo apt-get install fonts-droid-fallback)"
+
 ## make run: install, compile translations, migrate, seed demo data once, serve on :8000 (+ worker, + mail catcher)
-run: install i18n seed
+run: install i18n fonts seed
 	@echo "Serving on http://127.0.0.1:8000  (Ctrl-C stops the app, the worker and the mail catcher)"
 	@trap 'kill 0' EXIT INT TERM; \
 	$(BIN)/python -m aiosmtpd -n -l 127.0.0.1:8025 -c aiosmtpd.handlers.Debugging stdout >var/mail.log 2>&1 & \

@@ -8,6 +8,7 @@ from starlette.middleware.gzip import GZipMiddleware
 
 from app import logs
 from app.accounts import routes as accounts_routes
+from app.accounts import twofactor_routes
 from app.accounts.deps import load_user
 from app.api import accounts as api_accounts
 from app.api import ledger as api_ledger
@@ -19,6 +20,7 @@ from app.configurator import routes as configurator_routes
 from app.db import make_engine
 from app.errors import install_handlers
 from app.ledger import routes as ledger_routes
+from app.orders import control_routes
 from app.orders import routes as orders_routes
 from app.payments import routes as payments_routes
 from app.quotes import routes as quotes_routes
@@ -36,9 +38,11 @@ __all__ = ["MODEL_MODULES", "ROUTERS", "asgi", "create_app", "import_models"]
 ROUTERS = (
     web_routes.router,
     accounts_routes.router,
+    twofactor_routes.router,
     catalog_routes.router,
     configurator_routes.router,
     orders_routes.router,
+    control_routes.router,
     ledger_routes.router,
     payments_routes.router,
     quotes_routes.router,

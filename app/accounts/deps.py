@@ -76,9 +76,15 @@ def get_current_user(user: Annotated[User | None, Depends(get_optional_user)]) -
     return user
 
 
-def get_staff_user(user: Annotated[User, Depends(get_current_user)]) -> User:
+def get_staff_user(request: Request, user: Annotated[User, Depends(get_current_user)]) -> User:
     if not user.is_staff:
         raise Forbidden(N_("This area is for staff."))
+    if request.app.state.settings.environment == "production" and user.totp_enabled_at is None:
+        # Staff can move money and hand over machines: two-factor sign-in is required in
+        # production (development keeps the demo logins working without it).
+        raise Forbidden(
+            N_("Staff pages need two-factor sign-in: turn it on at /account/2fa, then come back.")
+        )
     return user
 
 

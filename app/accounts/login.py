@@ -122,6 +122,16 @@ def signup_or_login(
             user = service.register(session, email=email, password=password, now=now, ip=ip)
         elif mode == "login":
             user = service.authenticate(session, email=email, password=password, now=now, ip=ip)
+            if user.totp_enabled_at is not None and user.totp_secret:
+                # The inline login cannot ask for the second factor: send them to /login.
+                raise InvalidInput(
+                    errors={
+                        "password": N_(
+                            "This account uses two-factor sign-in: log in on the login page "
+                            "first (Log in, top right), then come back to this form."
+                        )
+                    }
+                )
         else:
             raise InvalidInput(
                 errors={"account_mode": N_("Choose whether to create an account or log in.")}

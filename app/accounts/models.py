@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from enum import StrEnum
 
-from sqlalchemy import Column, DateTime, Index, String, Text, UniqueConstraint
+from sqlalchemy import BigInteger, Column, DateTime, Index, String, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 
@@ -30,8 +30,17 @@ class User(SQLModel, table=True):
     role: str = Field(default=Role.customer.value, max_length=16, index=True)
     name: str = Field(default="", max_length=120)
     company: str = Field(default="", max_length=120)
+    # Billing details printed on receipts (snapshotted into each receipt when it is issued).
+    billing_address: str = Field(default="", sa_column=Column(Text, nullable=False, default=""))
+    tax_id: str = Field(default="", max_length=64)
     locale: str = Field(default="en", max_length=8)
     is_active: bool = True
+    # Two-factor sign-in (TOTP, RFC 6238). ``totp_pending_secret`` is the secret shown during
+    # enrolment until the first code confirms it; ``totp_last_step`` refuses a code twice.
+    totp_secret: str = Field(default="", max_length=64)
+    totp_pending_secret: str = Field(default="", max_length=64)
+    totp_enabled_at: datetime | None = Field(default=None, sa_column=utc_col(nullable=True))
+    totp_last_step: int = Field(default=0, sa_column=Column(BigInteger, nullable=False, default=0))
     created_at: datetime = Field(sa_column=utc_col())
 
     @property
@@ -126,3 +135,14 @@ class AuthFailure(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     key: str = Field(max_length=80)
     at: datetime = Field(sa_column=utc_col())
+
+
+class RecoveryCode(SQLModel, table=True):
+    """One-time codes for signing in without the authenticator app. Only SHA-256 stored."""
+
+    __tablename__ = "recovery_codes"
+    id: int | None = Field(default=None, primary_key=True)
+    user_id: int = Field(foreign_key="users.id", index=True)
+    code_hash: str = Field(sa_column=Column(String(64), unique=True, nullable=False))
+    created_at: datetime = Field(sa_column=utc_col())
+    used_at: datetime | None = Field(default=None, sa_column=utc_col(nullable=True))

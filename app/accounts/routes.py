@@ -8,7 +8,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from app.accounts import login, service
+from app.accounts import login, service, twofactor, twofactor_routes
 from app.accounts.audit import client_ip
 from app.accounts.deps import CurrentUser, OptionalUser
 from app.accounts.models import User
@@ -72,6 +72,8 @@ def login_submit(
     except DomainError as e:
         ctx = {"next": target, "errors": _errors(e), "email": email[:254]}
         return render(request, "accounts/login.html", ctx, status_code=_status(e), headers=NO_STORE)
+    if twofactor.enabled(user):
+        return twofactor_routes.second_step(request, user, target)
     response = _redirect(target)
     login.start_session(request, response, db, user)
     return response
@@ -201,6 +203,35 @@ def account_email(
         )
     flash(request, _("Email changed. Use the new address to log in."), "success")
     return _redirect("/account")
+
+
+@router.post("/account/billing", response_class=HTMLResponse)
+def account_billing(
+    request: Request,
+    db: SessionDep,
+    user: CurrentUser,
+    now: NowDep,
+    company: Annotated[str, Form(max_length=2000)] = "",
+    billing_address: Annotated[str, Form(max_length=4000)] = "",
+    tax_id: Annotated[str, Form(max_length=2000)] = "",
+) -> Response:
+    try:
+        service.update_billing(
+            db,
+            user,
+            company=company,
+            billing_address=billing_address,
+            tax_id=tax_id,
+            now=now,
+            ip=client_ip(request),
+        )
+    except DomainError as e:
+        form = {"company": company, "billing_address": billing_address, "tax_id": tax_id}
+        return _account_page(
+            request, db, user, now, status_code=_status(e), errors=_errors(e), billing_form=form
+        )
+    flash(request, _("Billing details saved. New receipts will show them."), "success")
+    return _redirect("/account#billing")
 
 
 @router.post("/account/sessions/revoke-others")

@@ -775,3 +775,53 @@ def set_active(
 
 def is_domain_error(exc: BaseException) -> bool:
     return isinstance(exc, DomainError)
+
+
+# --- Billing details (printed on receipts) ---------------------------------------------
+
+BILLING_LIMITS = {"company": 120, "billing_address": 500, "tax_id": 64}
+
+
+def _clean_billing(value: str, *, multiline: bool) -> str:
+    """Printable text only: no NUL, no bidi overrides or other control characters; the
+    address keeps its line breaks (at most six lines), the other fields are one line."""
+    import unicodedata
+
+    lines = []
+    for raw in value.replace("\r\n", "\n").replace("\r", "\n").split("\n"):
+        kept = "".join(
+            ch for ch in raw if ch == "\t" or not unicodedata.category(ch).startswith("C")
+        )
+        lines.append(" ".join(kept.split()))
+    if not multiline:
+        return " ".join(x for x in lines if x)
+    return "\n".join(x for x in lines if x)
+
+
+def update_billing(
+    session: Session,
+    user: User,
+    *,
+    company: str,
+    billing_address: str,
+    tax_id: str,
+    now: datetime,
+    ip: str = "",
+) -> User:
+    """Company, address and tax id for receipts issued from now on (issued ones keep theirs)."""
+    values = {
+        "company": _clean_billing(company, multiline=False),
+        "billing_address": _clean_billing(billing_address, multiline=True),
+        "tax_id": _clean_billing(tax_id, multiline=False),
+    }
+    for name, limit in BILLING_LIMITS.items():
+        if len(values[name]) > limit:
+            raise InvalidInput(N_("Use at most {n} characters."), field=name, n=limit)
+    if values["billing_address"].count("\n") > 5:
+        raise InvalidInput(N_("Use at most six lines."), field="billing_address")
+    for name, value in values.items():
+        setattr(user, name, value)
+    session.add(user)
+    audit(session, "account.billing", now, actor=user, target=f"user:{user.id}", ip=ip)
+    session.flush()
+    return user

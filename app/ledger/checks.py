@@ -118,6 +118,28 @@ CHECKS: tuple[tuple[str, str, str], ...] = (
            FROM payments_invoices i LEFT JOIN ledger_entries e ON e.credit_invoice_id = i.id
            WHERE i.credit_entry_id IS NOT NULL AND e.id IS NULL""",
     ),
+    (
+        "receipt_per_charge",
+        "each charge and top-up has exactly one receipt, of the same customer and amount",
+        """SELECT e.id, e.kind, COUNT(r.id)
+           FROM ledger_entries e LEFT JOIN receipts r ON r.entry_id = e.id
+           WHERE e.kind IN ('topup', 'hold_post', 'charge')
+           GROUP BY e.id, e.kind, e.amount_cents, e.user_id
+           HAVING COUNT(r.id) <> 1 OR MIN(r.amount_cents) <> e.amount_cents
+               OR MIN(r.user_id) <> e.user_id""",
+    ),
+    (
+        "receipt_numbers_gap_free",
+        "receipt numbers run 1..N in each year with no gap, matching the year's counter",
+        """SELECT y.year, COUNT(r.id), MAX(r.seq), MAX(c.last_number)
+           FROM (SELECT year FROM receipts UNION SELECT year FROM receipt_counters) y
+           LEFT JOIN receipts r ON r.year = y.year
+           LEFT JOIN receipt_counters c ON c.year = y.year
+           GROUP BY y.year
+           HAVING COUNT(r.id) <> COALESCE(MAX(r.seq), 0)
+               OR COALESCE(MAX(r.seq), 0) <> COALESCE(MAX(c.last_number), 0)
+               OR COALESCE(MIN(r.seq), 1) <> 1""",
+    ),
 )
 
 

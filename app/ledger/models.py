@@ -132,3 +132,44 @@ class DeclinedAttempt(SQLModel, table=True):
     order_id: int | None = None
     reason: str = Field(default="", max_length=300)
     created_at: datetime = Field(sa_column=_dt(index=True))
+
+
+class ReceiptCounter(SQLModel, table=True):
+    """The last receipt number issued in a year. Incremented by a locked UPDATE in the same
+    transaction as the ledger entry the receipt is for, so numbers have no gaps: a rolled
+    back charge rolls its number back too."""
+
+    __tablename__ = "receipt_counters"
+    year: int = Field(primary_key=True, sa_column_kwargs={"autoincrement": False})
+    last_number: int = Field(default=0, sa_column=Column(BigInteger, nullable=False, default=0))
+
+
+class Receipt(SQLModel, table=True):
+    """A receipt for one charge or top-up: ``R-2026-000001``. Written once, never updated.
+
+    The customer's billing details are copied in when it is issued, so a receipt keeps
+    saying what it said even after the customer edits their profile.
+    """
+
+    __tablename__ = "receipts"
+    __table_args__ = (UniqueConstraint("year", "seq", name="uq_receipts_year_seq"),)
+    id: int | None = Field(default=None, primary_key=True)
+    number: str = Field(sa_column=Column(String(20), unique=True, nullable=False))
+    year: int
+    seq: int
+    user_id: int = Field(foreign_key="users.id", index=True)
+    entry_id: int = Field(sa_column=Column(BigInteger, unique=True, nullable=False))
+    kind: str = Field(max_length=24)  # the entry kind: topup | hold_post | charge
+    amount_cents: int = Field(sa_column=Column(BigInteger, nullable=False))
+    currency: str = Field(default="USD", max_length=3)
+    order_id: int | None = Field(default=None, index=True)
+    invoice_id: int | None = Field(default=None)
+    crypto_currency: str = Field(default="", max_length=8)
+    crypto_amount: str = Field(default="", max_length=40)
+    rate: str = Field(default="", max_length=40)
+    bill_email: str = Field(default="", max_length=254)
+    bill_name: str = Field(default="", max_length=120)
+    bill_company: str = Field(default="", max_length=120)
+    bill_address: str = Field(default="", max_length=500)
+    bill_tax_id: str = Field(default="", max_length=64)
+    created_at: datetime = Field(sa_column=_dt(index=True))

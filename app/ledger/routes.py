@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request
+from typing import Annotated
+
+from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import HTMLResponse, Response
+from fastapi.responses import Response as RawResponse
 
 from app.accounts.deps import CurrentUser
 from app.errors import N_
+from app.ledger import receipts
 from app.ledger import service as ledger
+from app.ledger.receipt_pdf import render_receipt_pdf
 from app.payments import service as payments
 from app.payments.rates import CURRENCIES, format_units
 from app.web.deps import SessionDep
-from app.web.templating import render
+from app.web.i18n import current_locale, translations_for
+from app.web.templating import pdf_datetime_formatter, render
 
 router = APIRouter(include_in_schema=False)
 PAGE = 25
@@ -76,4 +82,72 @@ def balance_page(
 ) -> Response:
     ctx = statement_context(session, user.id, page)  # type: ignore[arg-type]
     ctx["invoices"] = [i for i in payments.invoices_for(session, user.id, 10)]  # type: ignore[arg-type]
+    ctx["receipts"] = receipts.receipts_for(session, user.id, 20)  # type: ignore[arg-type]
+    ctx["receipt_total"] = receipts.receipt_count(session, user.id)  # type: ignore[arg-type]
+    ctx["receipt_of_entry"] = receipts.receipt_numbers_by_entry(
+        session,
+        [line.entry_id for line in ctx["lines"]],  # type: ignore[attr-defined]
+    )
+    ctx["receipt_title"] = receipts.title_msgid
     return render(request, "ledger/balance.html", ctx)
+
+
+@router.get("/receipts", response_class=HTMLResponse)
+def receipt_list(
+    request: Request, session: SessionDep, user: CurrentUser, page: int = Query(1, ge=1, le=10_000)
+) -> Response:
+    assert user.id is not None
+    per = 50
+    return render(
+        request,
+        "ledger/receipts.html",
+        {
+            "receipts": receipts.receipts_for(session, user.id, per, (page - 1) * per),
+            "page": page,
+            "has_next": page * per < receipts.receipt_count(session, user.id),
+            "receipt_title": receipts.title_msgid,
+        },
+    )
+
+
+@router.get("/receipts/{number}", response_class=HTMLResponse)
+def receipt_page(
+    number: Annotated[str, Path(max_length=20)],
+    request: Request,
+    session: SessionDep,
+    user: CurrentUser,
+) -> Response:
+    receipt = receipts.get_receipt(session, user, number)
+    return render(
+        request,
+        "ledger/receipt.html",
+        {"r": receipt, "receipt_title": receipts.title_msgid, "coin": coin},
+    )
+
+
+@router.get("/receipts/{number}/pdf")
+def receipt_pdf(
+    number: Annotated[str, Path(max_length=20)],
+    request: Request,
+    session: SessionDep,
+    user: CurrentUser,
+    lang: Annotated[str, Query(pattern="^(en|zh_CN)$")] = "",
+) -> Response:
+    receipt = receipts.get_receipt(session, user, number)
+    language = lang or current_locale()
+    language = "zh_CN" if language == "zh_CN" else "en"
+    body = render_receipt_pdf(
+        receipt,
+        lang=language,
+        gettext=translations_for(language).gettext,
+        fmt_datetime=pdf_datetime_formatter(request, language),
+        coin=coin,
+    )
+    return RawResponse(
+        body,
+        media_type="application/pdf",
+        headers={
+            "Content-Disposition": f'inline; filename="{receipt.number}.pdf"',
+            "Cache-Control": "private, no-store",
+        },
+    )

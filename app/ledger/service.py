@@ -48,6 +48,7 @@ from sqlmodel import Session, col, select
 
 from app import errors
 from app.errors import N_
+from app.ledger import receipts
 from app.ledger.models import (
     DeclinedAttempt,
     Hold,
@@ -254,6 +255,7 @@ def _move(
             )
         )
     session.flush()
+    receipts.issue_for_entry(session, entry, now)  # charges and top-ups: same transaction
     return entry
 
 

@@ -75,6 +75,10 @@ class Order(SQLModel, table=True):
     periods_paid: int = 0
     cancel_at_period_end: bool = False
     grace_until: datetime | None = Field(default=None, sa_column=_dt())
+    # The private network between the order's nodes (multi-node orders), set by ops:
+    # "" (none asked) | requested | configuring | ready, with its subnet once ready.
+    network_status: str = Field(default="", max_length=16)
+    network_subnet: str = Field(default="", max_length=43)
     # The one "your order is late" notice (sent by the worker once per order).
     late_notified_at: datetime | None = Field(default=None, sa_column=_dt())
 
@@ -128,3 +132,24 @@ class RenewalCharge(SQLModel, table=True):
     )  # paid | short
     amount_cents: int
     ledger_entry_id: int | None = None
+
+
+class OrderTask(SQLModel, table=True):
+    """Something the customer asked ops to do on a running order: add or replace an SSH key,
+    reboot, reinstall (with an image) or boot into rescue. requested → in_progress → done |
+    failed. Every change is audited and appears on the order's timeline."""
+
+    __tablename__ = "order_tasks"
+    id: int | None = Field(default=None, primary_key=True)
+    order_id: int = Field(foreign_key="orders.id", index=True)
+    requested_by: int = Field(foreign_key="users.id")
+    kind: str = Field(max_length=16)  # ssh_key | reboot | reinstall | rescue
+    host_id: int | None = Field(default=None)  # one node; None = every node of the order
+    params_json: str = Field(default="{}", sa_column=Column(Text, nullable=False))
+    status: str = Field(default="requested", max_length=16, index=True)
+    customer_note: str = Field(default="", max_length=500)
+    ops_note: str = Field(default="", max_length=500)  # shown to the customer
+    created_at: datetime = Field(sa_column=_dt(nullable=False, index=True))
+    updated_at: datetime = Field(sa_column=_dt(nullable=False))
+    done_at: datetime | None = Field(default=None, sa_column=_dt())
+    acted_by: int | None = Field(default=None, foreign_key="users.id")

@@ -486,13 +486,49 @@ def _invoice_url(invoice: Any) -> str:
     return f"/topups/{invoice.id}"  # the invoice page (payments), with its simulation controls
 
 
-@router.post("/orders/{order_id}/cancel", response_class=HTMLResponse)
-def cancel(
+@router.get("/orders/{order_id}/cancel", response_class=HTMLResponse)
+def cancel_confirm(
     order_id: int, request: Request, session: SessionDep, now: NowDep, user: CurrentUser
 ) -> Response:
+    """The confirmation step before a paid, undelivered order is cancelled."""
+    order = service.get_order_for(session, user, order_id)
+    action = service.cancel_action(order, now)
+    if action != "refund":
+        return RedirectResponse(f"/console/orders/{order_id}", status_code=303)
+    assert order.id is not None
+    return render(
+        request,
+        "orders/cancel.html",
+        {
+            "order": order,
+            "spec": specs.spec(order.sku_id),
+            "late": service.is_order_late(order, now),
+        },
+    )
+
+
+@router.post("/orders/{order_id}/cancel", response_class=HTMLResponse)
+def cancel(
+    order_id: int,
+    request: Request,
+    session: SessionDep,
+    now: NowDep,
+    user: CurrentUser,
+    confirm: Annotated[str, Form(max_length=8)] = "",
+) -> Response:
+    current = service.get_order_for(session, user, order_id)
+    if service.cancel_action(current, now) == "refund" and confirm != "yes":
+        # A refund-cancel of a paid order needs the confirmation step first.
+        return RedirectResponse(f"/orders/{order_id}/cancel", status_code=303)
     try:
-        order = service.cancel_order(session, user=user, order_id=order_id, now=now)
-    except (service.NotCancellableYet, service.NotCancellable) as e:
+        order = service.cancel_order(
+            session,
+            user=user,
+            order_id=order_id,
+            now=now,
+            expected_action="refund" if confirm == "yes" else None,
+        )
+    except (service.NotCancellable, service.OrderChangedMeanwhile) as e:
         flash(request, e.render_message(_), "error")
         return RedirectResponse(f"/console/orders/{order_id}", status_code=303)
     if order.status == OrderStatus.cancelled.value:
@@ -600,8 +636,28 @@ def console_order(
             "busbw": str(spec.raw.get("nccl_allreduce_busbw_gbps") or ""),
             "promise_text": _promise_text(session, order),
             "available": service.balance_of(session, user)[0] or 0,
+            **controls_context(session, order, user),
         },
     )
+
+
+def controls_context(session: Session, order: Order, user: User) -> dict[str, Any]:
+    """What the order page's node controls need (requests, saved keys, images, network)."""
+    from app.accounts import service as accounts
+    from app.orders import controls
+
+    assert order.id is not None
+    return {
+        "tasks": controls.tasks_for(session, order.id),
+        "task_kinds": controls.KIND_LABELS,
+        "task_status": controls.STATUS_LABELS,
+        "task_params": controls.params_of,
+        "saved_keys": accounts.ssh_keys_for(session, user.id or 0),
+        "images": [i for i in specs.all_images() if specs.image_fits(order.sku_id, i.id)],
+        "network": controls.network_status(order),
+        "network_labels": controls.NETWORK_LABELS,
+        "controls_open": order.status in ("delivered", "ending"),
+    }
 
 
 def _promise_text(session: Session, order: Order) -> str:

@@ -105,17 +105,20 @@ class NotPromisable(Conflict):
     )
 
 
-class NotCancellableYet(Conflict):
-    code = "not_cancellable_yet"
-    default_message = N_(
-        "A paid order can be cancelled with a full refund once the promised date has passed "
-        "without delivery. Until then, contact our operations team if you need to change it."
-    )
-
-
 class NotCancellable(Conflict):
     code = "not_cancellable"
     default_message = N_("This order cannot be cancelled in its current state.")
+
+
+class OrderChangedMeanwhile(Conflict):
+    """The customer confirmed one kind of cancel, but the order moved on meanwhile (e.g. ops
+    delivered it a moment earlier): nothing is done, the customer looks again."""
+
+    code = "order_changed"
+    default_message = N_(
+        "This order changed while you were deciding (it may have just been delivered). "
+        "Nothing was cancelled: please look at it again."
+    )
 
 
 # ---------------------------------------------------------------------------------------
@@ -748,21 +751,28 @@ def cancel_action(order: Order, now: datetime) -> str:
     if status == OrderStatus.awaiting_payment:
         return "discard"
     if status in PRE_DELIVERY:
-        return "refund" if is_order_late(order, now) else "wait"
+        return "refund"  # before delivery: cancel any time, the first month back in full
     if status == OrderStatus.delivered and not order.cancel_at_period_end:
         return "period_end"
     return "none"
 
 
 def cancel_order(
-    session: Session, *, user: User, order_id: int, now: datetime, reason: str = ""
+    session: Session,
+    *,
+    user: User,
+    order_id: int,
+    now: datetime,
+    reason: str = "",
+    expected_action: str | None = None,
 ) -> Order:
     """The customer's cancel.
 
     - awaiting payment → abandoned (nothing was charged);
-    - paid but late (promised date passed, not delivered) → cancelled, the first-month hold
-      voided back to the balance in full, the nodes released;
-    - paid, not late → refused (see the module docstring);
+    - paid, not delivered yet (late or not) → cancelled, the first-month hold voided back to
+      the balance in full, the nodes released. Race-safe against ops delivering the same
+      order: both lock the order row first, and whichever commits second sees the other's
+      state (a delivered order is no longer cancellable for a refund);
     - delivered → ending: the lease runs to the end of the paid month, no renewal, no fee.
     Repeating a cancel that already happened returns the order unchanged.
     """
@@ -778,8 +788,8 @@ def cancel_order(
     ):
         return order
     action = cancel_action(order, now)
-    if action == "wait":
-        raise NotCancellableYet()
+    if expected_action is not None and action != expected_action:
+        raise OrderChangedMeanwhile()
     if action == "none":
         raise NotCancellable()
 
@@ -793,13 +803,18 @@ def cancel_order(
 
     if action == "refund":
         check_transition(order.status, OrderStatus.cancelled.value)
+        late = is_order_late(order, now)
         with session.begin_nested():
             if order.first_hold_id is not None:
                 ledger.void_hold(
                     session,
                     order.first_hold_id,
                     now=now,
-                    reason=f"order #{order.id}: delivery date missed, cancelled by the customer",
+                    reason=(
+                        f"order #{order.id}: delivery date missed, cancelled by the customer"
+                        if late
+                        else f"order #{order.id}: cancelled by the customer before delivery"
+                    ),
                     actor_id=user.id,
                 )
             assert order.id is not None
@@ -815,6 +830,10 @@ def cancel_order(
                 "cancelled",
                 N_(
                     "Cancelled after the promised date was missed; the first month went back to the balance in full."
+                )
+                if late
+                else N_(
+                    "Cancelled by the customer before delivery; the first month went back to the balance in full."
                 ),
                 now,
                 user,

@@ -19,7 +19,7 @@ from app.accounts.deps import OpsUser, StaffUser
 from app.accounts.models import User
 from app.catalog import specs
 from app.errors import DomainError, InvalidInput, NotFound
-from app.orders import desk, ops, service
+from app.orders import controls, desk, ops, service
 from app.orders.lifecycle import LEASE_ACTIVE, PRE_DELIVERY, OrderStatus, is_late
 from app.orders.models import Order, OrderEvent
 from app.orders.schemas import OpsCredentialsForm, OpsDelayForm, OpsEndForm, OpsNodesForm
@@ -59,6 +59,9 @@ def ops_queue(request: Request, user: StaffUser, session: SessionDep, now: NowDe
             "f": f,
             "groups": groups,
             "risk": desk.risk_counts(session, now),
+            "open_tasks": controls.open_tasks(session) if f.page == 1 else [],
+            "task_kinds": controls.KIND_LABELS,
+            "task_status": controls.STATUS_LABELS,
             "time_left": time_left,
             "status_labels": ops.STATUS_LABELS,
             "sku_options": _sku_options(),
@@ -126,6 +129,14 @@ def _detail_context(session: Session, order: Order, now: Any) -> dict[str, Any]:
         "errors": {},
         "form": {},
         "sku_name": _sku_name(order.sku_id),
+        "tasks": controls.tasks_for(session, order.id or 0),
+        "task_kinds": controls.KIND_LABELS,
+        "task_status": controls.STATUS_LABELS,
+        "task_next": controls.NEXT,
+        "task_params": controls.params_of,
+        "network": controls.network_status(order),
+        "network_states": controls.NETWORK_STATES,
+        "network_labels": controls.NETWORK_LABELS,
     }
 
 

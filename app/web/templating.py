@@ -93,6 +93,20 @@ def format_datetime(value: datetime | None, fmt: str = "medium", tz: ZoneInfo | 
     return f"{shown} {zone_label(tz, value)}"
 
 
+def pdf_datetime_formatter(request: Request, locale: str) -> Any:
+    """Dates for a document in ``locale`` (which may differ from the page's), in the
+    reader's time zone."""
+    tz = _tz(request)
+    babel_loc = "zh_Hans_CN" if locale == "zh_CN" else "en_US"
+
+    def fmt(value: datetime | None, fmt: str = "medium") -> str:
+        if value is None:
+            return "—"
+        return _babel_datetime(utc(value), format=fmt, tzinfo=tz, locale=babel_loc)
+
+    return fmt
+
+
 def format_number(value: float | int | None, digits: int = 0) -> str:
     if value is None:
         return "—"

@@ -2,7 +2,7 @@
 
 Revision ID: 0001
 Revises: 
-Create Date: 2026-11-30 18:02:26.576198
+Create Date: 2026-11-30 18:03:11.759551
 """
 from collections.abc import Sequence
 
@@ -90,6 +90,11 @@ def upgrade() -> None:
         batch_op.create_index(batch_op.f('ix_payments_webhook_deliveries_original_delivery_id'), ['original_delivery_id'], unique=False)
         batch_op.create_index(batch_op.f('ix_payments_webhook_deliveries_provider_invoice_id'), ['provider_invoice_id'], unique=False)
 
+    op.create_table('receipt_counters',
+    sa.Column('year', sa.Integer(), autoincrement=False, nullable=False),
+    sa.Column('last_number', sa.BigInteger(), nullable=False),
+    sa.PrimaryKeyConstraint('year', name=op.f('pk_receipt_counters'))
+    )
     op.create_table('sim_clock',
     sa.Column('id', sa.Integer(), nullable=False),
     sa.Column('offset_seconds', sa.Integer(), nullable=False),
@@ -102,8 +107,14 @@ def upgrade() -> None:
     sa.Column('role', sqlmodel.sql.sqltypes.AutoString(length=16), nullable=False),
     sa.Column('name', sqlmodel.sql.sqltypes.AutoString(length=120), nullable=False),
     sa.Column('company', sqlmodel.sql.sqltypes.AutoString(length=120), nullable=False),
+    sa.Column('billing_address', sa.Text(), nullable=False),
+    sa.Column('tax_id', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
     sa.Column('locale', sqlmodel.sql.sqltypes.AutoString(length=8), nullable=False),
     sa.Column('is_active', sa.Boolean(), nullable=False),
+    sa.Column('totp_secret', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
+    sa.Column('totp_pending_secret', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
+    sa.Column('totp_enabled_at', sa.DateTime(timezone=True), nullable=True),
+    sa.Column('totp_last_step', sa.BigInteger(), nullable=False),
     sa.Column('created_at', sa.DateTime(timezone=True), nullable=False),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_users'))
     )
@@ -332,6 +343,8 @@ def upgrade() -> None:
     sa.Column('periods_paid', sa.Integer(), nullable=False),
     sa.Column('cancel_at_period_end', sa.Boolean(), nullable=False),
     sa.Column('grace_until', sa.DateTime(timezone=True), nullable=True),
+    sa.Column('network_status', sqlmodel.sql.sqltypes.AutoString(length=16), nullable=False),
+    sa.Column('network_subnet', sqlmodel.sql.sqltypes.AutoString(length=43), nullable=False),
     sa.Column('late_notified_at', sa.DateTime(timezone=True), nullable=True),
     sa.ForeignKeyConstraint(['user_id'], ['users.id'], name=op.f('fk_orders_user_id_users')),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_orders')),
@@ -486,6 +499,51 @@ def upgrade() -> None:
         batch_op.create_index(batch_op.f('ix_quotes_cluster_requests_status'), ['status'], unique=False)
         batch_op.create_index(batch_op.f('ix_quotes_cluster_requests_user_id'), ['user_id'], unique=False)
 
+    op.create_table('receipts',
+    sa.Column('id', sa.Integer(), nullable=False),
+    sa.Column('number', sa.String(length=20), nullable=False),
+    sa.Column('year', sa.Integer(), nullable=False),
+    sa.Column('seq', sa.Integer(), nullable=False),
+    sa.Column('user_id', sa.Integer(), nullable=False),
+    sa.Column('entry_id', sa.BigInteger(), nullable=False),
+    sa.Column('kind', sqlmodel.sql.sqltypes.AutoString(length=24), nullable=False),
+    sa.Column('amount_cents', sa.BigInteger(), nullable=False),
+    sa.Column('currency', sqlmodel.sql.sqltypes.AutoString(length=3), nullable=False),
+    sa.Column('order_id', sa.Integer(), nullable=True),
+    sa.Column('invoice_id', sa.Integer(), nullable=True),
+    sa.Column('crypto_currency', sqlmodel.sql.sqltypes.AutoString(length=8), nullable=False),
+    sa.Column('crypto_amount', sqlmodel.sql.sqltypes.AutoString(length=40), nullable=False),
+    sa.Column('rate', sqlmodel.sql.sqltypes.AutoString(length=40), nullable=False),
+    sa.Column('bill_email', sqlmodel.sql.sqltypes.AutoString(length=254), nullable=False),
+    sa.Column('bill_name', sqlmodel.sql.sqltypes.AutoString(length=120), nullable=False),
+    sa.Column('bill_company', sqlmodel.sql.sqltypes.AutoString(length=120), nullable=False),
+    sa.Column('bill_address', sqlmodel.sql.sqltypes.AutoString(length=500), nullable=False),
+    sa.Column('bill_tax_id', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
+    sa.Column('created_at', sa.DateTime(timezone=True), nullable=False),
+    sa.ForeignKeyConstraint(['user_id'], ['users.id'], name=op.f('fk_receipts_user_id_users')),
+    sa.PrimaryKeyConstraint('id', name=op.f('pk_receipts')),
+    sa.UniqueConstraint('entry_id', name=op.f('uq_receipts_entry_id')),
+    sa.UniqueConstraint('number', name=op.f('uq_receipts_number')),
+    sa.UniqueConstraint('year', 'seq', name='uq_receipts_year_seq')
+    )
+    with op.batch_alter_table('receipts', schema=None) as batch_op:
+        batch_op.create_index(batch_op.f('ix_receipts_created_at'), ['created_at'], unique=False)
+        batch_op.create_index(batch_op.f('ix_receipts_order_id'), ['order_id'], unique=False)
+        batch_op.create_index(batch_op.f('ix_receipts_user_id'), ['user_id'], unique=False)
+
+    op.create_table('recovery_codes',
+    sa.Column('id', sa.Integer(), nullable=False),
+    sa.Column('user_id', sa.Integer(), nullable=False),
+    sa.Column('code_hash', sa.String(length=64), nullable=False),
+    sa.Column('created_at', sa.DateTime(timezone=True), nullable=False),
+    sa.Column('used_at', sa.DateTime(timezone=True), nullable=True),
+    sa.ForeignKeyConstraint(['user_id'], ['users.id'], name=op.f('fk_recovery_codes_user_id_users')),
+    sa.PrimaryKeyConstraint('id', name=op.f('pk_recovery_codes')),
+    sa.UniqueConstraint('code_hash', name=op.f('uq_recovery_codes_code_hash'))
+    )
+    with op.batch_alter_table('recovery_codes', schema=None) as batch_op:
+        batch_op.create_index(batch_op.f('ix_recovery_codes_user_id'), ['user_id'], unique=False)
+
     op.create_table('ssh_keys',
     sa.Column('id', sa.Integer(), nullable=False),
     sa.Column('user_id', sa.Integer(), nullable=False),
@@ -609,6 +667,30 @@ def upgrade() -> None:
         batch_op.create_index(batch_op.f('ix_order_hosts_node_id'), ['node_id'], unique=False)
         batch_op.create_index(batch_op.f('ix_order_hosts_order_id'), ['order_id'], unique=False)
 
+    op.create_table('order_tasks',
+    sa.Column('id', sa.Integer(), nullable=False),
+    sa.Column('order_id', sa.Integer(), nullable=False),
+    sa.Column('requested_by', sa.Integer(), nullable=False),
+    sa.Column('kind', sqlmodel.sql.sqltypes.AutoString(length=16), nullable=False),
+    sa.Column('host_id', sa.Integer(), nullable=True),
+    sa.Column('params_json', sa.Text(), nullable=False),
+    sa.Column('status', sqlmodel.sql.sqltypes.AutoString(length=16), nullable=False),
+    sa.Column('customer_note', sqlmodel.sql.sqltypes.AutoString(length=500), nullable=False),
+    sa.Column('ops_note', sqlmodel.sql.sqltypes.AutoString(length=500), nullable=False),
+    sa.Column('created_at', sa.DateTime(timezone=True), nullable=False),
+    sa.Column('updated_at', sa.DateTime(timezone=True), nullable=False),
+    sa.Column('done_at', sa.DateTime(timezone=True), nullable=True),
+    sa.Column('acted_by', sa.Integer(), nullable=True),
+    sa.ForeignKeyConstraint(['acted_by'], ['users.id'], name=op.f('fk_order_tasks_acted_by_users')),
+    sa.ForeignKeyConstraint(['order_id'], ['orders.id'], name=op.f('fk_order_tasks_order_id_orders')),
+    sa.ForeignKeyConstraint(['requested_by'], ['users.id'], name=op.f('fk_order_tasks_requested_by_users')),
+    sa.PrimaryKeyConstraint('id', name=op.f('pk_order_tasks'))
+    )
+    with op.batch_alter_table('order_tasks', schema=None) as batch_op:
+        batch_op.create_index(batch_op.f('ix_order_tasks_created_at'), ['created_at'], unique=False)
+        batch_op.create_index(batch_op.f('ix_order_tasks_order_id'), ['order_id'], unique=False)
+        batch_op.create_index(batch_op.f('ix_order_tasks_status'), ['status'], unique=False)
+
     op.create_table('payments_chain_payments',
     sa.Column('id', sa.Integer(), nullable=False),
     sa.Column('invoice_id', sa.Integer(), nullable=False),
@@ -651,6 +733,12 @@ def downgrade() -> None:
         batch_op.drop_index(batch_op.f('ix_payments_chain_payments_invoice_id'))
 
     op.drop_table('payments_chain_payments')
+    with op.batch_alter_table('order_tasks', schema=None) as batch_op:
+        batch_op.drop_index(batch_op.f('ix_order_tasks_status'))
+        batch_op.drop_index(batch_op.f('ix_order_tasks_order_id'))
+        batch_op.drop_index(batch_op.f('ix_order_tasks_created_at'))
+
+    op.drop_table('order_tasks')
     with op.batch_alter_table('order_hosts', schema=None) as batch_op:
         batch_op.drop_index(batch_op.f('ix_order_hosts_order_id'))
         batch_op.drop_index(batch_op.f('ix_order_hosts_node_id'))
@@ -684,6 +772,16 @@ def downgrade() -> None:
         batch_op.drop_index(batch_op.f('ix_ssh_keys_user_id'))
 
     op.drop_table('ssh_keys')
+    with op.batch_alter_table('recovery_codes', schema=None) as batch_op:
+        batch_op.drop_index(batch_op.f('ix_recovery_codes_user_id'))
+
+    op.drop_table('recovery_codes')
+    with op.batch_alter_table('receipts', schema=None) as batch_op:
+        batch_op.drop_index(batch_op.f('ix_receipts_user_id'))
+        batch_op.drop_index(batch_op.f('ix_receipts_order_id'))
+        batch_op.drop_index(batch_op.f('ix_receipts_created_at'))
+
+    op.drop_table('receipts')
     with op.batch_alter_table('quotes_cluster_requests', schema=None) as batch_op:
         batch_op.drop_index(batch_op.f('ix_quotes_cluster_requests_user_id'))
         batch_op.drop_index(batch_op.f('ix_quotes_cluster_requests_status'))
@@ -781,6 +879,7 @@ def downgrade() -> None:
 
     op.drop_table('users')
     op.drop_table('sim_clock')
+    op.drop_table('receipt_counters')
     with op.batch_alter_table('payments_webhook_deliveries', schema=None) as batch_op:
         batch_op.drop_index(batch_op.f('ix_payments_webhook_deliveries_provider_invoice_id'))
         batch_op.drop_index(batch_op.f('ix_payments_webhook_deliveries_original_delivery_id'))

@@ -130,3 +130,39 @@ def sku(ctx: Ctx) -> dict[str, Any]:
 
 def customer_a(ctx: Ctx) -> dict[str, Any]:
     return {"customer_id": ctx.a.id}
+
+
+def receipt_of_a(ctx: Ctx) -> dict[str, Any]:
+    from app.ledger.models import Receipt
+
+    seq = secrets.randbelow(900_000) + 1
+    row = Receipt(
+        number=f"R-2099-{seq:06d}",
+        year=2099,
+        seq=seq,
+        user_id=ctx.a.id,
+        entry_id=secrets.randbelow(10**9),
+        kind="topup",
+        amount_cents=100_00,
+        bill_email=ctx.a.email,
+        created_at=ctx.now,
+    )
+    ctx.session.add(row)
+    ctx.session.flush()
+    return {"number": row.number}
+
+
+def task_of_a(ctx: Ctx) -> dict[str, Any]:
+    from app.orders.models import OrderTask
+
+    order_id = order_of_a(ctx)["order_id"]
+    row = OrderTask(
+        order_id=order_id,
+        requested_by=ctx.a.id,
+        kind="reboot",
+        created_at=ctx.now,
+        updated_at=ctx.now,
+    )
+    ctx.session.add(row)
+    ctx.session.flush()
+    return {"task_id": row.id}

@@ -19,6 +19,7 @@ from tests.authz import (
     owned,
     public,
     staff_only,
+    status,
 )
 
 ED25519 = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIA1GKNqe27ZDMMBnYe0fdU1m/rgM/df9BcGpDiDuKfIb"
@@ -78,6 +79,8 @@ def user_a(ctx: Ctx) -> dict[str, Any]:
     return {"user_id": ctx.a.id}
 
 
+S303 = status(303)  # the second sign-in step without its pending cookie → /login
+
 RULES = [
     public("GET", "/login"),
     public("POST", "/login", note="empty form → 422 for everyone"),
@@ -93,6 +96,22 @@ RULES = [
     customer_only("GET", "/account"),
     customer_only("POST", "/account/password"),
     customer_only("POST", "/account/email"),
+    customer_only("POST", "/account/billing", data={"company": "Acme"}),
+    customer_only("GET", "/account/2fa"),
+    customer_only("POST", "/account/2fa/start"),
+    customer_only("POST", "/account/2fa/confirm", data={"code": "000000"}),
+    customer_only("POST", "/account/2fa/recovery-codes", data={"code": "000000"}),
+    customer_only("POST", "/account/2fa/disable", data={"password": "x", "code": "000000"}),
+    Rule(
+        "GET",
+        "/login/2fa",
+        anon=S303,
+        customer=S303,
+        sales=S303,
+        ops=S303,
+        note="without the signed pending-sign-in cookie everyone is sent back to /login",
+    ),
+    Rule("POST", "/login/2fa", anon=S303, customer=S303, sales=S303, ops=S303, data={"code": "1"}),
     customer_only("POST", "/account/sessions/revoke-others"),
     owned("POST", "/account/sessions/{session_id}/revoke", session_of_a),
     customer_only("POST", "/account/ssh-keys"),

@@ -2,7 +2,7 @@
 (owner only; other customers get 404), the ops desk (staff view, ops actions), the API."""
 
 from tests.authz import customer_only, ops_only, owned, public, staff_only
-from tests.authz._objects import order_of_a
+from tests.authz._objects import order_of_a, task_of_a
 
 RULES = [
     public("GET", "/deploy"),
@@ -11,7 +11,16 @@ RULES = [
     owned("GET", "/orders/{order_id}/review", order_of_a),
     owned("POST", "/orders/{order_id}/pay", order_of_a),
     owned("POST", "/orders/{order_id}/topup", order_of_a),
+    owned("GET", "/orders/{order_id}/cancel", order_of_a),
     owned("POST", "/orders/{order_id}/cancel", order_of_a),
+    owned("POST", "/orders/{order_id}/tasks", order_of_a, data={"kind": "reboot"}),
+    ops_only("POST", "/staff/ops/tasks/{task_id}", setup=task_of_a, data={"status": "in_progress"}),
+    ops_only(
+        "POST",
+        "/staff/ops/orders/{order_id}/network",
+        setup=order_of_a,
+        data={"network_status": "requested"},
+    ),
     customer_only("GET", "/console"),
     owned("GET", "/console/orders/{order_id}", order_of_a),
     staff_only("GET", "/staff/ops"),

@@ -203,20 +203,17 @@ def test_late_cancel_refunds_in_full(
     client.post(f"/orders/{oid}/pay", data=pay_form(client, oid))
     o = order_of(engine, oid)
 
-    # Before the promised date has passed, the customer cannot cancel for a refund.
-    clock.set(
-        clock.now().replace(hour=23) + timedelta(days=(o.promised_date - clock.now().date()).days)
-    )
-    r = client.post(f"/orders/{oid}/cancel")
-    assert r.status_code == 303
-    assert "once the promised date has passed" in client.get(f"/console/orders/{oid}").text
-    assert order_of(engine, oid).status == "paid"
-
-    clock.advance(timedelta(hours=2))  # the promised day is over: late
+    clock.advance(timedelta(days=(o.promised_date - clock.now().date()).days + 1))
     page = client.get(f"/console/orders/{oid}").text
     assert "Cancel and get a full refund" in page and "Late" in page
     assert "Late" in client.get("/console").text
+    # The button leads to the confirmation step; only the confirmed POST cancels.
     r = client.post(f"/orders/{oid}/cancel")
+    assert r.status_code == 303 and r.headers["location"] == f"/orders/{oid}/cancel"
+    assert order_of(engine, oid).status == "paid"
+    confirm = client.get(f"/orders/{oid}/cancel")
+    assert confirm.status_code == 200 and "We missed the promised date" in confirm.text
+    r = client.post(f"/orders/{oid}/cancel", data={"confirm": "yes"})
     assert r.status_code == 303
     o = order_of(engine, oid)
     assert o.status == "cancelled" and o.cancelled_at is not None
@@ -226,8 +223,56 @@ def test_late_cancel_refunds_in_full(
         kinds = [e.kind for e in s.exec(select(OrderEvent).where(OrderEvent.order_id == oid))]
         assert "cancelled" in kinds
     # A second click changes nothing.
-    client.post(f"/orders/{oid}/cancel")
+    client.post(f"/orders/{oid}/cancel", data={"confirm": "yes"})
     assert balances(u) == (4_000_000, 0)
+    ledger_ok()
+
+
+def test_cancel_before_delivery_is_self_serve_with_a_confirmation(
+    client, engine, clock, make_user, login, stock, fund, balances, ledger_ok
+) -> None:
+    stock("hgx-b200", 1)
+    u = make_user()
+    fund(u, 4_000_000)
+    login(client, u)
+    oid = place(client)
+    client.post(f"/orders/{oid}/pay", data=pay_form(client, oid))
+    assert balances(u) == (4_000_000 - B200, B200)
+    page = client.get(f"/console/orders/{oid}").text
+    assert "Cancel this order" in page and "write to our operations team" not in page
+    confirm = client.get(f"/orders/{oid}/cancel")
+    assert confirm.status_code == 200
+    assert "goes back to your balance in full" in confirm.text and 'name="confirm"' in confirm.text
+    assert order_of(engine, oid).status == "paid"  # looking at the confirmation changes nothing
+    r = client.post(f"/orders/{oid}/cancel", data={"confirm": "yes"})
+    assert r.status_code == 303 and r.headers["location"] == f"/console/orders/{oid}"
+    assert order_of(engine, oid).status == "cancelled"
+    assert balances(u) == (4_000_000, 0)
+    with Session(engine) as s:
+        assert s.exec(select(Node).where(Node.order_id == oid)).all() == []
+        assert s.exec(select(Node).where(Node.state == "available")).first() is not None
+    assert "before delivery" in client.get(f"/console/orders/{oid}").text
+    # Replays and the confirmation page after the fact change nothing.
+    client.post(f"/orders/{oid}/cancel", data={"confirm": "yes"})
+    assert client.get(f"/orders/{oid}/cancel").status_code in (200, 303)
+    assert balances(u) == (4_000_000, 0)
+    ledger_ok()
+
+
+def test_cancel_after_delivery_is_no_refund(
+    client, engine, clock, make_user, login, stock, fund, balances, ledger_ok
+) -> None:
+    stock("hgx-b200", 1)
+    u = make_user()
+    fund(u, B200)
+    login(client, u)
+    oid = place(client)
+    client.post(f"/orders/{oid}/pay", data=pay_form(client, oid))
+    deliver(engine, clock, make_user, oid)
+    # The confirmation page of a refund-cancel is not offered for a delivered order.
+    r = client.get(f"/orders/{oid}/cancel")
+    assert r.status_code == 303 and r.headers["location"] == f"/console/orders/{oid}"
+    assert balances(u) == (0, 0)
     ledger_ok()
 
 

@@ -1,0 +1,197 @@
+"""Two-factor sign-in: TOTP (RFC 6238, 30-second steps, 6 digits) with recovery codes.
+
+- Optional for customers; required for staff when ``APP_ENVIRONMENT=production`` (staff
+  pages answer 403 with a link to turn it on until they do). Development keeps the demo
+  logins working without it.
+- Codes are checked against the **wall clock** (``app.clock.wall_now``), never the
+  simulated clock: the customer's phone knows nothing of our simulation.
+- A code is accepted for the current step and one step either side (clock drift), and
+  never twice: the last accepted step is stored and older or equal steps are refused.
+- Ten recovery codes are shown once when two-factor is turned on (or regenerated); only
+  their SHA-256 is stored; each works once.
+- Wrong codes are throttled per account like passwords (5 in 15 minutes).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+import unicodedata
+from datetime import datetime
+
+import pyotp
+import segno
+from sqlmodel import Session, col, select
+
+from app.accounts import throttle
+from app.accounts.models import RecoveryCode, User
+from app.accounts.security import verify_password
+from app.errors import N_, InvalidInput, TooManyRequests
+
+ISSUER = "GPU Nodes"
+STEP_SECONDS = 30
+DIGITS = 6
+DRIFT_STEPS = 1
+RECOVERY_CODES = 10
+SECOND_FACTOR = throttle.Limit("second-factor-user", 5, throttle.LOGIN_ACCOUNT.window)
+_ALPHABET = "abcdefghjkmnpqrstuvwxyz23456789"  # no 0/o, 1/l/i look-alikes
+
+
+class SecondFactorThrottled(TooManyRequests):
+    code = "second_factor_throttled"
+    default_message = N_("Too many wrong codes. Wait 15 minutes and try again.")
+
+
+def enabled(user: User) -> bool:
+    return user.totp_enabled_at is not None and bool(user.totp_secret)
+
+
+def required(user: User, environment: str) -> bool:
+    """Staff must use two-factor sign-in in production."""
+    return environment == "production" and user.is_staff
+
+
+def provisioning_uri(secret: str, email: str) -> str:
+    return pyotp.TOTP(secret, digits=DIGITS, interval=STEP_SECONDS).provisioning_uri(
+        name=email, issuer_name=ISSUER
+    )
+
+
+def qr_svg(uri: str) -> str:
+    """The otpauth:// URI as an inline SVG QR code (no script, no external request)."""
+    return str(segno.make(uri, error="m").svg_inline(scale=4, dark="#111", light="#fff"))
+
+
+def _clean_code(code: str) -> str:
+    return "".join(unicodedata.normalize("NFKC", code).split()).replace("-", "").lower()
+
+
+def matching_step(secret: str, code: str, at: datetime, last_step: int) -> int | None:
+    """The time step ``code`` belongs to (within the drift window, newer than ``last_step``)."""
+    cleaned = _clean_code(code)
+    if len(cleaned) != DIGITS or not cleaned.isascii() or not cleaned.isdigit():
+        return None
+    totp = pyotp.TOTP(secret, digits=DIGITS, interval=STEP_SECONDS)
+    now_step = int(at.timestamp()) // STEP_SECONDS
+    for step in range(now_step - DRIFT_STEPS, now_step + DRIFT_STEPS + 1):
+        if step <= last_step:
+            continue
+        if hmac.compare_digest(totp.at(step * STEP_SECONDS), cleaned):
+            return step
+    return None
+
+
+def _hash(code: str) -> str:
+    return hashlib.sha256(_clean_code(code).encode()).hexdigest()
+
+
+def _new_recovery_codes(session: Session, user: User, now: datetime) -> list[str]:
+    for old in session.exec(select(RecoveryCode).where(RecoveryCode.user_id == user.id)).all():
+        session.delete(old)
+    session.flush()
+    codes = []
+    for _ in range(RECOVERY_CODES):
+        raw = "".join(secrets.choice(_ALPHABET) for _ in range(10))
+        code = f"{raw[:5]}-{raw[5:]}"
+        codes.append(code)
+        session.add(RecoveryCode(user_id=user.id or 0, code_hash=_hash(code), created_at=now))
+    session.flush()
+    return codes
+
+
+def start_enrolment(session: Session, user: User) -> str:
+    """A new secret to scan; two-factor is on only once a code from it is confirmed."""
+    if not user.totp_pending_secret:
+        user.totp_pending_secret = pyotp.random_base32(length=32)
+        session.add(user)
+        session.flush()
+    return user.totp_pending_secret
+
+
+def confirm_enrolment(
+    session: Session, user: User, code: str, *, now: datetime, wall: datetime
+) -> list[str]:
+    """Turn two-factor on with the first code from the app; returns the recovery codes."""
+    if not user.totp_pending_secret:
+        raise InvalidInput(N_("Start again: scan the new code first."), field="code")
+    step = matching_step(user.totp_pending_secret, code, wall, 0)
+    if step is None:
+        raise InvalidInput(
+            N_(
+                "That code does not match. Check the time on your phone and enter the current code."
+            ),
+            field="code",
+        )
+    user.totp_secret = user.totp_pending_secret
+    user.totp_pending_secret = ""
+    user.totp_enabled_at = now
+    user.totp_last_step = step
+    session.add(user)
+    return _new_recovery_codes(session, user, now)
+
+
+def check(session: Session, user: User, code: str, *, now: datetime, wall: datetime) -> str:
+    """The second step of a sign-in (or a confirmation of a sensitive change): a current TOTP
+    code or an unused recovery code. Returns "totp" or "recovery"; raises ``InvalidInput``
+    (wrong) or ``SecondFactorThrottled``. Failures count even if the caller rolls back."""
+    key = str(user.id)
+    if throttle.is_blocked(session, SECOND_FACTOR, key, now):
+        raise SecondFactorThrottled()
+    step = (
+        matching_step(user.totp_secret, code, wall, user.totp_last_step) if enabled(user) else None
+    )
+    if step is not None:
+        user.totp_last_step = step
+        session.add(user)
+        session.flush()
+        return "totp"
+    if enabled(user) and len(_clean_code(code)) == 10:
+        row = session.exec(
+            select(RecoveryCode).where(
+                RecoveryCode.user_id == user.id,
+                RecoveryCode.code_hash == _hash(code),
+                col(RecoveryCode.used_at).is_(None),
+            )
+        ).first()
+        if row is not None:
+            row.used_at = now
+            session.add(row)
+            session.flush()
+            return "recovery"
+    throttle.add_failure_durably(session, SECOND_FACTOR, key, now)
+    raise InvalidInput(N_("That code is not right (or was already used)."), field="code")
+
+
+def remaining_recovery_codes(session: Session, user: User) -> int:
+    return len(
+        session.exec(
+            select(RecoveryCode.id).where(
+                RecoveryCode.user_id == user.id, col(RecoveryCode.used_at).is_(None)
+            )
+        ).all()
+    )
+
+
+def regenerate_recovery_codes(
+    session: Session, user: User, code: str, *, now: datetime, wall: datetime
+) -> list[str]:
+    check(session, user, code, now=now, wall=wall)
+    return _new_recovery_codes(session, user, now)
+
+
+def disable(
+    session: Session, user: User, *, password: str, code: str, now: datetime, wall: datetime
+) -> None:
+    """Turn two-factor off: needs the password and a current code (or a recovery code)."""
+    if not verify_password(user.password_hash, password[:1024]):
+        raise InvalidInput(N_("Your password is not right."), field="password")
+    check(session, user, code, now=now, wall=wall)
+    user.totp_secret = ""
+    user.totp_pending_secret = ""
+    user.totp_enabled_at = None
+    user.totp_last_step = 0
+    session.add(user)
+    for old in session.exec(select(RecoveryCode).where(RecoveryCode.user_id == user.id)).all():
+        session.delete(old)
+    session.flush()

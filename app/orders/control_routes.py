@@ -1,0 +1,161 @@
+"""Order controls over HTTP: the customer's requests (``/orders/{id}/tasks``) and the ops
+side (``/staff/ops/tasks/{id}``, ``/staff/ops/orders/{id}/network``). Every form works
+without JavaScript; success and refusal both land back on the order page with a message."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Form, Request
+from fastapi.responses import RedirectResponse, Response
+from pydantic import Field
+
+from app.accounts.audit import client_ip
+from app.accounts.deps import CurrentUser, OpsUser
+from app.errors import N_, DomainError, InvalidInput, NotFound
+from app.numbers import NumberError, parse_int
+from app.orders import controls
+from app.web.deps import NowDep, SessionDep
+from app.web.flash import flash
+from app.web.forms import FormModel
+from app.web.i18n import gettext as _
+
+router = APIRouter(include_in_schema=False)
+
+
+class TaskForm(FormModel):
+    """POST /orders/{id}/tasks."""
+
+    kind: str = Field(default="", max_length=16)
+    host_id: str = Field(default="", max_length=12)
+    image: str = Field(default="", max_length=40)
+    key_mode: str = Field(default="add", max_length=8)
+    saved_key_id: str = Field(default="", max_length=12)
+    public_key: str = Field(default="", max_length=16_384)
+    key_name: str = Field(default="", max_length=200)
+    confirm: str = Field(default="", max_length=8)
+    note: str = Field(default="", max_length=2_000)
+
+
+class TaskUpdateForm(FormModel):
+    """POST /staff/ops/tasks/{id}."""
+
+    status: str = Field(default="", max_length=16)
+    ops_note: str = Field(default="", max_length=2_000)
+
+
+class NetworkForm(FormModel):
+    """POST /staff/ops/orders/{id}/network."""
+
+    network_status: str = Field(default="", max_length=16)
+    network_subnet: str = Field(default="", max_length=64)
+
+
+def _optional_id(raw: str, field: str) -> int | None:
+    if not raw.strip():
+        return None
+    try:
+        return parse_int(raw, min_value=1, max_value=2**62)
+    except NumberError:
+        raise InvalidInput(N_("Choose one of the options."), field=field) from None
+
+
+def _order_page(order_id: int) -> RedirectResponse:
+    return RedirectResponse(f"/console/orders/{order_id}#controls", status_code=303)
+
+
+@router.post("/orders/{order_id}/tasks")
+def request_task(
+    order_id: int,
+    request: Request,
+    session: SessionDep,
+    now: NowDep,
+    user: CurrentUser,
+    form: Annotated[TaskForm, Form()],
+) -> Response:
+    try:
+        controls.request_task(
+            session,
+            user=user,
+            order_id=order_id,
+            kind=form.kind,
+            now=now,
+            host_id=_optional_id(form.host_id, "host_id"),
+            image=form.image,
+            key_mode=form.key_mode,
+            saved_key_id=_optional_id(form.saved_key_id, "saved_key_id"),
+            new_key_text=form.public_key,
+            new_key_name=form.key_name,
+            confirm=form.confirm in ("1", "yes", "on", "true"),
+            note=form.note,
+            ip=client_ip(request),
+        )
+    except NotFound:
+        raise
+    except DomainError as e:
+        session.rollback()
+        flash(request, e.render_message(_), "error")
+        return _order_page(order_id)
+    flash(request, _("Request sent to our operations team. Its status shows below."), "success")
+    return _order_page(order_id)
+
+
+@router.post("/staff/ops/tasks/{task_id}")
+def update_task(
+    task_id: int,
+    request: Request,
+    session: SessionDep,
+    now: NowDep,
+    user: OpsUser,
+    form: Annotated[TaskUpdateForm, Form()],
+) -> Response:
+    try:
+        task = controls.update_task(
+            session,
+            actor=user,
+            task_id=task_id,
+            status=form.status,
+            now=now,
+            ops_note=form.ops_note,
+            ip=client_ip(request),
+        )
+    except NotFound:
+        raise
+    except DomainError as e:
+        session.rollback()
+        flash(request, e.render_message(_), "error")
+        row = session.get(controls.OrderTask, task_id)
+        return RedirectResponse(
+            f"/staff/ops/orders/{row.order_id if row else ''}#tasks", status_code=303
+        )
+    flash(request, _("Request updated; the customer sees it on their order."), "success")
+    return RedirectResponse(f"/staff/ops/orders/{task.order_id}#tasks", status_code=303)
+
+
+@router.post("/staff/ops/orders/{order_id}/network")
+def set_network(
+    order_id: int,
+    request: Request,
+    session: SessionDep,
+    now: NowDep,
+    user: OpsUser,
+    form: Annotated[NetworkForm, Form()],
+) -> Response:
+    try:
+        controls.set_network(
+            session,
+            actor=user,
+            order_id=order_id,
+            status=form.network_status,
+            subnet=form.network_subnet,
+            now=now,
+            ip=client_ip(request),
+        )
+    except NotFound:
+        raise
+    except DomainError as e:
+        session.rollback()
+        flash(request, e.render_message(_), "error")
+        return RedirectResponse(f"/staff/ops/orders/{order_id}#network", status_code=303)
+    flash(request, _("Private network status saved."), "success")
+    return RedirectResponse(f"/staff/ops/orders/{order_id}#network", status_code=303)
