@@ -651,16 +651,10 @@ def pay_order(
             actor_id=user.id,
         )
     with session.begin_nested():
-        try:
-            promise = catalog.reserve_for_order(
-                session, order_id=order.id, sku_id=order.sku_id, quantity=order.quantity, now=now
-            )
-        except catalog.TalkToSales:
-            raise NotPromisable() from None
-        if not promise.available or promise.date is None:
-            raise NotPromisable()
-        if expected_promise is not None and promise.date != expected_promise:
-            raise PromiseChanged(promise.date, promise.explanation)
+        # Lock order: the customer's balance row first, the SKU's stock row last (as cancel
+        # does). Every buyer of the SKU waits on its stock row until this transaction
+        # commits, so the money moves before it is taken and only the writes that need the
+        # promised date follow it.
         hold = ledger.place_hold(
             session,
             user_id=user.id,
@@ -671,13 +665,22 @@ def pay_order(
             reason=hold_reason,
             actor_id=user.id,
         )
+        try:
+            promise = catalog.reserve_for_order(
+                session, order_id=order.id, sku_id=order.sku_id, quantity=order.quantity, now=now
+            )
+        except catalog.TalkToSales:
+            raise NotPromisable() from None
+        if not promise.available or promise.date is None:
+            raise NotPromisable()
+        if expected_promise is not None and promise.date != expected_promise:
+            raise PromiseChanged(promise.date, promise.explanation)
         order.first_hold_id = hold.id
         order.status = OrderStatus.paid.value
         order.paid_at = now
         order.promised_date = promise.date
         order.promise_explanation = (promise.explanation or "")[:300]
         session.add(order)
-        session.flush()
         add_event(
             session,
             order,
