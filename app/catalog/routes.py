@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from datetime import date, timedelta
 from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from sqlmodel import Session
 
 from app.accounts.deps import OptionalUser
 from app.catalog import pricing
@@ -79,10 +81,18 @@ def what_fits(sku_id: str) -> dict[str, Any] | None:
         return None
 
 
+def cached_list_prices(request: Request, session: Session) -> Mapping[str, int]:
+    """List prices from this process's cache, valid while the price version is unchanged."""
+    cache = getattr(request.app.state, "price_cache", None)
+    if cache is None:
+        cache = request.app.state.price_cache = svc.PriceCache()
+    return cache.get(session)
+
+
 @router.get("/nodes", response_class=HTMLResponse)
 def nodes_index(request: Request, session: SessionDep, now: NowDep) -> Response:
     specs = all_specs()
-    prices = svc.list_prices(session)
+    prices = cached_list_prices(request, session)
     promises = svc.promises_for_all(session, now, customer_tz(request))
     rows = [
         {
