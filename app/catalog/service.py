@@ -425,11 +425,18 @@ def reserve_for_order(
         if len(held) < p.from_stock:  # cannot happen under the SKU lock; never over-promise
             raise StockChanged(p)
     for batch_id, units in p.from_batches:
-        b = session.get(IncomingBatch, batch_id)
-        if b is None or b.free < units:
+        took = session.exec(  # type: ignore[call-overload]
+            update(IncomingBatch)
+            .where(
+                col(IncomingBatch.id) == batch_id,
+                col(IncomingBatch.status) == BatchStatus.expected.value,
+                col(IncomingBatch.quantity) - col(IncomingBatch.reserved) >= units,
+            )
+            .values(reserved=IncomingBatch.reserved + units)
+            .execution_options(synchronize_session="fetch")
+        )
+        if took.rowcount != 1:
             raise StockChanged(p)
-        b.reserved += units
-        session.add(b)
     params = {k: (v.isoformat() if isinstance(v, date) else v) for k, v in p.params}
     # A reservation released earlier for this order (cancelled, then paid again) is reused.
     r = (mine[0] if mine else None) or StockReservation(
