@@ -1,4 +1,9 @@
-"""``POST /api/v1/sizing`` and ``GET /api/v1/sizing/presets``: the sizing engine over HTTP."""
+"""``POST /api/v1/sizing`` and ``GET /api/v1/sizing/presets``: the sizing engine over HTTP.
+
+The body is validated by the engine's one request model (``app.sizing.SizingRequest``),
+whose schema the OpenAPI document shows; prose comes back in the request's language
+(Accept-Language / the ``lang`` cookie), with codes beside every sentence.
+"""
 
 from __future__ import annotations
 
@@ -7,17 +12,32 @@ from typing import Any
 import fastapi
 
 from app.sizing import SizingError, list_presets, size
+from app.sizing.messages import translator
+from app.sizing.request import json_schema
+from app.web.i18n import negotiate
 
 router = fastapi.APIRouter()
 
+_SCHEMA = json_schema()
 
-@router.post("/api/v1/sizing")
-def post_sizing(body: Any = fastapi.Body(...)) -> dict[str, Any]:  # noqa: B008
-    """Takes the raw JSON request, returns the engine's answer; 422 names each bad field."""
+
+def _lang(request: fastapi.Request) -> str:
+    return negotiate(request.cookies.get("lang"), request.headers.get("accept-language"))
+
+
+@router.post(
+    "/api/v1/sizing",
+    openapi_extra={
+        "requestBody": {"required": True, "content": {"application/json": {"schema": _SCHEMA}}}
+    },
+)
+def post_sizing(request: fastapi.Request, body: Any = fastapi.Body(...)) -> dict[str, Any]:  # noqa: B008
+    """Takes the JSON request, returns the engine's answer; 422 names each bad field."""
+    lang = _lang(request)
     try:
-        return size(body)
+        return size(body, lang=lang)
     except SizingError as e:
-        raise fastapi.HTTPException(status_code=422, detail=e.as_dict()) from e
+        raise fastapi.HTTPException(status_code=422, detail=e.as_dict(translator(lang))) from e
 
 
 @router.get("/api/v1/sizing/presets")

@@ -14,7 +14,18 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlencode
 
+from app import numbers
 from app.errors import N_
+from app.sizing.messages import Msg
+from app.sizing.request import (
+    MAX_PARAMS,
+    MAX_TOKENS,
+    ArchitectureSpec,
+    MoESpec,
+    ParallelismSpec,
+    SizingRequest,
+    bounds,
+)
 
 # Query parameter names, in the order they appear in a canonical (shareable) URL.
 FIELDS = (
@@ -92,15 +103,60 @@ E_MFU = N_("Enter a utilisation between 1 and 100 %.")
 E_UNKNOWN_MODEL = N_("Choose a model from the list, or enter a parameter count.")
 E_MOE_ALL = N_("Fill in all three mixture-of-experts fields, or none.")
 E_ENGINE = N_("This value is outside what the sizing model covers.")
+E_AT_LEAST = N_("Enter at least %(min)s.")
+E_AT_MOST = N_("Enter at most %(max)s.")
+E_DIGITS = N_("Enter a number using the digits 0–9.")
+E_NOT_NEGATIVE = N_("Enter a number that is not negative.")
+E_TOKENS_UNIT = N_("Use a plain number, an exponent (1.5e12) or a suffix K, M, B, T, 万 or 亿.")
+
+# app.numbers error codes → the message shown next to the field
+NUMBER_MESSAGES = {
+    "number.empty": E_REQUIRED,
+    "number.invalid": E_DIGITS,
+    "number.not_whole": E_WHOLE,
+    "number.negative": E_NOT_NEGATIVE,
+    "number.too_small": E_AT_LEAST,
+    "number.too_large": E_AT_MOST,
+    "tokens.unit": E_TOKENS_UNIT,
+}
 
 _SUFFIX = {"": 1.0, "k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12, "p": 1e15}
 _NUM_RE = re.compile(r"^([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([kmbgtp]?)$")
 
 
 class FieldError(ValueError):
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str, params: dict[str, Any] | None = None) -> None:
         super().__init__(message)
         self.message = message
+        self.params = params or {}
+
+    @classmethod
+    def of(cls, e: numbers.NumberError) -> FieldError:
+        return cls(NUMBER_MESSAGES.get(e.code, E_NUMBER), dict(e.params))
+
+
+def _int_bounds(name: str, model: Any = SizingRequest) -> tuple[int, int]:
+    lo, hi = bounds(name, model)
+    return int(lo or 1), int(hi or 10**9)
+
+
+def parse_whole(text: str, name: str, model: Any = SizingRequest, *, binary_k: bool = False) -> int:
+    """A whole number within the request model's bounds for ``name`` (the one number rule;
+    "4k" = 4096 where ``binary_k``)."""
+    lo, hi = _int_bounds(name, model)
+    t = numbers.normalise(text)
+    mult = 1
+    if binary_k and t[-1:] in ("k", "K"):
+        t, mult = t[:-1].strip(), 1024
+    try:
+        v = numbers.parse_int(t) * mult
+    except numbers.NumberError as e:
+        raise FieldError.of(e) from None
+    if v < lo:
+        raise FieldError(E_AT_LEAST, {"min": lo})
+    if v > hi:
+        raise FieldError(E_AT_MOST, {"max": hi})
+    return v
 
 
 def parse_amount(text: str, *, binary_k: bool = False) -> float:
@@ -125,17 +181,6 @@ def parse_amount(text: str, *, binary_k: bool = False) -> float:
     if not math.isfinite(value):
         raise FieldError(E_TOO_BIG)
     return value
-
-
-def parse_int(text: str, *, lo: int = 1, hi: int = 10**9, binary_k: bool = False) -> int:
-    v = parse_amount(text, binary_k=binary_k)
-    if v != int(v):
-        raise FieldError(E_WHOLE)
-    if v < lo:
-        raise FieldError(E_POSITIVE)
-    if v > hi:
-        raise FieldError(E_TOO_BIG)
-    return int(v)
 
 
 def parse_percent(text: str) -> float:
@@ -171,7 +216,14 @@ class SizeForm:
 
     values: dict[str, str]
     request: dict[str, Any] | None = None
-    errors: dict[str, str] = field(default_factory=dict)
+    # field → a message id (``error_params`` fill it) or an engine Msg
+    errors: dict[str, str | Msg] = field(default_factory=dict)
+    error_params: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def fail(self, name: str, e: FieldError) -> None:
+        self.errors[name] = e.message
+        if e.params:
+            self.error_params[name] = e.params
 
     @property
     def ok(self) -> bool:
@@ -224,11 +276,11 @@ def parse_query(q: Mapping[str, str], preset_ids: set[str] | frozenset[str]) -> 
                 n = parse_amount(values["params"])
                 if n <= 0:
                     raise FieldError(E_POSITIVE)
-                if n > 1e14:
+                if n > MAX_PARAMS:
                     raise FieldError(E_TOO_BIG)
                 req["model"] = {"params": n}
             except FieldError as e:
-                errs["params"] = e.message
+                form.fail("params", e)
     elif model == "arch":
         arch: dict[str, Any] = {}
         names = {"num_heads": "num_attention_heads"}
@@ -237,14 +289,15 @@ def parse_query(q: Mapping[str, str], preset_ids: set[str] | frozenset[str]) -> 
                 errs[f] = E_REQUIRED
                 continue
             try:
-                arch[names.get(f, f)] = parse_int(values[f], hi=1 << 24, binary_k=True)
+                key = names.get(f, f)
+                arch[key] = parse_whole(values[f], key, ArchitectureSpec, binary_k=True)
             except FieldError as e:
-                errs[f] = e.message
+                form.fail(f, e)
         if values["head_dim"]:
             try:
-                arch["head_dim"] = parse_int(values["head_dim"], hi=1 << 16)
+                arch["head_dim"] = parse_whole(values["head_dim"], "head_dim", ArchitectureSpec)
             except FieldError as e:
-                errs["head_dim"] = e.message
+                form.fail("head_dim", e)
         arch["tie_embeddings"] = values["tie_embeddings"] == "1"
         moe_given = [f for f in MOE_FIELDS if values[f]]
         if moe_given:
@@ -255,9 +308,9 @@ def parse_query(q: Mapping[str, str], preset_ids: set[str] | frozenset[str]) -> 
             moe: dict[str, Any] = {}
             for f in moe_given:
                 try:
-                    moe[f] = parse_int(values[f], hi=1 << 24, binary_k=True)
+                    moe[f] = parse_whole(values[f], f, MoESpec, binary_k=True)
                 except FieldError as e:
-                    errs[f] = e.message
+                    form.fail(f, e)
             arch["moe"] = moe
         req["model"] = {"architecture": arch}
     else:
@@ -268,24 +321,25 @@ def parse_query(q: Mapping[str, str], preset_ids: set[str] | frozenset[str]) -> 
         errs["tokens"] = E_REQUIRED
     else:
         try:
-            t = parse_amount(values["tokens"])
-            if t <= 0:
-                raise FieldError(E_POSITIVE)
-            if t > 1e16:
-                raise FieldError(E_TOO_BIG)
-            req["tokens"] = t
+            try:
+                t = numbers.parse_token_count(
+                    values["tokens"], min_value=1, max_value=int(MAX_TOKENS)
+                )
+            except numbers.NumberError as ne:
+                raise FieldError.of(ne) from None
+            req["tokens"] = float(t)
         except FieldError as e:
-            errs["tokens"] = e.message
+            form.fail("tokens", e)
     if values["seq_len"]:
         try:
-            req["seq_len"] = parse_int(values["seq_len"], hi=1 << 24, binary_k=True)
+            req["seq_len"] = parse_whole(values["seq_len"], "seq_len", binary_k=True)
         except FieldError as e:
-            errs["seq_len"] = e.message
+            form.fail("seq_len", e)
     if values["mbs"]:
         try:
-            req["micro_batch_size"] = parse_int(values["mbs"], hi=1 << 20)
+            req["micro_batch_size"] = parse_whole(values["mbs"], "micro_batch_size")
         except FieldError as e:
-            errs["mbs"] = e.message
+            form.fail("mbs", e)
     for name, key, choices in (
         ("precision", "precision", PRECISIONS),
         ("method", "method", METHODS),
@@ -307,9 +361,9 @@ def parse_query(q: Mapping[str, str], preset_ids: set[str] | frozenset[str]) -> 
         for f in PAR_INT_FIELDS:
             if values[f]:
                 try:
-                    par[f] = parse_int(values[f], hi=1 << 20)
+                    par[f] = parse_whole(values[f], f, ParallelismSpec)
                 except FieldError as e:
-                    errs[f] = e.message
+                    form.fail(f, e)
         req["parallelism"] = par
     elif values["par"] != "auto":
         errs["par"] = E_CHOICE
@@ -318,12 +372,12 @@ def parse_query(q: Mapping[str, str], preset_ids: set[str] | frozenset[str]) -> 
         try:
             req["mfu"] = parse_percent(values["mfu"])
         except FieldError as e:
-            errs["mfu"] = e.message
+            form.fail("mfu", e)
     if values["days"]:
         try:
-            req["max_days"] = parse_int(values["days"], hi=3650)
+            req["max_days"] = parse_whole(values["days"], "max_days")
         except FieldError as e:
-            errs["days"] = e.message
+            form.fail("days", e)
     if values["rocm"] not in ("", "0", "1"):
         errs["rocm"] = E_CHOICE
     elif values["rocm"] == "1":
@@ -332,9 +386,9 @@ def parse_query(q: Mapping[str, str], preset_ids: set[str] | frozenset[str]) -> 
         req["sku"] = values["sku"]
     if values["nodes"]:
         try:
-            req["nodes"] = parse_int(values["nodes"], hi=1 << 20)
+            req["nodes"] = parse_whole(values["nodes"], "nodes")
         except FieldError as e:
-            errs["nodes"] = e.message
+            form.fail("nodes", e)
 
     if not errs:
         form.request = req

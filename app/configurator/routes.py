@@ -23,13 +23,20 @@ from app.configurator import forms
 from app.configurator.charts import SEGMENTS, memory_bar, memory_bar_svg
 from app.errors import N_
 from app.sizing import SizingError, list_presets, size
+from app.sizing.messages import Msg
+from app.sizing.messages import render as render_msg
 from app.web.i18n import gettext as _
 from app.web.templating import format_money, format_number, is_htmx, render
 
 router = APIRouter()
 log = logging.getLogger(__name__)
 
-SALES_URL = "/nodes/gb300-nvl72/request"
+# The cluster request form (quotes domain). A plain path: the route lives in another branch.
+CLUSTER_REQUEST_PATH = "/cluster-request"
+# Notes the card already shows in its own words (fit bar, verdict, utilisation row).
+CARD_HIDDEN_NOTES = frozenset(
+    {"note.fits", "note.needs_memory", "note.hourly_cheaper", "note.utilisation"}
+)
 
 SHARDING_TEXT = {
     "ddp": N_("Plain data parallel (every GPU holds the whole model state)"),
@@ -43,6 +50,9 @@ RECOMPUTE_TEXT = {
     "full": N_("Full recompute"),
 }
 
+
+# Preset names that carry prose (translated when shown; the others are product names).
+PRESET_NAME_MSGIDS = (N_("DeepSeek-V3 (671B MoE, MLA; MTP module excluded)"),)
 
 FIELD_LABELS = {
     "model": N_("Model"),
@@ -184,6 +194,29 @@ def deploy_url(option: dict[str, Any], result: dict[str, Any], form: forms.SizeF
     return "/deploy?" + urlencode(q)
 
 
+def sales_url(
+    form: forms.SizeForm,
+    sku: str | None = None,
+    nodes: int | None = None,
+    months: int | None = None,
+) -> str:
+    """The cluster request form, prefilled with the plan and this sizing attached."""
+    q: list[tuple[str, str]] = []
+    if sku:
+        q.append(("sku", sku))
+    if nodes:
+        q.append(("nodes", str(nodes)))
+    if months:
+        q.append(("months", str(months)))
+    q.append(("sizing", form.query_string()))
+    return CLUSTER_REQUEST_PATH + "?" + urlencode(q)
+
+
+def say(code: dict[str, Any] | Msg) -> str:
+    """One engine sentence, from its code, in the page's language."""
+    return render_msg(code, _)
+
+
 def _verdict(o: dict[str, Any]) -> tuple[bool, str]:
     rent = o.get("rental_cost_usd")
     hourly = o.get("hourly_alternative_usd")
@@ -245,8 +278,8 @@ def _card(
     st = o.get("storage") or {}
     talk = bool(o.get("talk_to_sales"))
     fits = bool(o.get("fits"))
-    hidden_notes = ("fits with", "paying per GPU-hour", "does not fit")
-    notes = [_(str(n)) for n in (o.get("notes") or []) if not str(n).startswith(hidden_notes)]
+    notes = [say(n) for n in (o.get("note_codes") or []) if n["code"] not in CARD_HIDDEN_NOTES]
+    util = o.get("utilisation_of_rented_time")
     return {
         "sku": o["sku"],
         "name": name,
@@ -266,6 +299,8 @@ def _card(
         "months": o.get("months"),
         "cost": _usd(o.get("rental_cost_usd")),
         "usd_gpu_hour": _usd(o.get("effective_usd_per_gpu_hour")),
+        "usd_gpu_hour_24_7": _usd(o.get("usd_per_gpu_hour_24_7")),
+        "utilisation": _pct(util) if util is not None else None,
         "mfu": _pct(o.get("effective_mfu") or o.get("mfu")),
         "mfu_source": o.get("mfu_source"),
         "cheaper_monthly": cheaper_monthly,
@@ -277,41 +312,28 @@ def _card(
         "checkpoints_fit": st.get("checkpoints_fit_on_nvme"),
         "notes": notes,
         "use_url": deploy_url(o, result, form) if fits and not talk else None,
-        "sales_url": SALES_URL if talk else None,
+        "sales_url": sales_url(form, o["sku"], o.get("nodes"), o.get("months")) if talk else None,
     }
 
 
-def _recommendation(result: dict[str, Any], cards: list[dict[str, Any]]) -> dict[str, Any]:
+def _recommendation(
+    result: dict[str, Any], cards: list[dict[str, Any]], form: forms.SizeForm
+) -> dict[str, Any]:
+    """The headline, rendered from the engine's reason codes in the page's language."""
     rec = result.get("recommendation") or {}
     by_sku = {c["sku"]: c for c in cards}
     best = by_sku.get(rec.get("sku") or "")
-    out: dict[str, Any] = {"card": best, "single_gpu": bool(rec.get("single_gpu_offer"))}
-    if best is None:
-        out["why"] = _(
-            "Nothing fits within the node counts we searched. Try a shorter context, a "
-            "smaller micro-batch, recompute, or a smaller model."
-        )
-        return out
-    out["why"] = _(
-        "%(nodes)s × %(name)s is the cheapest configuration that fits: %(gpus)s GPUs, "
-        "about %(days)s days of training, %(months)s month(s) of rental, %(cost)s in total."
-    ) % {
-        "nodes": best["nodes"],
-        "name": best["name"],
-        "gpus": best["gpus"],
-        "days": best["days"],
-        "months": best["months"],
-        "cost": best["cost"],
+    codes = list(rec.get("reason_codes") or [])
+    single = next((c for c in codes if c["code"] == "reason.single_gpu"), None)
+    out: dict[str, Any] = {
+        "card": best,
+        "talk_to_sales": bool(rec.get("talk_to_sales")),
+        "single_gpu": say(single) if single else None,
+        "why": " ".join(say(c) for c in codes if c is not single),
+        "reason_code": (rec.get("reason_code") or {}).get("code"),
     }
-    ru = rec.get("runner_up")
-    if ru and ru.get("sku") in by_sku:
-        r = by_sku[ru["sku"]]
-        out["runner_up"] = _("Runner-up: %(nodes)s × %(name)s, %(cost)s, about %(days)s days.") % {
-            "nodes": r["nodes"],
-            "name": r["name"],
-            "cost": r["cost"],
-            "days": r["days"],
-        }
+    if best is None and out["talk_to_sales"]:
+        out["sales_url"] = sales_url(form)
     return out
 
 
@@ -320,10 +342,18 @@ def _sku_choices() -> list[tuple[str, str]]:
 
 
 def _model_choices() -> list[tuple[str, str]]:
-    out = [(p["id"], f"{p['name']} ({forms.human_count(p['params'])})") for p in _presets()]
+    out = [(p["id"], f"{_(p['name'])} ({forms.human_count(p['params'])})") for p in _presets()]
     out.append(("params", _("Other: enter a parameter count")))
     out.append(("arch", _("Other: enter the architecture")))
     return out
+
+
+def _field_error(form: forms.SizeForm, name: str, err: str | Msg) -> str:
+    if isinstance(err, Msg):
+        return say(err)
+    text = _(err)
+    params = form.error_params.get(name)
+    return text % params if params else text
 
 
 @router.get("/size", response_class=HTMLResponse)
@@ -335,9 +365,9 @@ def size_page(request: Request) -> HTMLResponse:
         try:
             result = size(form.request, prices=_live_prices(request))
         except SizingError as e:
-            for path, message in e.errors:
+            for path, msg in e.codes:
                 f = forms.engine_field(path, form)
-                form.errors.setdefault(f, message)
+                form.errors.setdefault(f, msg)
     specs = {s.id: s for s in all_specs()}
     cards: list[dict[str, Any]] = []
     rec: dict[str, Any] | None = None
@@ -345,10 +375,10 @@ def size_page(request: Request) -> HTMLResponse:
     warnings: list[str] = []
     if result is not None:
         cards = [_card(o, result, form, specs.get(o["sku"])) for o in result["options"]]
-        rec = _recommendation(result, cards)
-        assumptions = [_(str(a)) for a in result.get("assumptions") or []]
-        warnings = [_(str(w)) for w in result.get("warnings") or []]
-    errors = {k: _(v) for k, v in form.errors.items()}
+        rec = _recommendation(result, cards, form)
+        assumptions = [say(a) for a in result.get("assumption_codes") or []]
+        warnings = [say(w) for w in result.get("warning_codes") or []]
+    errors = {k: _field_error(form, k, v) for k, v in form.errors.items()}
     ctx = {
         "form": form,
         "v": form.values,
@@ -358,7 +388,6 @@ def size_page(request: Request) -> HTMLResponse:
         "rec": rec,
         "assumptions": assumptions,
         "warnings": warnings,
-        "method_light": form.values.get("method") in ("lora", "qlora"),
         "model_choices": _model_choices(),
         "sku_choices": _sku_choices(),
         "segments": [(_(label), css) for _k, css, label in SEGMENTS],

@@ -22,6 +22,7 @@ from app.money import format_cents
 from app.quotes import pricing
 from app.quotes.models import Quote
 from app.quotes.pricing import QuoteKind
+from app.sizing.messages import render as render_msg
 from app.web.i18n import translations_for
 
 DEJAVU_DIR = Path("/usr/share/fonts/truetype/dejavu")
@@ -165,6 +166,8 @@ def build_pdf(
             )
         if layout_rows:
             line("; ".join(f"{k}: {v}" for k, v in layout_rows), 9)
+        elif summary.get("layout_code"):
+            line(render_msg(summary["layout_code"], _), 9)
         elif summary.get("layout"):
             line(str(summary["layout"]), 9)
     if q.sizing_notes:

@@ -167,6 +167,7 @@ def size_from_query(query: str, sku_id: str, quantity: int) -> tuple[dict[str, A
         "fits": bool(opt.get("fits")),
         "training_days": opt.get("training_days"),
         "layout": opt.get("layout_description", ""),
+        "layout_code": opt.get("layout_description_code"),
         "layout_detail": opt.get("layout") or {},
         "comm_pattern": comm_pattern(opt) if opt else "",
         "effective_mfu": opt.get("effective_mfu"),

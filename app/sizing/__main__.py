@@ -13,6 +13,7 @@ from typing import Any
 
 from app.sizing.engine import list_presets, size
 from app.sizing.errors import SizingError
+from app.sizing.messages import Msg, Translate, translator
 
 FLAG_FIELDS = (
     ("tokens", float),
@@ -27,6 +28,8 @@ FLAG_FIELDS = (
     ("nodes", int),
     ("mfu", float),
     ("lora_rank", int),
+    ("max_days", float),
+    ("rocm_ok", bool),
 )
 
 
@@ -52,19 +55,30 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--nodes", type=int, help="fix the node count")
     p.add_argument("--mfu", type=float, help="model FLOPs utilisation, 0 < mfu <= 1")
     p.add_argument("--lora-rank", dest="lora_rank", type=int)
+    p.add_argument("--max-days", dest="max_days", type=float, help="deadline in days")
+    p.add_argument(
+        "--rocm-ok",
+        dest="rocm_ok",
+        action="store_true",
+        default=None,
+        help="the training stack already runs on ROCm (AMD nodes may be recommended)",
+    )
+    p.add_argument("--lang", default="en", help="language of the prose: en (default), zh_CN")
     p.add_argument("--list-presets", action="store_true", help="print the presets and exit")
     p.add_argument("--indent", type=int, default=2, help="JSON indent (0 for one line)")
     return p
 
 
-def _fail(errors: list[tuple[str, str]]) -> int:
-    json.dump({"errors": [{"field": f, "message": m} for f, m in errors]}, sys.stderr)
+def _fail(errors: list[tuple[str, Msg]], tr: Translate) -> int:
+    out = SizingError.many(errors).as_dict(tr)
+    json.dump(out, sys.stderr, ensure_ascii=False)
     sys.stderr.write("\n")
     return 2
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    tr = translator(args.lang)
     indent = args.indent or None
     if args.list_presets:
         json.dump(list_presets(), sys.stdout, indent=indent)
@@ -81,11 +95,11 @@ def main(argv: list[str] | None = None) -> int:
                     text = fh.read()
             loaded = json.loads(text)
         except OSError as e:
-            return _fail([("file", str(e))])
-        except json.JSONDecodeError as e:
-            return _fail([("request", f"not valid JSON: {e}")])
+            return _file_error(e)
+        except json.JSONDecodeError:
+            return _fail([("request", Msg("request.not_json"))], tr)
         if not isinstance(loaded, dict):
-            return _fail([("request", "must be a JSON object")])
+            return _fail([("request", Msg("request.not_object"))], tr)
         req = loaded
     if args.preset:
         req["model"] = {"preset": args.preset}
@@ -96,12 +110,18 @@ def main(argv: list[str] | None = None) -> int:
         if val is not None:
             req[name] = val
     try:
-        out = size(req)
+        out = size(req, translate=tr)
     except SizingError as e:
-        return _fail(e.errors)
-    json.dump(out, sys.stdout, indent=indent)
+        return _fail(e.codes, tr)
+    json.dump(out, sys.stdout, indent=indent, ensure_ascii=False)
     sys.stdout.write("\n")
     return 0
+
+
+def _file_error(e: OSError) -> int:
+    json.dump({"errors": [{"field": "file", "message": str(e), "code": "file"}]}, sys.stderr)
+    sys.stderr.write("\n")
+    return 2
 
 
 if __name__ == "__main__":

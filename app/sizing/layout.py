@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from app.sizing.memory import SAFETY_MARGIN, Job, Layout, Memory, memory
+from app.sizing.messages import Msg
 
 # Throughput relative to the catalog MFU (which assumes a well-tuned single-node layout).
 # Heuristics (ours), stated in every answer's assumptions and in docs/sizing.md.
@@ -26,7 +27,7 @@ class Shape:
     pp: int
     ep: int
     cp: int
-    label: str
+    label: Msg
 
 
 @dataclass(frozen=True)
@@ -34,7 +35,7 @@ class Candidate:
     layout: Layout
     memory: Memory
     efficiency: float
-    label: str
+    label: Msg
     rank: int
 
 
@@ -70,15 +71,15 @@ def shapes(job: Job, nodes: int, g: int) -> list[Shape]:
     w = nodes * g
     big = job.counts.total >= 60e9
     out: list[Shape] = []
-    hsdp = "FSDP/ZeRO-3 inside each node" + (", data parallel across nodes" if nodes > 1 else "")
+    hsdp = Msg("layout.hsdp_nodes" if nodes > 1 else "layout.hsdp")
     small_rules = [
         Shape("zero3", g, 1, 1, 1, 1, hsdp),
-        Shape("ddp", 1, 1, 1, 1, 1, "plain data parallel (each GPU holds everything)"),
-        Shape("zero1", w, 1, 1, 1, 1, "ZeRO-1 (optimizer state sharded over all GPUs)"),
-        Shape("zero2", w, 1, 1, 1, 1, "ZeRO-2 (optimizer state and gradients sharded)"),
+        Shape("ddp", 1, 1, 1, 1, 1, Msg("layout.ddp")),
+        Shape("zero1", w, 1, 1, 1, 1, Msg("layout.zero1")),
+        Shape("zero2", w, 1, 1, 1, 1, Msg("layout.zero2")),
     ]
     if nodes > 1:
-        small_rules.append(Shape("zero3", w, 1, 1, 1, 1, "FSDP/ZeRO-3 across all nodes"))
+        small_rules.append(Shape("zero3", w, 1, 1, 1, 1, Msg("layout.zero3_all")))
     tp_rules: list[Shape] = []
     tp = min(8, g)
     if w % tp == 0:
@@ -91,7 +92,7 @@ def shapes(job: Job, nodes: int, g: int) -> list[Shape]:
                 1,
                 1,
                 1,
-                f"tensor parallel {tp} inside the node, ZeRO-1 data parallel",
+                Msg("layout.tp_zero1", {"tp": tp}),
             )
         )
         if dp > 1:
@@ -103,19 +104,18 @@ def shapes(job: Job, nodes: int, g: int) -> list[Shape]:
                     1,
                     1,
                     1,
-                    f"tensor parallel {tp} inside the node, FSDP across nodes",
+                    Msg("layout.tp_fsdp", {"tp": tp}),
                 )
             )
         for pp in _pows(min(a.num_layers, dp, 32)):
             if dp % pp:
                 continue
-            lbl = f"tensor parallel {tp} inside the node, pipeline parallel {pp}"
-            lbl += " across nodes" if tp * pp > g else ""
+            lbl = Msg("layout.tp_pp_nodes" if tp * pp > g else "layout.tp_pp", {"tp": tp, "pp": pp})
             tp_rules.append(Shape("zero1", dp // pp, tp, pp, 1, 1, lbl))
         for t in (2, 4):
             if t < tp and w % t == 0:
                 tp_rules.append(
-                    Shape("zero3", w // t, t, 1, 1, 1, f"tensor parallel {t}, FSDP over the rest")
+                    Shape("zero3", w // t, t, 1, 1, 1, Msg("layout.tp_small_fsdp", {"tp": t}))
                 )
     out = tp_rules + small_rules if big else small_rules + tp_rules
     if a.moe is not None:
@@ -134,7 +134,7 @@ def shapes(job: Job, nodes: int, g: int) -> list[Shape]:
                     1,
                     ep,
                     1,
-                    f"expert parallel {ep} inside the NVLink domain, FSDP over all",
+                    Msg("layout.ep_fsdp", {"ep": ep}),
                 )
             )
             moe.append(
@@ -145,7 +145,7 @@ def shapes(job: Job, nodes: int, g: int) -> list[Shape]:
                     1,
                     ep,
                     1,
-                    f"expert parallel {ep} inside the NVLink domain, ZeRO-1",
+                    Msg("layout.ep_zero1", {"ep": ep}),
                 )
             )
             for pp in _pows(min(a.num_layers, w // ep)):
@@ -159,7 +159,7 @@ def shapes(job: Job, nodes: int, g: int) -> list[Shape]:
                         pp,
                         ep,
                         1,
-                        f"expert parallel {ep} inside the node, pipeline parallel {pp}",
+                        Msg("layout.ep_pp", {"ep": ep, "pp": pp}),
                     )
                 )
             if w % 8 == 0 and g >= 8:
@@ -175,7 +175,7 @@ def shapes(job: Job, nodes: int, g: int) -> list[Shape]:
                             pp,
                             min(ep, dp),
                             1,
-                            f"TP 8 + expert parallel {min(ep, dp)}, PP {pp}",
+                            Msg("layout.tp_ep_pp", {"tp": 8, "ep": min(ep, dp), "pp": pp}),
                         )
                     )
         out = moe + out
@@ -190,7 +190,7 @@ def shapes(job: Job, nodes: int, g: int) -> list[Shape]:
                         1,
                         1,
                         cp,
-                        f"context parallel {cp} (long sequence), FSDP over the rest",
+                        Msg("layout.cp", {"cp": cp}),
                     )
                 )
     return out

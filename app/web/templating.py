@@ -17,12 +17,18 @@ from fastapi.templating import Jinja2Templates
 
 from app.clock import utc
 from app.money import format_cents
+from app.sizing.messages import render as _render_msg
 from app.web import i18n
 from app.web.csrf import current_token
 
 TEMPLATES_DIR = Path(__file__).resolve().parents[2] / "templates"
 STATIC_DIR = Path(__file__).resolve().parents[2] / "static"
 HTMX_FILE = "vendor/htmx-2.0.8.min.js"
+
+
+def say(code: Any) -> str:
+    """An engine sentence (``{"code", "params"}``) in the request's language."""
+    return _render_msg(code, i18n.gettext) if code else ""
 
 
 def _tz(request: Request | None) -> ZoneInfo:
@@ -96,6 +102,7 @@ def make_templates() -> Jinja2Templates:
     env.filters["money"] = format_money
     env.filters["number"] = format_number
     env.filters["bytes"] = format_bytes
+    env.filters["say"] = say
     return templates
 
 

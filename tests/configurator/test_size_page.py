@@ -31,7 +31,7 @@ def test_first_visit_shows_form_and_results(client: TestClient) -> None:
         assert f'id="card-{sku}"' in html
         assert f'aria-labelledby="mem-{sku}-t mem-{sku}-d"' in html
     assert "Our recommendation" in html
-    assert "/nodes/gb300-nvl72" in html  # the rack is a sales conversation
+    assert "/cluster-request?sku=gb300-nvl72&amp;nodes=1" in html  # the rack: sales
     assert "style=" not in html  # CSP: no inline styles
 
 
@@ -106,7 +106,7 @@ def test_use_this_carries_the_choice_into_deploy(client: TestClient) -> None:
 def test_lora_points_to_single_gpu_offers(client: TestClient) -> None:
     r = client.get("/size?model=llama-3.1-8b&tokens=1B&method=lora")
     assert r.status_code == 200
-    assert "single GPU" in r.text
+    assert "single-GPU offer" in r.text and "0.9 days" in r.text
 
 
 def test_chinese_page(client: TestClient) -> None:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from app.catalog.specs import SELF_SERVE_MAX_NODES
 from app.sizing import size
-from app.sizing.engine import COST_TIE, SELF_SERVE_MAX_NODES, _rank
+from app.sizing.recommend import NEAR_CHEAPEST, rank
 
 
 def test_amd_is_not_recommended_unless_the_stack_runs_on_rocm() -> None:
@@ -35,6 +36,13 @@ def test_clusters_beyond_self_serve_are_a_sales_conversation() -> None:
 
 def test_ranking_prefers_the_faster_of_two_near_equal_prices() -> None:
     a = {"rental_cost_usd": 100_000.0, "training_days": 700.0}
-    b = {"rental_cost_usd": 100_000.0 * (1 + COST_TIE / 2), "training_days": 30.0}
+    b = {"rental_cost_usd": 100_000.0 * (1 + NEAR_CHEAPEST / 2), "training_days": 30.0}
     c = {"rental_cost_usd": 200_000.0, "training_days": 5.0}
-    assert _rank([a, c, b]) == [b, a, c]
+
+    def cost(o: dict) -> float:
+        return float(o["rental_cost_usd"])
+
+    def days(o: dict) -> float:
+        return float(o["training_days"])
+
+    assert rank([a, c, b], cost, days) == [b, a, c]

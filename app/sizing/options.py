@@ -1,0 +1,250 @@
+"""One option: a SKU at a node count with a layout, evaluated into a typed :class:`Option`.
+
+:func:`evaluate_option` is the one place an option's figures and notes are computed; new
+per-option outputs (memory ranges, fit classes, a throughput model) belong here, as fields
+of :class:`Option` and keys of :meth:`Option.as_dict`.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from app.catalog.specs import SELF_SERVE_MAX_NODES
+from app.sizing import compute
+from app.sizing.layout import Candidate
+from app.sizing.memory import SAFETY_MARGIN, Memory
+from app.sizing.messages import Msg, Translate, render, render_all
+from app.sizing.search import Plan, SkuSearch
+
+DEADLINE_SLACK = 1.0001
+
+
+@dataclass
+class Option:
+    """A SKU at a node count, with everything the page and the API show about it."""
+
+    sku: str
+    name: str
+    self_serve: bool
+    talk_to_sales: bool
+    nodes: int
+    gpus: int
+    fits: bool
+    layout: dict[str, Any] | None
+    layout_label: Msg | None
+    memory: Memory | None
+    usable_gpu_memory_bytes: int
+    mfu: float
+    hours: float | None = None
+    months: int | None = None
+    cost_cents: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)  # figures serialised as they are
+    runner_up: Candidate | None = None
+    meets_deadline: bool | None = None
+    notes: list[Msg] = field(default_factory=list)
+    storage: dict[str, Any] | None = None
+
+    @property
+    def training_days(self) -> float | None:
+        return None if self.hours is None else round(self.hours / 24, 2)
+
+    @property
+    def rental_cost_usd(self) -> float | None:
+        return None if self.cost_cents is None else compute.cents_to_usd(self.cost_cents)
+
+    def as_dict(self, translate: Translate | None = None) -> dict[str, Any]:
+        """Today's JSON shape, notes rendered in ``translate``'s language plus their codes."""
+        if self.layout is None:
+            d: dict[str, Any] = {
+                "sku": self.sku,
+                "name": self.name,
+                "self_serve": self.self_serve,
+                "talk_to_sales": self.talk_to_sales,
+                "nodes": self.nodes,
+                "gpus": self.gpus,
+                "fits": False,
+                "layout": None,
+                "memory_per_gpu_bytes": None,
+                "usable_gpu_memory_bytes": self.usable_gpu_memory_bytes,
+                "training_days": None,
+                "mfu": self.mfu,
+                "months": None,
+                "rental_cost_usd": None,
+                "effective_usd_per_gpu_hour": None,
+                "hourly_alternative_usd": None,
+            }
+        else:
+            assert self.memory is not None
+            d = {
+                "sku": self.sku,
+                "name": self.name,
+                "self_serve": self.self_serve,
+                "talk_to_sales": self.talk_to_sales,
+                "nodes": self.nodes,
+                "gpus": self.gpus,
+                "fits": self.fits,
+                "layout": dict(self.layout),
+                "layout_description": render(self.layout_label, translate)
+                if self.layout_label
+                else "",
+                "layout_description_code": self.layout_label.as_dict()
+                if self.layout_label
+                else None,
+                "memory_per_gpu_bytes": self.memory.as_dict(),
+                "overhead_breakdown_bytes": self.memory.overhead_breakdown(),
+                "usable_gpu_memory_bytes": self.usable_gpu_memory_bytes,
+                "training_days": self.training_days,
+                "mfu": self.mfu,
+                "months": self.months,
+                "rental_cost_usd": self.rental_cost_usd,
+                **self.extra,
+            }
+            if self.runner_up is not None:
+                d["runner_up"] = {
+                    "layout": self.runner_up.layout.as_dict(),
+                    "description": render(self.runner_up.label, translate),
+                    "description_code": self.runner_up.label.as_dict(),
+                    "memory_total_bytes": self.runner_up.memory.total,
+                    "layout_efficiency": round(self.runner_up.efficiency, 4),
+                }
+            d["meets_deadline"] = self.meets_deadline
+        d["notes"] = render_all(self.notes, translate)
+        d["note_codes"] = [n.as_dict() for n in self.notes]
+        if self.storage is not None:
+            d["storage"] = copy.deepcopy(self.storage)
+        return d
+
+
+def unbuildable_option(s: SkuSearch, nodes: int, why: Msg) -> Option:
+    spec = s.spec
+    return Option(
+        sku=spec.id,
+        name=spec.name,
+        self_serve=spec.self_serve,
+        talk_to_sales=not spec.self_serve,
+        nodes=nodes,
+        gpus=nodes * s.g,
+        fits=False,
+        layout=None,
+        layout_label=None,
+        memory=None,
+        usable_gpu_memory_bytes=s.usable,
+        mfu=s.mfu,
+        notes=[why],
+    )
+
+
+def evaluate_option(s: SkuSearch, plan: Plan, runner_up: Candidate | None) -> Option:
+    """The option for ``plan`` (a layout on ``plan.nodes`` nodes of ``s.spec``)."""
+    spec, r, g = s.spec, s.r, s.g
+    cand = plan.candidate
+    mem, lay, eff = cand.memory, cand.layout, cand.efficiency
+    n, hours, months, cost = plan.nodes, plan.hours, plan.months, plan.cost_cents
+    gpus = n * g
+    usable = s.usable
+    limit = int(usable * (1 - SAFETY_MARGIN))
+    hourly = spec.hourly_elsewhere_cents_per_gpu_hour
+    alt_cents = math.ceil(gpus * hours * hourly)
+    eff_rate = cost / (gpus * hours) if hours > 0 else float(s.price) / g / compute.HOURS_PER_MONTH
+    utilisation = min(1.0, hours / (months * compute.HOURS_PER_MONTH))
+    notes = list(s.notes)
+    meets = (hours <= r.max_days * 24 * DEADLINE_SLACK) if r.max_days else None
+    talk = not spec.self_serve or n > SELF_SERVE_MAX_NODES
+    extra = {
+        "memory_limit_bytes": limit,
+        "headroom_bytes": max(0, limit - mem.total),
+        "shortfall_bytes": max(0, mem.total - limit),
+        "host_offload_bytes_per_node": mem.cpu_offload_per_gpu * g,
+        "node_ram_bytes": s.host,
+        "mfu_source": spec.mfu_source,
+        "layout_efficiency": round(eff, 4),
+        "effective_mfu": round(s.mfu * eff, 4),
+        "peak_tflops_per_gpu": s.peak,
+        "unit_price_usd_month": compute.cents_to_usd(s.price),
+        # what this run costs per GPU-hour it actually computes (whole months spread over it)
+        "effective_usd_per_gpu_hour": compute.cents_to_usd(eff_rate),
+        # the 24/7 rate: the monthly price per GPU-hour of the month
+        "usd_per_gpu_hour_24_7": compute.cents_to_usd(s.price / (g * compute.HOURS_PER_MONTH)),
+        "hourly_alternative_usd": compute.cents_to_usd(alt_cents),
+        "hourly_elsewhere_usd_per_gpu_hour": compute.cents_to_usd(hourly),
+        "break_even_utilisation": round(compute.break_even_utilisation(s.price, g, hourly), 4),
+        "utilisation_of_rented_time": round(utilisation, 4),
+    }
+    if meets is False:
+        notes.append(Msg("note.misses_deadline", {"max_days": _g(r.max_days), "days": hours / 24}))
+    if spec.self_serve and n > SELF_SERVE_MAX_NODES:
+        notes.append(Msg("note.over_self_serve", {"nodes": n, "max_nodes": SELF_SERVE_MAX_NODES}))
+    if not spec.self_serve:
+        notes.append(
+            Msg(
+                "note.sales_only_sku",
+                {
+                    "name": spec.name,
+                    "min_months": s.min_months,
+                    "max_months": spec.raw.get("max_term_months"),
+                },
+            )
+        )
+    if plan.fits:
+        notes.append(
+            Msg(
+                "note.fits",
+                {
+                    "headroom_gb": (limit - mem.total) / 1e9,
+                    "limit_pct": round((1 - SAFETY_MARGIN) * 100),
+                    "usable_gib": usable / 1024**3,
+                },
+            )
+        )
+        notes.append(Msg("note.utilisation", {"pct": utilisation * 100, "months": months}))
+    else:
+        notes.append(
+            Msg("note.needs_memory", {"need_gb": mem.total / 1e9, "limit_gb": limit / 1e9})
+        )
+        if (
+            mem.cpu_offload_per_gpu
+            and s.host is not None
+            and mem.cpu_offload_per_gpu * g > s.host * 0.9
+        ):
+            notes.append(Msg("note.offload_exceeds_ram"))
+    if alt_cents < cost:
+        notes.append(
+            Msg(
+                "note.hourly_cheaper",
+                {"hourly_usd": alt_cents / 100, "rental_usd": cost / 100},
+            )
+        )
+    if hours > 365 * 24 and plan.fits:
+        notes.append(Msg("note.over_a_year", {"years": hours / 24 / 365, "nodes": n}))
+    if lay.offload_optimizer:
+        notes.append(Msg("note.optimizer_offload"))
+    if lay.recompute == "full":
+        notes.append(Msg("note.full_recompute"))
+    return Option(
+        sku=spec.id,
+        name=spec.name,
+        self_serve=spec.self_serve,
+        talk_to_sales=talk,
+        nodes=n,
+        gpus=gpus,
+        fits=plan.fits,
+        layout=lay.as_dict(),
+        layout_label=cand.label,
+        memory=mem,
+        usable_gpu_memory_bytes=usable,
+        mfu=s.mfu,
+        hours=hours,
+        months=months,
+        cost_cents=cost,
+        extra=extra,
+        runner_up=runner_up,
+        meets_deadline=meets,
+        notes=notes,
+    )
+
+
+def _g(x: float | None) -> str:
+    return f"{x:g}" if x is not None else ""

@@ -1,0 +1,275 @@
+"""Node-count search on one SKU: which node counts fit, and what each costs and takes.
+
+:class:`SkuSearch` prices a node count as a :class:`Plan` (best fitting layout, hours, whole
+rented months, cost); :meth:`SkuSearch.plans` returns the node counts worth comparing (the
+first count that fits, the fewest nodes finishing within each month count, the self-serve
+limit, the deadline). Which plan to show is decided by ``recommend.choose_plan``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from app.catalog.specs import SELF_SERVE_MAX_NODES, NodeSpec
+from app.sizing import compute, layout
+from app.sizing.memory import Layout, memory
+from app.sizing.messages import Msg
+from app.sizing.request import MAX_NODES, Request
+
+MAX_MONTHS_SEARCHED = 36
+SEARCH_BUDGET = 40  # node counts priced per SKU beyond the first that fits
+HOURS_PER_YEAR = 12 * compute.HOURS_PER_MONTH
+
+
+def unit_price_cents(spec: NodeSpec, prices: dict[str, int] | None) -> int:
+    """Price of one unit (an 8-GPU node, or a whole rack for per-GPU-priced racks)."""
+    p = spec.list_price_cents_month
+    if prices and spec.id in prices:
+        p = int(prices[spec.id])
+    return p * spec.gpus_per_node if spec.price_per_gpu else p
+
+
+def peak_tflops(spec: NodeSpec, precision: str) -> float:
+    return spec.fp8_dense_tflops if precision == "fp8" else spec.bf16_dense_tflops
+
+
+@dataclass(frozen=True)
+class Plan:
+    """One SKU at one node count with its best fitting layout."""
+
+    nodes: int
+    candidate: layout.Candidate
+    hours: float
+    months: int
+    cost_cents: int
+    fits: bool = True
+
+
+class SkuSearch:
+    """Everything about sizing ``r`` on ``spec`` that depends on the node count."""
+
+    def __init__(self, r: Request, spec: NodeSpec, flops: float, price_cents: int) -> None:
+        self.r = r
+        self.spec = spec
+        self.g = spec.gpus_per_node
+        self.usable = spec.usable_gpu_memory_bytes
+        self.host = spec.node_ram_bytes
+        self.mfu = r.mfu if r.mfu is not None else spec.default_mfu
+        self.peak = peak_tflops(spec, r.job.precision)
+        self.price = price_cents
+        self.min_months = int(spec.raw.get("min_term_months") or 1)
+        self.one_node_hours = compute.training_seconds(flops, self.g, self.peak, self.mfu) / 3600
+        self.max_nodes = MAX_NODES
+        self.self_serve_cap = SELF_SERVE_MAX_NODES if spec.self_serve else MAX_NODES
+        self.notes: list[Msg] = []
+        self.mbs = int(r.fixed["micro_batch_size"])
+        self.rc_opts = (
+            [str(r.fixed["recompute"])] if "recompute" in r.fixed else ["none", "selective", "full"]
+        )
+        self.off_opts = (
+            [bool(r.fixed["offload_optimizer"])]
+            if "offload_optimizer" in r.fixed
+            else [False, True]
+        )
+        self._best: dict[tuple[int, int], list[layout.Candidate]] = {}
+
+    # --- money and time at a node count ---------------------------------------------------
+
+    def cost(self, n: int, eff: float) -> tuple[float, int, int]:
+        """(hours, whole months per node, cost in cents) for ``n`` nodes at ``eff``."""
+        hours = self.one_node_hours / n / eff
+        months = compute.rental_months(hours, min_months=self.min_months)
+        return hours, months, months * n * self.price
+
+    def nodes_within(self, hours: float, eff: float) -> int:
+        """Fewest nodes that finish within ``hours`` at efficiency ``eff``."""
+        return max(1, math.ceil(self.one_node_hours / (hours * eff) - 1e-9))
+
+    # --- layouts ----------------------------------------------------------------------------
+
+    def best(self, n: int, want: int = 1) -> list[layout.Candidate]:
+        key = (n, want)
+        if key not in self._best:
+            self._best[key] = layout.best_layouts(
+                self.r.job,
+                nodes=n,
+                g=self.g,
+                usable=self.usable,
+                host_ram=self.host,
+                mbs_options=[self.mbs],
+                recompute_options=self.rc_opts,
+                offload_options=self.off_opts,
+                want=want,
+            )
+        return self._best[key]
+
+    def any_fit(self, n: int) -> bool:
+        return layout.any_fits(
+            self.r.job,
+            nodes=n,
+            g=self.g,
+            usable=self.usable,
+            host_ram=self.host,
+            mbs_options=[self.mbs],
+            recompute_options=self.rc_opts,
+            offload_options=self.off_opts,
+        )
+
+    def plan(self, n: int) -> Plan | None:
+        found = self.best(n)
+        if not found:
+            return None
+        hours, months, cost = self.cost(n, found[0].efficiency)
+        return Plan(n, found[0], hours, months, cost)
+
+    def runner_up(self, n: int) -> layout.Candidate | None:
+        both = self.best(n, want=2)
+        return both[1] if len(both) > 1 else None
+
+    # --- the search -------------------------------------------------------------------------
+
+    def lower_bound(self) -> int:
+        """Fewest nodes worth trying: weights + gradients (4 B/param) stay on GPU."""
+        j = self.r.job
+        n = math.ceil(4.0 * j.counts.total / (self.g * self.usable)) if j.method == "full" else 1
+        return max(1, min(n, self.max_nodes))
+
+    def first_fit(self) -> int | None:
+        """The smallest node count at which some layout fits (memory only falls with nodes)."""
+        ns = [n for n in layout.node_candidates(self.max_nodes) if n >= self.lower_bound()]
+        ns = ns or [self.max_nodes]
+        if self.best(ns[0]):
+            return ns[0]
+        if not self.any_fit(ns[-1]):
+            return None
+        lo, hi = 0, len(ns) - 1
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self.any_fit(ns[mid]):
+                hi = mid
+            else:
+                lo = mid + 1
+        a, b = (ns[lo - 1] + 1 if lo > 0 else ns[0]), ns[lo]
+        while a < b:
+            mid = (a + b) // 2
+            if self.any_fit(mid):
+                b = mid
+            else:
+                a = mid + 1
+        return a
+
+    def plans(self) -> list[Plan]:
+        """Plans at every node count a customer might choose, cheapest count first."""
+        if self.r.nodes is not None:
+            p = self.plan(self.r.nodes)
+            return [p] if p else []
+        n0 = self.first_fit()
+        if n0 is None:
+            return []
+        first = self.plan(n0)
+        if first is None:
+            return []
+        out = {n0: first}
+        wanted: list[int] = []
+        effs = {first.candidate.efficiency}
+        for e in list(effs):
+            for m in range(1, min(first.months, MAX_MONTHS_SEARCHED) + 1):
+                wanted.append(self.nodes_within(m * compute.HOURS_PER_MONTH, e))
+        wanted.append(min(self.self_serve_cap, self.max_nodes))
+        e0 = first.candidate.efficiency
+        wanted.append(min(self.max_nodes, self.nodes_within(HOURS_PER_YEAR, e0)))
+        if self.r.max_days:
+            # the deadline's count, or the most we price when even that cannot meet it
+            wanted.append(min(self.max_nodes, self.nodes_within(self.r.max_days * 24, e0)))
+        budget = SEARCH_BUDGET
+        queue = sorted({n for n in wanted if n0 < n <= self.max_nodes})
+        while queue:
+            n = queue.pop(0)
+            if n in out:
+                continue
+            if budget <= 0:
+                self.notes.append(Msg("note.search_budget"))
+                break
+            budget -= 1
+            p = self.plan(n)
+            if p is None:
+                continue
+            out[n] = p
+            e = p.candidate.efficiency
+            if e not in effs:
+                # a different layout at this size: its own fewest-nodes-per-month counts
+                effs.add(e)
+                extra = {
+                    self.nodes_within(p.months * compute.HOURS_PER_MONTH, e),
+                    min(self.max_nodes, self.nodes_within(HOURS_PER_YEAR, e)),
+                }
+                if self.r.max_days:
+                    extra.add(min(self.max_nodes, self.nodes_within(self.r.max_days * 24, e)))
+                queue = sorted(set(queue) | {x for x in extra if n0 < x <= self.max_nodes})
+        return sorted(out.values(), key=lambda p: p.nodes)
+
+    def closest(self) -> Plan:
+        """Nothing fits: the most-sharded layout at the largest count we would price."""
+        n = self.r.nodes or self.max_nodes
+        lays = [
+            layout.make_layout(
+                s,
+                world=n * self.g,
+                mbs=self.mbs,
+                recompute=self.rc_opts[-1],
+                offload_opt=self.off_opts[-1],
+                offload_params=False,
+            )
+            for s in layout.shapes(self.r.job, n, self.g)
+        ]
+        mem, lay = min(((memory(self.r.job, x), x) for x in lays), key=lambda t: t[0].total)
+        cand = layout.Candidate(lay, mem, layout.efficiency(lay, self.g), Msg("layout.closest"), 0)
+        hours, months, cost = self.cost(n, cand.efficiency)
+        self.notes.append(Msg("note.no_fit", {"nodes": n}))
+        return Plan(n, cand, hours, months, cost, fits=False)
+
+    # --- a pinned layout --------------------------------------------------------------------
+
+    def explicit(self) -> tuple[Plan | None, int, Msg | None]:
+        """The customer's own layout: (plan, nodes, why it cannot be built)."""
+        r = self.r
+        assert r.parallelism is not None
+        p = r.parallelism
+        g = self.g
+        tp, pp, ep, cp = (int(p.get(k) or 1) for k in ("tp", "pp", "ep", "cp"))
+        block = tp * pp * cp
+        if r.nodes is not None:
+            n = r.nodes
+        else:
+            need = max(block * ep, block * (p.get("shard_group") or 1))
+            n = max(1, math.ceil(need / g))
+            while (n * g) % block and n < MAX_NODES:
+                n += 1
+        w = n * g
+        if w % block:
+            return None, n, Msg("note.layout_block", {"block": block, "gpus": w})
+        dp = w // block
+        sg = int(p.get("shard_group") or (1 if p["sharding"] == "ddp" else dp))
+        if dp % sg:
+            return None, n, Msg("note.shard_group_dp", {"shard_group": sg, "dp": dp})
+        if dp % ep:
+            return None, n, Msg("note.ep_dp", {"ep": ep, "dp": dp})
+        lay = Layout(
+            sharding=p["sharding"],
+            shard_group=sg,
+            tp=tp,
+            pp=pp,
+            ep=ep,
+            cp=cp,
+            micro_batch_size=self.mbs,
+            recompute=str(r.fixed.get("recompute", "none")),
+            offload_optimizer=bool(r.fixed.get("offload_optimizer", False)),
+            offload_params=bool(r.fixed.get("offload_params", False)),
+            world=w,
+        )
+        mem = memory(r.job, lay)
+        cand = layout.Candidate(lay, mem, layout.efficiency(lay, g), Msg("layout.yours"), 0)
+        hours, months, cost = self.cost(n, cand.efficiency)
+        fit = layout.fits(mem, self.usable, self.host, g)
+        return Plan(n, cand, hours, months, cost, fits=fit), n, None
