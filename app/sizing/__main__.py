@@ -30,6 +30,12 @@ FLAG_FIELDS = (
     ("lora_rank", int),
     ("max_days", float),
     ("rocm_ok", bool),
+    ("framework", str),
+    ("compile", bool),
+    ("pp_schedule", str),
+    ("virtual_stages", int),
+    ("num_microbatches", int),
+    ("global_batch_size", int),
 )
 
 
@@ -63,6 +69,16 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="the training stack already runs on ROCm (AMD nodes may be recommended)",
     )
+    p.add_argument(
+        "--framework",
+        choices=["megatron", "fsdp2", "deepspeed", "hf"],
+        help="training stack whose memory layout to assume (default fsdp2)",
+    )
+    p.add_argument("--compile", action="store_true", default=None, help="torch.compile")
+    p.add_argument("--pp-schedule", dest="pp_schedule", choices=["1f1b", "interleaved", "gpipe"])
+    p.add_argument("--virtual-stages", dest="virtual_stages", type=int)
+    p.add_argument("--num-microbatches", dest="num_microbatches", type=int)
+    p.add_argument("--global-batch-size", dest="global_batch_size", type=int)
     p.add_argument("--lang", default="en", help="language of the prose: en (default), zh_CN")
     p.add_argument("--list-presets", action="store_true", help="print the presets and exit")
     p.add_argument("--indent", type=int, default=2, help="JSON indent (0 for one line)")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from app.sizing.memory import SAFETY_MARGIN, Job, Layout, Memory, memory
+from app.sizing.memory import SAFETY_MARGIN, Job, Layout, Memory, fit_verdict, memory
 from app.sizing.messages import Msg
 
 # Throughput relative to the catalog MFU (which assumes a well-tuned single-node layout).
@@ -265,6 +265,10 @@ def best_layouts(
     # most efficient first; on ties, the page's rule order, then larger micro-batch
     combos.sort(key=lambda c: (-c[0], c[1], -c[2]))
     found: list[Candidate] = []
+    # a variant whose upper memory estimate also fits beats a tight one (issue 16); the
+    # first tight variant of each shape is kept in case nothing fits for sure
+    tight: dict[int, Candidate] = {}
+    limit = usable * (1 - SAFETY_MARGIN)
     dead: set[int] = set()
     lean_rc, lean_off, lean_mbs = recompute_options[-1], offload_options[-1], min(mbs_options)
     for eff, rank, mbs, rc, off in combos:
@@ -276,7 +280,22 @@ def best_layouts(
         )
         mem = memory(job, lay)
         if fits(mem, usable, host_ram, g):
-            found.append(Candidate(lay, mem, eff, s.label, rank))
+            cand = Candidate(lay, mem, eff, s.label, rank)
+            if fit_verdict(mem, limit) == "tight":
+                tight.setdefault(rank, cand)
+                # if even the leanest variant of this shape is tight, none is sure
+                lean = make_layout(
+                    s,
+                    world=world,
+                    mbs=lean_mbs,
+                    recompute=lean_rc,
+                    offload_opt=lean_off,
+                    offload_params=False,
+                )
+                if fit_verdict(memory(job, lean), limit) != "fits":
+                    dead.add(rank)
+                continue
+            found.append(cand)
             dead.add(rank)
             if len(found) >= want:
                 break
@@ -294,6 +313,13 @@ def best_layouts(
                 dead.add(rank)
         else:
             dead.add(rank)
+    if len(found) < want:
+        sure_ranks = {c.rank for c in found}
+        rest = sorted(
+            (c for r, c in tight.items() if r not in sure_ranks),
+            key=lambda c: (-c.efficiency, c.rank),
+        )
+        found += rest[: want - len(found)]
     return found
 
 

@@ -2,14 +2,20 @@
 
 All figures are bytes on the most-loaded GPU (the first or last pipeline stage, whichever
 is larger). See docs/sizing.md for the formulas and where each constant comes from.
+
+Framework-aware: a ``Framework`` profile says where the training states live and what the
+stack keeps for the backward pass (Megatron-LM, FSDP2/torchtitan, DeepSpeed, HF Trainer /
+torchtune). Every constant is global and has a stated physical meaning; none is fitted to
+one measured run.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Any
 
-from app.sizing.params import Architecture, ParamCounts
+from app.sizing.params import Architecture, MoE, ParamCounts
 
 GIB = 1024**3
 
@@ -23,6 +29,108 @@ FP8_WEIGHT_COPY_BYTES = 1.0  # Transformer Engine keeps an FP8 copy of the GEMM 
 CE_BYTES_PER_LOGIT = 6  # bf16 logits + fp32 softmax/cross-entropy buffer (fused loss)
 CPU_OFFLOAD_FACTOR = 1.25  # pinned staging buffers on the host side of offload
 CPU_USABLE_FRACTION = 0.9  # of node RAM, the rest is the OS, data loaders, page cache
+# NVFP4 (and MXFP4) GEMM operands: 4-bit values + one 8-bit scale per 16 (32) values, kept
+# row-wise and column-wise (the backward pass multiplies by the transpose)
+FP4_WEIGHT_COPY_BYTES = 2 * (0.5 + 1.0 / 16)
+# DeepSpeed ZeRO-1/2 defaults: reduce_bucket_size = allgather_bucket_size = 5e8 elements
+DS_BUCKET_ELEMENTS = 5e8
+# DeepSpeed ZeRO-3 default stage3_max_live_parameters: 1e9 gathered parameters may be live
+DS_MAX_LIVE_PARAMS = 1e9
+# activation offload keeps this many blocks' saved tensors on the GPU (one being computed,
+# one in transfer)
+OFFLOAD_RESIDENT_BLOCKS = 2
+CHUNKED_CE_BYTES_PER_LOGIT = 2.0  # chunked loss: BF16 logits kept, FP32 work one chunk at a time
+
+# --- memory range (see memory_range) -------------------------------------------------------
+# how a published configuration maps onto the model (unstated buffers, versions): a share of
+# the whole figure, wider upwards (under-prediction is the costly side)
+MODEL_SPREAD_LOW = 0.12
+MODEL_SPREAD_HIGH = 0.18
+ACT_SPREAD = 0.20  # which tensors autograd / the compiler actually keeps, kernel choice
+OVERHEAD_SPREAD = 0.30  # context, NCCL and allocator slack vary by driver and versions
+MAX_RANGE_RATIO = 1.6  # no range wider than high/low = 1.6
+
+
+@dataclass(frozen=True)
+class Framework:
+    """Where a training stack keeps states and what it saves for the backward pass."""
+
+    id: str
+    states: str  # megatron | fsdp2 | zero: how weights/grads/master copies are laid out
+    shard_over_cp: bool  # optimizer/params shard over data-parallel x context-parallel ranks
+    selective: str  # what recompute="selective" means: "attention" (Megatron) | "op" (SAC)
+    loss_bytes_per_logit: float  # unchunked loss as the stack computes it
+    tp_gathered_inputs: bool  # DTensor SP: all-gathered GEMM inputs are saved (not re-gathered)
+    context_bytes: int
+    nccl_bytes_per_group: int
+    fragmentation: float
+    default_recompute: str
+    doc: str
+
+
+FRAMEWORKS: dict[str, Framework] = {
+    "megatron": Framework(
+        "megatron",
+        states="megatron",
+        shard_over_cp=True,
+        selective="attention",
+        loss_bytes_per_logit=CE_BYTES_PER_LOGIT,
+        tp_gathered_inputs=False,
+        context_bytes=CUDA_CONTEXT_BYTES,
+        nccl_bytes_per_group=NCCL_BYTES_PER_GROUP,
+        fragmentation=FRAGMENTATION,
+        default_recompute="selective",
+        doc="BF16 weights and FP32 main-grad buffer on every DP rank; the distributed "
+        "optimizer shards FP32 master + Adam over DP x CP; selective recompute = core "
+        "attention; fused vocab-parallel cross-entropy; SP re-gathers inputs in backward",
+    ),
+    "fsdp2": Framework(
+        "fsdp2",
+        states="fsdp2",
+        shard_over_cp=True,
+        selective="op",
+        loss_bytes_per_logit=10.0,
+        tp_gathered_inputs=True,
+        context_bytes=CUDA_CONTEXT_BYTES,
+        nccl_bytes_per_group=NCCL_BYTES_PER_GROUP,
+        fragmentation=0.10,
+        default_recompute="selective",
+        doc="torchtitan-style: FP32 sharded parameters are the master copy (BF16 only while "
+        "gathered), FP32 reduce-scatter grads, Adam sharded over DP x CP; selective = "
+        "op-level SAC (every other matmul output and attention outputs kept); loss on an "
+        "FP32 upcast of the logits (fused by torch.compile); with PP the stage stays "
+        "unsharded between forward and backward",
+    ),
+    "deepspeed": Framework(
+        "deepspeed",
+        states="zero",
+        shard_over_cp=False,
+        selective="attention",
+        loss_bytes_per_logit=12.0,
+        tp_gathered_inputs=False,
+        context_bytes=CUDA_CONTEXT_BYTES,
+        nccl_bytes_per_group=NCCL_BYTES_PER_GROUP,
+        fragmentation=0.20,
+        default_recompute="full",
+        doc="ZeRO stages as configured; reduce/all-gather buckets (ZeRO-1/2) or up to 1e9 "
+        "live gathered parameters (ZeRO-3); HF-style FP32 loss; full checkpointing",
+    ),
+    "hf": Framework(
+        "hf",
+        states="zero",
+        shard_over_cp=False,
+        selective="op",
+        loss_bytes_per_logit=12.0,
+        tp_gathered_inputs=True,
+        context_bytes=CUDA_CONTEXT_BYTES,
+        nccl_bytes_per_group=NCCL_BYTES_PER_GROUP,
+        fragmentation=0.20,
+        default_recompute="full",
+        doc="HF Trainer / torchtune: DDP or FSDP, logits upcast to FP32 for the loss "
+        "(chunked in torchtune when asked), gradient checkpointing per block",
+    ),
+}
+PP_SCHEDULES = ("1f1b", "interleaved", "gpipe")
 
 
 @dataclass(frozen=True)
@@ -37,10 +145,24 @@ class Job:
     master_weights: bool
     flash_attention: bool
     lora_rank: int
+    framework: str = "fsdp2"
+    compile: bool = False
+    optimizer_in_backward: bool = False  # each gradient is applied and freed in backward
+    activation_offload: bool = False  # saved activations go to host memory
+    chunked_loss: bool = False  # loss computed over vocabulary/sequence chunks
+    # the training recipe's pipeline schedule (applied to layouts that do not set their own)
+    pp_schedule: str = "1f1b"
+    virtual_stages: int = 1
+    num_microbatches: int = 0  # 0: enough to fill the pipeline
+    global_batch_size: int = 0  # sequences per step; sets the micro-batch count per layout
     # per-request memo of memory() results (layouts repeat across node counts)
-    cache: dict[tuple[object, ...], Memory] = field(
+    cache: dict[tuple[object, ...], Any] = field(
         default_factory=dict, compare=False, hash=False, repr=False
     )
+
+    @property
+    def fw(self) -> Framework:
+        return FRAMEWORKS[self.framework]
 
     @property
     def lora_params(self) -> int:
@@ -68,6 +190,9 @@ class Layout:
     offload_optimizer: bool
     offload_params: bool
     world: int
+    pp_schedule: str = "1f1b"  # 1f1b | interleaved | gpipe
+    virtual_stages: int = 1  # model chunks per pipeline rank (interleaved)
+    num_microbatches: int = 0  # micro-batches per step per pipeline; 0 = enough to fill it
 
     @property
     def dp(self) -> int:
@@ -87,7 +212,30 @@ class Layout:
             "recompute": self.recompute,
             "offload_optimizer": self.offload_optimizer,
             "offload_params": self.offload_params,
+            "pp_schedule": self.pp_schedule,
+            "virtual_stages": self.virtual_stages,
+            "num_microbatches": self.num_microbatches,
         }
+
+    @property
+    def in_flight(self) -> float:
+        """Micro-batches of a full stage's activations the first pipeline stage holds.
+
+        1F1B: ``min(pp, m)``. Interleaved with ``v`` chunks per rank: Megatron-LM's
+        ``pp·(1 + (pp−1)/(pp·v))`` = ``pp + (pp−1)/v`` (also what PyTorch's
+        Interleaved1F1B warm-up implies), at most ``m``. GPipe: all ``m``.
+        """
+        pp = self.pp
+        if pp == 1:
+            return 1.0
+        m = self.num_microbatches if self.num_microbatches > 0 else None
+        if self.pp_schedule == "gpipe":
+            return float(m if m is not None else pp)
+        if self.pp_schedule == "interleaved":
+            x = pp + (pp - 1) / max(1, self.virtual_stages)
+        else:
+            x = float(pp)
+        return min(x, float(m)) if m is not None else x
 
 
 @dataclass(frozen=True)
@@ -114,6 +262,15 @@ class Memory:
             + self.activations
             + self.overhead
         )
+
+    @property
+    def states(self) -> int:
+        return self.weights + self.gradients + self.master_weights + self.optimizer_states
+
+    @property
+    def reserved(self) -> int:
+        """What torch.cuda.max_memory_reserved would see (allocator slack, no context/NCCL)."""
+        return self.total - self.context - self.nccl
 
     @property
     def allocated(self) -> int:
@@ -156,6 +313,23 @@ def _attn_dims(a: Architecture) -> tuple[int, int, int, int, int]:
     return q, kv, kv, q, 0
 
 
+def _sac_op_bytes_per_token(a: Architecture, moe: MoE | None, tp: int) -> float:
+    """Op-level SAC: block input, attention output + FP32 log-sum-exp, every other matmul."""
+    h = a.hidden_size
+    q, _k, v, o, latent = _attn_dims(a)
+    sp_part = 2.0 * h + 2.0 * latent
+    tp_part = 2.0 * o + 4.0 * a.num_attention_heads + 2.0 * (q + v)
+    gathered = 0.0
+    if moe is not None:
+        f = moe.expert_intermediate_size
+        gathered = moe.experts_per_token * 2.0 * h  # dispatched token copies
+        tp_part += (moe.experts_per_token + moe.shared_experts) * 2.0 * (f + h)
+        tp_part += 4.0 * moe.num_experts
+    else:
+        tp_part += 2.0 * (a.intermediate_size + h)
+    return sp_part / tp + tp_part / tp + gathered
+
+
 def layer_activation_bytes_per_token(
     a: Architecture,
     *,
@@ -164,6 +338,9 @@ def layer_activation_bytes_per_token(
     kv_len: int,
     flash: bool,
     recompute: str,
+    selective: str = "attention",
+    compiled: bool = False,
+    tp_gathered: bool = False,
 ) -> float:
     """Bytes stored per token for one transformer block's backward (16-bit activations).
 
@@ -171,85 +348,152 @@ def layer_activation_bytes_per_token(
     blocks: norm inputs/outputs (sequence-parallel, split by TP), Q/K/V, attention output,
     the two gated-MLP branches and the activation output (split by TP). Without
     FlashAttention the a·s² score and softmax tensors (4 bytes per score) are stored.
+
+    ``selective="op"`` is op-level selective checkpointing (torchtitan's policy): only the
+    block input, the attention output with its FP32 log-sum-exp and every other matmul
+    output (wq, wv, w1, w2) are kept. ``compiled``: torch.compile's partitioner recomputes
+    pointwise ops, so norm outputs and the gated product are not stored. ``tp_gathered``:
+    with DTensor sequence parallelism the all-gathered inputs of the column-parallel
+    matmuls are saved whole on every TP rank.
     """
     h = a.hidden_size
     if recompute == "full":
         return 2.0 * h / tp  # only the block input (sequence parallel when tp > 1)
     q, k, v, o, latent = _attn_dims(a)
-    sp_part = 2.0 * h * (a.norms_per_layer * 2) + 2.0 * latent
+    moe = a.moe if (moe_layer and a.moe is not None) else None
+    if recompute == "selective" and selective == "op":
+        # a policy never keeps more than running without recomputation
+        return min(
+            _sac_op_bytes_per_token(a, moe, tp),
+            layer_activation_bytes_per_token(
+                a,
+                moe_layer=moe_layer,
+                tp=tp,
+                kv_len=kv_len,
+                flash=flash,
+                recompute="none",
+                compiled=compiled,
+                tp_gathered=tp_gathered,
+            ),
+        )
+    norm_tensors = 1 if compiled else 2
+    sp_part = 2.0 * h * (a.norms_per_layer * norm_tensors) + 2.0 * latent
     tp_part = 2.0 * (q + k + v) + 2.0 * o + 4.0 * a.num_attention_heads
     if not flash and recompute == "none":
         tp_part += 4.0 * a.num_attention_heads * kv_len
-    act_store = recompute == "none"
+    act_store = recompute == "none" and not compiled
     gathered = 0.0
+    if tp_gathered and tp > 1:
+        gathered += 2 * 2.0 * h * (tp - 1) / tp  # attention and MLP inputs, whole sequence
     width_per_branch = 3 if a.gated_mlp else 2  # up(+gate) outputs and act output
-    if moe_layer and a.moe is not None:
-        m = a.moe
-        routed = m.experts_per_token
-        f = m.expert_intermediate_size
+    if moe is not None:
+        routed = moe.experts_per_token
+        f = moe.expert_intermediate_size
         branches = (width_per_branch - (0 if act_store else 1)) * 2.0 * f
         # routed copies of the token vectors: the dispatcher gathers the whole sequence
         # across TP ranks, so these are not split by TP
-        gathered = routed * 2.0 * h
-        tp_part += routed * branches + m.shared_experts * branches
-        tp_part += 4.0 * m.num_experts  # router logits (fp32)
+        gathered += routed * 2.0 * h
+        tp_part += routed * branches + moe.shared_experts * branches
+        tp_part += 4.0 * moe.num_experts  # router logits (fp32)
     else:
         f = a.intermediate_size
         tp_part += (width_per_branch - (0 if act_store else 1)) * 2.0 * f
     return sp_part / tp + tp_part / tp + gathered
 
 
+def loss_bytes_per_logit(job: Job) -> float:
+    if job.chunked_loss:
+        return CHUNKED_CE_BYTES_PER_LOGIT
+    b = job.fw.loss_bytes_per_logit
+    return min(b, CE_BYTES_PER_LOGIT) if job.compile else b
+
+
+def _last_in_flight(lay: Layout) -> float:
+    if lay.pp == 1:
+        return 1.0
+    m = lay.num_microbatches if lay.num_microbatches > 0 else None
+    if lay.pp_schedule == "gpipe":
+        return float(m if m is not None else lay.pp)
+    if lay.pp_schedule == "interleaved":
+        v = max(1, lay.virtual_stages)
+        x = ((v - 1) * lay.pp + 1) / v
+        return min(x, float(m)) if m is not None else x
+    return 1.0
+
+
 def activation_bytes(job: Job, lay: Layout, *, first_stage: bool) -> tuple[int, int]:
     """(activation bytes, logits bytes) for the first or last pipeline stage."""
+    # activations do not depend on how states are sharded: memoise across shard groups
+    key = (
+        "act",
+        first_stage,
+        lay.tp,
+        lay.pp,
+        lay.cp,
+        lay.micro_batch_size,
+        lay.recompute,
+        lay.pp_schedule,
+        lay.virtual_stages,
+        lay.num_microbatches,
+    )
+    hit = job.cache.get(key)
+    if hit is None:
+        hit = _activation_bytes(job, lay, first_stage=first_stage)
+        if len(job.cache) < 20000:
+            job.cache[key] = hit
+    return hit  # type: ignore[return-value]
+
+
+def _activation_bytes(job: Job, lay: Layout, *, first_stage: bool) -> tuple[int, int]:
     a = job.arch
+    fw = job.fw
     s_local = job.seq_len / lay.cp
     tokens = lay.micro_batch_size * s_local
     stage_layers = math.ceil(a.num_layers / lay.pp)
     if first_stage:
         start, stop = 0, stage_layers
-        in_flight = lay.pp  # 1F1B: the first stage holds pp micro-batches
+        in_flight = lay.in_flight
     else:
         start, stop = a.num_layers - stage_layers, a.num_layers
-        in_flight = 1
-    n_dense = stop - start
-    n_moe = 0
-    if a.moe is not None:
-        n_dense = max(0, min(stop, a.moe.dense_layers) - start)
-        n_moe = (stop - start) - n_dense
-    per_tok = 0.0
-    worst_full_layer = 0.0
-    for is_moe, n in ((False, n_dense), (True, n_moe)):
-        if n == 0:
-            continue
-        per_tok += n * layer_activation_bytes_per_token(
+        in_flight = _last_in_flight(lay)
+    n_moe = a.moe.moe_layers_in(start, stop) if a.moe is not None else 0
+    n_dense = (stop - start) - n_moe
+
+    def per_token(is_moe: bool, recompute: str, flash: bool) -> float:
+        return layer_activation_bytes_per_token(
             a,
             moe_layer=is_moe,
             tp=lay.tp,
             kv_len=int(s_local),
-            flash=job.flash_attention,
-            recompute=lay.recompute,
+            flash=flash,
+            recompute=recompute,
+            selective=fw.selective,
+            compiled=job.compile,
+            tp_gathered=fw.tp_gathered_inputs,
         )
-        if lay.recompute == "full":
-            worst_full_layer = max(
-                worst_full_layer,
-                layer_activation_bytes_per_token(
-                    a,
-                    moe_layer=is_moe,
-                    tp=lay.tp,
-                    kv_len=int(s_local),
-                    flash=job.flash_attention,
-                    recompute="selective",
-                )
-                - 2.0 * a.hidden_size / lay.tp,
-            )
-    # full recompute: while one layer is recomputed for its backward, its activations
-    # (the selective set; attention scores stay transient) replace its stored input
-    act = per_tok * tokens * in_flight + max(0.0, worst_full_layer) * tokens
+
+    per_tok = 0.0
+    transient = 0.0  # one block recomputed for its backward: its dropped tensors reappear
+    for is_moe, n in ((False, n_dense), (True, n_moe)):
+        if n == 0:
+            continue
+        stored = per_token(is_moe, lay.recompute, job.flash_attention)
+        per_tok += n * stored
+        if lay.recompute != "none":
+            transient = max(transient, per_token(is_moe, "none", True) - stored)
+    resident = 1.0
+    if job.activation_offload and stop > start:
+        resident = min(1.0, OFFLOAD_RESIDENT_BLOCKS / (stop - start))
+    act = per_tok * resident * tokens * in_flight + transient * tokens
+    if lay.cp > 1:
+        # ring attention: K/V blocks of one layer in send and receive buffers
+        _q, k, v, _o, _l = _attn_dims(a)
+        act += 2 * 2.0 * (k + v) * tokens / lay.tp
     logits = 0.0
     if first_stage:
         act += 2.0 * a.hidden_size * tokens * in_flight / lay.tp  # embedding output
     if not first_stage or lay.pp == 1:
-        logits = CE_BYTES_PER_LOGIT * tokens * a.vocab_size / lay.tp
+        logits = loss_bytes_per_logit(job) * tokens * a.vocab_size / lay.tp
         act += 2.0 * a.hidden_size * tokens / lay.tp  # final norm output
     return int(act + logits), int(logits)
 
@@ -275,9 +519,27 @@ def _stage_params(job: Job, lay: Layout, *, first_stage: bool) -> tuple[float, f
     return nonexpert, expert
 
 
+def low_precision_copy_bytes(precision: str) -> float:
+    """Persistent low-precision GEMM copy of each weight (Transformer Engine style)."""
+    if precision == "fp8":
+        return FP8_WEIGHT_COPY_BYTES
+    if precision == "fp4":
+        return FP4_WEIGHT_COPY_BYTES
+    return 0.0
+
+
+def _gathered_bytes(job: Job) -> float:
+    """Bytes per parameter of an all-gathered (unsharded) weight."""
+    if job.fw.states == "fsdp2":  # float8 / fp4 all-gather of the GEMM weights
+        return {"fp8": 1.0, "fp4": FP4_WEIGHT_COPY_BYTES / 2}.get(job.precision, 2.0)
+    return 2.0
+
+
 def _state_bytes(job: Job) -> tuple[float, float, float, float]:
     """Bytes per *trainable* parameter: weights, gradients, master, optimizer."""
-    w = 2.0 + (FP8_WEIGHT_COPY_BYTES if job.precision == "fp8" else 0.0)
+    w = 2.0
+    if job.fw.states != "fsdp2":
+        w += low_precision_copy_bytes(job.precision)
     g = 4.0 if job.grad_dtype == "fp32" else 2.0
     master = 4.0 if job.master_weights else 0.0
     if job.optimizer == "adamw8bit":
@@ -287,7 +549,26 @@ def _state_bytes(job: Job) -> tuple[float, float, float, float]:
     return w, g, master, opt
 
 
+def resolve_layout(job: Job, lay: Layout) -> Layout:
+    """``lay`` with the job's pipeline schedule and micro-batch count when it sets none."""
+    if lay.pp == 1 or (
+        lay.pp_schedule != "1f1b" or lay.virtual_stages != 1 or lay.num_microbatches
+    ):
+        return lay
+    m = job.num_microbatches
+    if not m and job.global_batch_size:
+        m = max(1, math.ceil(job.global_batch_size / (lay.micro_batch_size * max(1, lay.dp))))
+    return replace(
+        lay,
+        pp_schedule=job.pp_schedule,
+        virtual_stages=job.virtual_stages if job.pp_schedule == "interleaved" else 1,
+        num_microbatches=m,
+    )
+
+
 def memory(job: Job, lay: Layout) -> Memory:
+    if lay.pp > 1:
+        lay = resolve_layout(job, lay)
     # world size matters only through which parallel dimensions are in use (NCCL groups)
     key = (
         lay.sharding,
@@ -296,11 +577,14 @@ def memory(job: Job, lay: Layout) -> Memory:
         lay.pp,
         lay.ep,
         lay.cp,
-        lay.dp > 1,
+        lay.dp if job.global_batch_size else lay.dp > 1,
         lay.micro_batch_size,
         lay.recompute,
         lay.offload_optimizer,
         lay.offload_params,
+        lay.pp_schedule,
+        lay.virtual_stages,
+        lay.num_microbatches,
     )
     hit = job.cache.get(key)
     if hit is not None:
@@ -323,6 +607,7 @@ def _memory(job: Job, lay: Layout) -> Memory:
 
 
 def _memory_stage(job: Job, lay: Layout, *, first_stage: bool) -> Memory:
+    fw = job.fw
     nonexp, exp = _stage_params(job, lay, first_stage=first_stage)
     d = max(1, lay.shard_group) if lay.sharding != "ddp" else 1
     d_e = max(1, d // lay.ep)
@@ -336,12 +621,28 @@ def _memory_stage(job: Job, lay: Layout, *, first_stage: bool) -> Memory:
     z1 = lay.sharding in ("zero1", "zero2", "zero3")
     z2 = lay.sharding in ("zero2", "zero3")
     z3 = lay.sharding == "zero3"
+    fsdp2 = fw.states == "fsdp2" and lay.sharding != "ddp"
     cpu = 0.0
+    c = job.counts
+    unit = c.largest_unit / lay.tp
+    if job.arch.moe is not None and c.largest_unit == c.moe_layer:
+        unit = (c.moe_layer - c.moe_layer_experts) / lay.tp + c.moe_layer_experts / (
+            lay.tp * lay.ep
+        )
     if job.method == "full":
-        weights = sharded(w_b, z3)
-        grads = sharded(g_b, z2)
+        if fsdp2 and job.master_weights:
+            # the FP32 sharded parameter is the master copy; BF16 exists only gathered
+            weights = 0.0 if z3 else sharded(w_b, False)
+            grads = sharded(g_b, True)
+        else:
+            weights = sharded(w_b, z3)
+            grads = sharded(g_b, z2 or fsdp2)
         master = sharded(m_b, z1)
         optim = sharded(o_b, z1)
+        if job.optimizer_in_backward:
+            # each parameter's gradient is consumed by its optimizer step during backward:
+            # at most one wrap unit of gradients is live
+            grads = min(grads, g_b * unit / (d if (z2 or fsdp2) else 1))
     else:
         base_b = QLORA_BYTES_PER_PARAM if job.method == "qlora" else 2.0
         weights = sharded(base_b, z3)
@@ -360,18 +661,25 @@ def _memory_stage(job: Job, lay: Layout, *, first_stage: bool) -> Memory:
     act, _logits = activation_bytes(job, lay, first_stage=first_stage)
     gather = 0.0
     if z3 and d > 1:
-        c = job.counts
-        unit = c.largest_unit / lay.tp
-        if job.arch.moe is not None and c.largest_unit == c.moe_layer:
-            unit = (c.moe_layer - c.moe_layer_experts) / lay.tp + c.moe_layer_experts / (
-                lay.tp * lay.ep
-            )
-        base_b = QLORA_BYTES_PER_PARAM if job.method == "qlora" else w_b
+        base_b = QLORA_BYTES_PER_PARAM if job.method == "qlora" else _gathered_bytes(job)
         gather = unit * (2 * base_b + (g_b if job.method == "full" else 0.0))
+        if fsdp2 and lay.pp > 1:
+            # with PP, FSDP2 keeps the stage unsharded from forward to backward
+            # (reshard_after_forward off) so the micro-batches reuse the gathered weights,
+            # and the pipeline defers the gradient reduce-scatter to the last micro-batch:
+            # the unsharded gradients accumulate in the reduce dtype (FSDPParam's
+            # unsharded_accumulated_grad)
+            gather += base_b * (nonexp + exp)
+            if job.method == "full":
+                gather += g_b * (nonexp + exp)
+        if fw.id == "deepspeed":
+            gather += 2.0 * min(DS_MAX_LIVE_PARAMS, nonexp + exp) * 0.05  # prefetch bucket
+    elif fw.id == "deepspeed" and z1 and d > 1:
+        gather = 2.0 * DS_BUCKET_ELEMENTS  # one BF16 reduce bucket
     groups = sum(1 for x in (lay.dp, lay.tp, lay.pp, lay.ep, lay.cp) if x > 1)
-    nccl = NCCL_BYTES_PER_GROUP * groups
-    frag = FRAGMENTATION * (act + gather)
-    overhead = CUDA_CONTEXT_BYTES + nccl + gather + frag
+    nccl = fw.nccl_bytes_per_group * groups
+    frag = fw.fragmentation * (act + gather)
+    overhead = fw.context_bytes + nccl + gather + frag
     return Memory(
         weights=int(weights),
         gradients=int(grads),
@@ -379,9 +687,54 @@ def _memory_stage(job: Job, lay: Layout, *, first_stage: bool) -> Memory:
         optimizer_states=int(optim),
         activations=int(act),
         overhead=int(overhead),
-        context=CUDA_CONTEXT_BYTES,
+        context=fw.context_bytes,
         nccl=nccl,
         gather_buffers=int(gather),
         fragmentation=int(frag),
         cpu_offload_per_gpu=int(cpu * CPU_OFFLOAD_FACTOR),
     )
+
+
+# --- range and fit verdict ------------------------------------------------------------------
+
+
+def range_spread(mem: Memory) -> tuple[float, float]:
+    """(down, up) absolute deviations of the range around the likely total, before capping."""
+    t = mem.total
+    parts = ACT_SPREAD * mem.activations + OVERHEAD_SPREAD * mem.overhead
+    return MODEL_SPREAD_LOW * t + parts, MODEL_SPREAD_HIGH * t + parts
+
+
+def scaled_range(likely: float, down: float, up: float) -> tuple[int, int]:
+    """[likely − down, likely + up], narrowed (keeping its shape) to high/low ≤ 1.6."""
+    lo, hi = likely - down, likely + up
+    if lo <= 0 or hi / lo > MAX_RANGE_RATIO:
+        # likely + t·up = R·(likely − t·down)  →  t = (R − 1)·likely / (up + R·down)
+        r = MAX_RANGE_RATIO
+        t = (r - 1.0) * likely / (up + r * down) if (up + r * down) > 0 else 0.0
+        lo, hi = likely - t * down, likely + t * up
+    return int(math.floor(lo)), int(math.ceil(hi))
+
+
+def memory_range(mem: Memory, likely: int | None = None) -> tuple[int, int]:
+    """[low, high] bytes around the likely per-GPU figure (``mem.total`` unless given).
+
+    The whole figure carries −12 %/+18 % for how a configuration maps onto the model;
+    activations add ±20 % (what autograd and the compiler keep differs by version and
+    kernel) and the overhead ±30 %. A figure other than the total (the
+    allocator's view) gets the same relative spread. Always low ≤ likely ≤ high and
+    high/low ≤ 1.6.
+    """
+    down, up = range_spread(mem)
+    if likely is None or mem.total <= 0:
+        return scaled_range(float(mem.total), down, up)
+    f = likely / mem.total
+    return scaled_range(float(likely), down * f, up * f)
+
+
+def fit_verdict(mem: Memory, limit: float) -> str:
+    """fits (high bound under the limit) | tight (likely fits, high does not) | does_not_fit."""
+    if mem.total > limit:
+        return "does_not_fit"
+    _lo, hi = memory_range(mem)
+    return "fits" if hi <= limit else "tight"

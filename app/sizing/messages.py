@@ -77,6 +77,10 @@ CATALOG: dict[str, str] = {
     "request.ep_experts": N_("must divide the number of experts"),
     "request.offload_params_zero3": N_("parameter offload needs ZeRO-3/FSDP sharding"),
     "request.fp8_full_only": N_("FP8 is modelled for full training only"),
+    "request.virtual_stages_interleaved": N_(
+        "more than one virtual stage needs the interleaved pipeline schedule"
+    ),
+    "request.microbatches_one_of": N_("give num_microbatches or global_batch_size, not both"),
     # --- layouts (``layout_description``) -------------------------------------------------
     "layout.hsdp": N_("FSDP/ZeRO-3 inside each node"),
     "layout.hsdp_nodes": N_("FSDP/ZeRO-3 inside each node, data parallel across nodes"),
@@ -190,6 +194,10 @@ CATALOG: dict[str, str] = {
         "Only %(name)s fits this job, and it needs a training stack that runs on ROCm, "
         "which you did not accept: there is no node to check out here. Talk to sales about "
         "a larger cluster, or say your stack runs on ROCm."
+    ),
+    "reason.tight_only": N_(
+        "Tight: no option keeps the upper memory estimate under the limit; this one fits at "
+        "the likely value, so check memory on a short trial run before committing."
     ),
     "reason.nothing_fits": N_(
         "No configuration fits within the searched node counts; reduce the sequence length "

@@ -15,7 +15,7 @@ from typing import Any
 from app.catalog.specs import SELF_SERVE_MAX_NODES
 from app.sizing import compute
 from app.sizing.layout import Candidate
-from app.sizing.memory import SAFETY_MARGIN, Memory
+from app.sizing.memory import SAFETY_MARGIN, Memory, fit_verdict, memory_range, resolve_layout
 from app.sizing.messages import Msg, Translate, render, render_all
 from app.sizing.search import Plan, SkuSearch
 
@@ -68,6 +68,8 @@ class Option:
                 "fits": False,
                 "layout": None,
                 "memory_per_gpu_bytes": None,
+                "memory_range_bytes": None,
+                "fit": "does_not_fit",
                 "usable_gpu_memory_bytes": self.usable_gpu_memory_bytes,
                 "training_days": None,
                 "mfu": self.mfu,
@@ -153,7 +155,12 @@ def evaluate_option(s: SkuSearch, plan: Plan, runner_up: Candidate | None) -> Op
     notes = list(s.notes)
     meets = (hours <= r.max_days * 24 * DEADLINE_SLACK) if r.max_days else None
     talk = not spec.self_serve or n > SELF_SERVE_MAX_NODES
+    lo, hi = memory_range(mem)
     extra = {
+        # likely value ± what the model cannot know; fits | tight | does_not_fit
+        "memory_range_bytes": [lo, hi],
+        "fit": fit_verdict(mem, limit) if plan.fits else "does_not_fit",
+        "framework": r.job.framework,
         "memory_limit_bytes": limit,
         "headroom_bytes": max(0, limit - mem.total),
         "shortfall_bytes": max(0, mem.total - limit),
@@ -231,7 +238,7 @@ def evaluate_option(s: SkuSearch, plan: Plan, runner_up: Candidate | None) -> Op
         nodes=n,
         gpus=gpus,
         fits=plan.fits,
-        layout=lay.as_dict(),
+        layout=resolve_layout(r.job, lay).as_dict(),
         layout_label=cand.label,
         memory=mem,
         usable_gpu_memory_bytes=usable,

@@ -19,7 +19,18 @@ class MoE:
     expert_intermediate_size: int
     shared_experts: int = 0
     dense_layers: int = 0  # leading dense (non-MoE) layers, DeepSeek style
-    router_bias: bool = False  # DeepSeek-V3 e_score_correction_bias
+    router_bias: bool = False  # DeepSeek-V3 e_score_correction_bias / gpt-oss router bias
+    moe_every: int = 1  # Llama 4 interleave_moe_layer_step: layer i is MoE if (i+1) % k == 0
+    expert_bias: bool = False  # gpt-oss: biases on the experts' up/gate and down projections
+
+    def is_moe_layer(self, index: int) -> bool:
+        return index >= self.dense_layers and (index + 1) % self.moe_every == 0
+
+    def moe_layers_in(self, start: int, stop: int) -> int:
+        """How many of blocks ``start..stop-1`` are MoE blocks."""
+        if self.moe_every == 1:
+            return max(0, (stop - start) - max(0, min(stop, self.dense_layers) - start))
+        return sum(1 for i in range(start, stop) if self.is_moe_layer(i))
 
 
 @dataclass(frozen=True)
@@ -49,6 +60,23 @@ class Architecture:
     gated_mlp: bool = True
     moe: MoE | None = None
     mla: MLA | None = None
+    o_bias: bool = False  # bias on the attention output projection (gpt-oss)
+    attention_sinks: bool = False  # one learned sink logit per head and layer (gpt-oss)
+    # local attention: ``sliding_window`` tokens (sliding window or chunked attention) on
+    # ``local_layer_fraction`` of the layers (gpt-oss: 128 on every other layer; Llama 4:
+    # 8192-token chunks on 3 of 4 layers). Changes attention FLOPs and, without
+    # FlashAttention, the stored score matrices; not the parameter count.
+    sliding_window: int = 0
+    local_layer_fraction: float = 0.0
+
+    def mean_kv_len(self, seq_len: int) -> float:
+        """Average number of keys a query attends to over all layers (causal)."""
+        full = seq_len / 2.0
+        if not self.sliding_window or not self.local_layer_fraction:
+            return full
+        local = min(float(self.sliding_window), full)
+        f = self.local_layer_fraction
+        return f * local + (1.0 - f) * full
 
 
 @dataclass(frozen=True)
@@ -64,7 +92,7 @@ class ParamCounts:
     largest_unit: int  # largest FSDP wrap unit (a block, or the embedding/head)
 
     def layer(self, index: int, arch: Architecture) -> int:
-        if arch.moe is None or index < arch.moe.dense_layers:
+        if arch.moe is None or not arch.moe.is_moe_layer(index):
             return self.dense_layer
         return self.moe_layer
 
@@ -72,8 +100,8 @@ class ParamCounts:
         """(all params, routed-expert params) of blocks ``start..stop-1``."""
         if arch.moe is None:
             return (stop - start) * self.dense_layer, 0
-        dense = max(0, min(stop, arch.moe.dense_layers) - start)
-        moe = (stop - start) - dense
+        moe = arch.moe.moe_layers_in(start, stop)
+        dense = (stop - start) - moe
         return (
             dense * self.dense_layer + moe * self.moe_layer,
             moe * self.moe_layer_experts,
@@ -101,6 +129,10 @@ def attention_params(a: Architecture) -> int:
         p += qd + 2 * kvd
     if a.qk_norm:
         p += 2 * a.head_dim
+    if a.o_bias:
+        p += h
+    if a.attention_sinks:
+        p += a.num_attention_heads
     return p
 
 
@@ -123,12 +155,14 @@ def count(a: Architecture) -> ParamCounts:
     else:
         m = a.moe
         expert = mlp_params(h, m.expert_intermediate_size, a.gated_mlp)
+        if m.expert_bias:
+            expert += (2 if a.gated_mlp else 1) * m.expert_intermediate_size + h
         router = m.num_experts * h + (m.num_experts if m.router_bias else 0)
         shared = m.shared_experts * expert
         moe_experts = m.num_experts * expert
         moe_layer = attn + norms + router + shared + moe_experts
-        n_dense = m.dense_layers
-        n_moe = a.num_layers - m.dense_layers
+        n_moe = m.moe_layers_in(0, a.num_layers)
+        n_dense = a.num_layers - n_moe
         active_moe = moe_layer - (m.num_experts - m.experts_per_token) * expert
         active_layers = n_dense * dense_layer + n_moe * active_moe
     total = embedding + head + final_norm + n_dense * dense_layer + n_moe * moe_layer

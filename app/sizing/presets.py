@@ -271,4 +271,161 @@ _LIST: tuple[Preset, ...] = (
     ),
 )
 
-PRESETS: dict[str, Preset] = {p.id: p for p in _LIST}
+# --- 2025 models (issue 16) -----------------------------------------------------------------
+# Architectures are the text models' published config.json values; exact counts are
+# computed from them and checked against each publisher's stated total (±0.1 %).
+
+
+def _gpt_oss(layers: int, experts: int) -> Architecture:
+    return Architecture(
+        vocab_size=201088,
+        hidden_size=2880,
+        intermediate_size=2880,
+        num_layers=layers,
+        num_attention_heads=64,
+        num_kv_heads=8,
+        head_dim=64,
+        qkv_bias=True,
+        o_bias=True,
+        attention_sinks=True,
+        moe=MoE(experts, 4, 2880, router_bias=True, expert_bias=True),
+        sliding_window=128,
+        local_layer_fraction=0.5,
+    )
+
+
+def _llama4(experts: int, moe_every: int) -> Architecture:
+    return Architecture(
+        vocab_size=202048,
+        hidden_size=5120,
+        intermediate_size=16384,  # intermediate_size_mlp: the dense blocks' MLP
+        num_layers=48,
+        num_attention_heads=40,
+        num_kv_heads=8,
+        head_dim=128,
+        moe=MoE(experts, 1, 8192, shared_experts=1, moe_every=moe_every),
+        sliding_window=8192,  # attention_chunk_size; every 4th layer is global (NoPE)
+        local_layer_fraction=0.75,
+    )
+
+
+_GPT_OSS_SRC = (
+    "OpenAI gpt-oss-120b & gpt-oss-20b model card (arXiv 2508.10925) table 1 states the "
+    "totals ({total}) and active ({active}, without the input embedding); computed count "
+    "matches to the stated digits"
+)
+_LLAMA4_SRC = (
+    "meta-llama/llama-models models/llama4 MODEL_CARD.md: {stated} (the total includes the "
+    "vision encoder, not counted here); text-model count computed from the config"
+)
+
+_LIST_2025: tuple[Preset, ...] = (
+    Preset(
+        "qwen3-32b",
+        "Qwen3 32B",
+        Architecture(151936, 5120, 25600, 64, 64, 8, 128, qk_norm=True),
+        32768,
+        32762123264,
+        sources={
+            "arch": "HF Qwen/Qwen3-32B config.json (hidden 5120, 64 layers, 64 q / 8 kv heads, "
+            "head_dim 128, intermediate 25600, untied, QK-norm; native context 32,768)",
+            "count": "Qwen3 Technical Report (arXiv 2505.09388) table 1: 32.8B total, 31.2B "
+            "non-embedding; computed 32,762,123,264",
+        },
+    ),
+    Preset(
+        "qwen3-235b-a22b",
+        "Qwen3 235B-A22B (MoE)",
+        Architecture(151936, 4096, 12288, 94, 64, 4, 128, qk_norm=True, moe=MoE(128, 8, 1536)),
+        32768,
+        235093634560,
+        22190763520,
+        sources={
+            "arch": "HF Qwen/Qwen3-235B-A22B config.json (hidden 4096, 94 layers, 64 q / 4 kv "
+            "heads, 128 experts, 8 routed, moe_intermediate 1536, no shared expert)",
+            "count": "Qwen3 Technical Report (arXiv 2505.09388) table 2: 235B total, 22B "
+            "activated; HF safetensors total 235,093,634,560",
+        },
+    ),
+    Preset(
+        "gpt-oss-20b",
+        "gpt-oss-20b (MoE, sliding window + sinks)",
+        _gpt_oss(24, 32),
+        131072,
+        20914757184,
+        sources={
+            "arch": "HF openai/gpt-oss-20b config.json (24 layers, 32 experts, 4 per token, "
+            "hidden 2880, head_dim 64, 64 q / 8 kv heads, sliding_window 128 on alternate "
+            "layers, attention sinks, biased q/k/v/o, router and experts)",
+            "count": _GPT_OSS_SRC.format(total="20.91B", active="3.61B"),
+        },
+    ),
+    Preset(
+        "gpt-oss-120b",
+        "gpt-oss-120b (MoE, sliding window + sinks)",
+        _gpt_oss(36, 128),
+        131072,
+        116829156672,
+        sources={
+            "arch": "HF openai/gpt-oss-120b config.json (36 layers, 128 experts, 4 per token; "
+            "otherwise as gpt-oss-20b)",
+            "count": _GPT_OSS_SRC.format(total="116.83B", active="5.13B"),
+        },
+    ),
+    Preset(
+        "kimi-k2",
+        "Kimi K2 (1T MoE, MLA, 384 experts)",
+        Architecture(
+            163840,
+            7168,
+            18432,
+            61,
+            64,
+            64,
+            128,
+            moe=MoE(384, 8, 2048, shared_experts=1, dense_layers=1, router_bias=True),
+            mla=MLA(1536, 512, 128, 64, 128),
+        ),
+        131072,
+        1026408232448,
+        32861500928,
+        sources={
+            "arch": "HF moonshotai/Kimi-K2-Instruct config.json (DeepseekV3 architecture: 61 "
+            "layers, 1 dense, 384 routed + 1 shared expert, 8 per token, 64 MLA heads, "
+            "q_lora 1536, kv_lora 512, vocab 163,840, no MTP layer)",
+            "count": "Kimi K2 technical report (arXiv 2507.20534): 1.04T total / 32B "
+            "activated (rounded); HF safetensors total 1,026,408,232,448; active computed "
+            "with embedding and head",
+        },
+    ),
+    Preset(
+        "llama-4-scout",
+        "Llama 4 Scout 17B-16E (MoE, text model)",
+        _llama4(16, 1),
+        262144,
+        107769861120,
+        17172894720,
+        sources={
+            "arch": "HF meta-llama/Llama-4-Scout-17B-16E config.json text_config (48 layers, "
+            "all MoE, 16 experts top-1 + shared expert, attention_chunk_size 8192, "
+            "interleave_moe_layer_step 1); 10M context, 256k used for training sizing",
+            "count": _LLAMA4_SRC.format(stated="17B active, 109B total"),
+        },
+    ),
+    Preset(
+        "llama-4-maverick",
+        "Llama 4 Maverick 17B-128E (MoE, text model)",
+        _llama4(128, 2),
+        262144,
+        400711848960,
+        17184691200,
+        sources={
+            "arch": "HF meta-llama/Llama-4-Maverick-17B-128E config.json text_config (48 "
+            "layers, MoE every 2nd layer, 128 experts top-1 + shared expert, dense MLP "
+            "16384)",
+            "count": _LLAMA4_SRC.format(stated="17B active, 400B total"),
+        },
+    ),
+)
+
+PRESETS: dict[str, Preset] = {p.id: p for p in _LIST + _LIST_2025}

@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 
 from app.catalog.specs import NodeSpec, all_specs
 from app.sizing import compute
-from app.sizing.memory import SAFETY_MARGIN, Layout, memory
+from app.sizing.memory import SAFETY_MARGIN, Layout, fit_verdict, memory
 from app.sizing.messages import Msg, Translate, render
 from app.sizing.options import DEADLINE_SLACK, Option
 from app.sizing.request import Request
@@ -74,6 +74,9 @@ def _fewest_same_months(p: Plan, pool: Sequence[Plan]) -> Plan:
 
 def choose_plan(plans: Sequence[Plan], s: SkuSearch) -> Plan:
     """The node count this SKU's card shows."""
+    # a plan whose upper memory estimate fits beats a tight one (issue 16)
+    limit = s.usable * (1 - SAFETY_MARGIN)
+    plans = [p for p in plans if fit_verdict(p.candidate.memory, limit) == "fits"] or plans
     if len(plans) == 1:
         return plans[0]
     ss = [p for p in plans if p.nodes <= s.self_serve_cap]
@@ -171,6 +174,12 @@ def recommend(
     options: list[Option], r: Request, specs: dict[str, NodeSpec], single: Msg | None
 ) -> Recommendation:
     fitting = [o for o in options if o.fits and o.hours is not None]
+    # an option whose upper memory estimate also fits beats a tight one; a tight option is
+    # the headline only when nothing else fits, with a warning
+    sure = [o for o in fitting if o.extra.get("fit") != "tight"]
+    tight_only = not any(accepts(specs[o.sku].vendor, r) for o in sure)
+    if not tight_only:
+        fitting = sure
     accepted = [o for o in fitting if accepts(specs[o.sku].vendor, r)]
     if not accepted:
         if fitting:
@@ -226,6 +235,8 @@ def recommend(
             best = _near_soonest(within or accepted, _oc, _oh)
             code = "reason.sales_rack" if not best.self_serve else "reason.sales_cluster"
             reasons.append(Msg(code, _facts(best)))
+    if tight_only:
+        reasons.append(Msg("reason.tight_only"))
     util = best.extra.get("utilisation_of_rented_time")
     if util is not None:
         reasons.append(Msg("reason.utilisation", {"pct": float(util) * 100, "months": best.months}))

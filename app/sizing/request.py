@@ -37,6 +37,8 @@ Optimizer = Literal["adamw", "adamw8bit"]
 GradDtype = Literal["bf16", "fp32"]
 Recompute = Literal["none", "selective", "full"]
 Sharding = Literal["ddp", "zero1", "zero2", "zero3"]
+Framework = Literal["megatron", "fsdp2", "deepspeed", "hf"]
+PPSchedule = Literal["1f1b", "interleaved", "gpipe"]
 
 
 class MoESpec(BaseModel):
@@ -129,6 +131,26 @@ class SizingRequest(BaseModel):
     token_bytes: int | None = Field(None, ge=1, le=8)
     max_days: float | None = Field(None, gt=0, le=MAX_DAYS, description="deadline in days")
     rocm_ok: StrictBool = Field(False, description="the training stack already runs on ROCm")
+    framework: Framework = Field(
+        "fsdp2",
+        description="training stack whose memory layout to assume: megatron (Megatron-LM), "
+        "fsdp2 (torchtitan-style), deepspeed (ZeRO), hf (HF Trainer / torchtune)",
+    )
+    compile: StrictBool = Field(False, description="torch.compile (fuses pointwise ops)")
+    pp_schedule: PPSchedule = Field("1f1b", description="pipeline schedule")
+    virtual_stages: int | None = Field(
+        None, ge=1, le=64, description="model chunks per pipeline rank (interleaved)"
+    )
+    num_microbatches: int | None = Field(
+        None, ge=1, le=1 << 16, description="micro-batches per step (default: fill the pipeline)"
+    )
+    global_batch_size: int | None = Field(
+        None, ge=1, le=1 << 24, description="sequences per step (sets num_microbatches)"
+    )
+    activation_offload: StrictBool = Field(False, description="saved activations to host")
+    optimizer_in_backward: StrictBool = Field(
+        False, description="optimizer step fused into backward (no full gradient buffer)"
+    )
 
     @field_validator("parallelism", mode="before")
     @classmethod
@@ -362,6 +384,10 @@ def resolve(s: SizingRequest) -> Request:
             errs.append(("offload_params", Msg("request.offload_params_zero3")))
     if s.method != "full" and s.precision == "fp8":
         errs.append(("precision", Msg("request.fp8_full_only")))
+    if s.virtual_stages is not None and s.virtual_stages > 1 and s.pp_schedule != "interleaved":
+        errs.append(("virtual_stages", Msg("request.virtual_stages_interleaved")))
+    if s.num_microbatches is not None and s.global_batch_size is not None:
+        errs.append(("global_batch_size", Msg("request.microbatches_one_of")))
     if errs:
         raise SizingError.many(errs)
     assert arch is not None and counts is not None
@@ -376,6 +402,14 @@ def resolve(s: SizingRequest) -> Request:
         master_weights=s.master_weights,
         flash_attention=s.flash_attention,
         lora_rank=s.lora_rank,
+        framework=s.framework,
+        compile=s.compile,
+        optimizer_in_backward=s.optimizer_in_backward,
+        activation_offload=s.activation_offload,
+        pp_schedule=s.pp_schedule,
+        virtual_stages=s.virtual_stages or (2 if s.pp_schedule == "interleaved" else 1),
+        num_microbatches=s.num_microbatches or 0,
+        global_batch_size=s.global_batch_size or 0,
     )
     fixed: dict[str, Any] = {"micro_batch_size": s.micro_batch_size or 1}
     if s.recompute is not None:

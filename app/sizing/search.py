@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from app.catalog.specs import SELF_SERVE_MAX_NODES, NodeSpec
 from app.sizing import compute, layout
-from app.sizing.memory import Layout, memory
+from app.sizing.memory import FRAMEWORKS, Layout, memory
 from app.sizing.messages import Msg
 from app.sizing.request import MAX_NODES, Request
 
@@ -250,9 +250,11 @@ class SkuSearch:
         if w % block:
             return None, n, Msg("note.layout_block", {"block": block, "gpus": w})
         dp = w // block
-        sg = int(p.get("shard_group") or (1 if p["sharding"] == "ddp" else dp))
-        if dp % sg:
-            return None, n, Msg("note.shard_group_dp", {"shard_group": sg, "dp": dp})
+        # FSDP2 and Megatron's distributed optimizer shard over data-parallel x CP ranks
+        span = dp * cp if FRAMEWORKS[r.job.framework].shard_over_cp else dp
+        sg = int(p.get("shard_group") or (1 if p["sharding"] == "ddp" else span))
+        if span % sg:
+            return None, n, Msg("note.shard_group_dp", {"shard_group": sg, "dp": span})
         if dp % ep:
             return None, n, Msg("note.ep_dp", {"ep": ep, "dp": dp})
         lay = Layout(

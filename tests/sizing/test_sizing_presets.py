@@ -66,3 +66,49 @@ def test_largest_full_training_model_grows_with_memory() -> None:
     # 16 B/param of model states alone bound it from above
     assert h100["params"] * 16 / 8 < 79.6 * 2**30
     assert h100["largest_preset"] is not None
+
+
+NEW_2025 = {
+    # id: (published total, its precision as stated by the publisher)
+    "qwen3-32b": 32.8e9,
+    "qwen3-235b-a22b": 235e9,
+    "gpt-oss-20b": 20.91e9,
+    "gpt-oss-120b": 116.83e9,
+    "kimi-k2": 1.03e12,
+    "llama-4-scout": 107.77e9,
+    "llama-4-maverick": 400.7e9,
+}
+
+
+@pytest.mark.parametrize(("pid", "stated"), sorted(NEW_2025.items()))
+def test_2025_presets_exist_with_counts_matching_the_stated_totals(pid: str, stated: float) -> None:
+    p = PRESETS[pid]
+    total = count(p.arch).total
+    assert total == p.published_params
+    assert total == pytest.approx(stated, rel=5e-3)
+    assert {"arch", "count"} <= set(p.sources)
+
+
+@pytest.mark.parametrize(("pid", "active"), [("gpt-oss-20b", 3.61e9), ("gpt-oss-120b", 5.13e9)])
+def test_gpt_oss_active_count_without_input_embedding_matches_the_model_card(
+    pid: str, active: float
+) -> None:
+    c = count(PRESETS[pid].arch)
+    assert c.active - c.embedding == pytest.approx(active, rel=1e-3)
+
+
+def test_gpt_oss_sliding_windows_and_sinks_change_attention_not_just_names() -> None:
+    a = PRESETS["gpt-oss-120b"].arch
+    assert a.attention_sinks and a.sliding_window == 128
+    # half the layers see 128 keys: the mean attended length is about half of a dense model's
+    assert a.mean_kv_len(8192) == pytest.approx(0.5 * 128 + 0.5 * 4096)
+    assert PRESETS["qwen3-32b"].arch.mean_kv_len(8192) == 4096
+
+
+def test_kimi_k2_is_mla_with_384_experts_and_llama4_maverick_interleaves_moe() -> None:
+    k = PRESETS["kimi-k2"].arch
+    assert k.mla is not None and k.moe is not None and k.moe.num_experts == 384
+    m = PRESETS["llama-4-maverick"].arch
+    assert m.moe is not None
+    assert m.moe.moe_layers_in(0, m.num_layers) == 24  # every second layer
+    assert not m.moe.is_moe_layer(0) and m.moe.is_moe_layer(1)
