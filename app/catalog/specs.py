@@ -49,6 +49,10 @@ class NodeSpec:
     images: tuple[str, ...]
     self_serve: bool
     lead_time_business_days: int | None
+    # time-model facts: dense FP4 (None = no FP4 tensor cores), HBM TB/s, network Gbit/s
+    fp4_dense_tflops: float | None = None
+    hbm_tbps: float = 0.0
+    nic_gbps_per_gpu: float = 0.0
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
@@ -106,6 +110,11 @@ def _spec(d: dict[str, Any]) -> NodeSpec:
         images=tuple(d["images"]),
         self_serve=bool(d["self_serve"]),
         lead_time_business_days=d.get("lead_time_business_days"),
+        fp4_dense_tflops=None
+        if d.get("fp4_dense_tflops") is None
+        else float(d["fp4_dense_tflops"]),
+        hbm_tbps=float(d.get("hbm_tbps") or 0.0),
+        nic_gbps_per_gpu=float(d.get("nic_gbps_per_gpu") or 0.0),
         raw=d,
     )
 

@@ -85,7 +85,7 @@ ARCH_FIELDS = (
 MOE_FIELDS = ("num_experts", "experts_per_token", "expert_intermediate_size")
 PAR_INT_FIELDS = ("shard_group", "tp", "pp", "ep", "cp")
 
-PRECISIONS = ("bf16", "fp8")
+PRECISIONS = ("bf16", "fp8", "fp4")
 METHODS = ("full", "lora", "qlora")
 RECOMPUTES = ("auto", "none", "selective", "full")
 SHARDINGS = ("ddp", "zero1", "zero2", "zero3")

@@ -53,7 +53,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--seq-len", dest="seq_len", type=int, help="sequence length (default 4096)")
     p.add_argument("--micro-batch-size", "--mbs", dest="micro_batch_size", type=int)
     p.add_argument("--method", choices=["full", "lora", "qlora"])
-    p.add_argument("--precision", choices=["bf16", "fp8"])
+    p.add_argument("--precision", choices=["bf16", "fp8", "fp4"])
     p.add_argument("--optimizer", choices=["adamw", "adamw8bit"])
     p.add_argument("--grad-dtype", dest="grad_dtype", choices=["bf16", "fp32"])
     p.add_argument("--recompute", choices=["none", "selective", "full"])

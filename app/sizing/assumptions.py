@@ -132,6 +132,9 @@ def assumptions(r: Request) -> list[Msg]:
                 },
             )
         )
+    if r.mfu is None:  # the efficiency line follows: say where the time comes from first
+        i = next(k for k, m in enumerate(out) if m.code == "assumption.efficiency")
+        out.insert(i, Msg("assumption.time_model"))
     if r.parallelism is None:
         out.append(Msg("assumption.search"))
     return out

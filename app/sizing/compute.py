@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
-from app.sizing.params import Architecture
+from app.catalog.specs import NodeSpec
+from app.sizing.memory import Job, Layout
+from app.sizing.params import Architecture, ParamCounts
+from app.sizing.throughput import Hardware, Setup, Throughput, hardware_from_spec, predict
 
 HOURS_PER_MONTH = 730
 HOURS_PER_WEEK = 168
@@ -90,3 +94,90 @@ def storage(
         out["egress_allowance_bytes_per_month"] = allowance
         out["weekly_checkpoint_egress_fits"] = weekly <= allowance
     return out
+
+
+# --- time model ------------------------------------------------------------------------------
+
+
+_HW: dict[str, tuple[Hardware, NodeSpec]] = {}
+
+
+def peak_tflops(spec: NodeSpec, precision: str) -> float:
+    """Dense peak per GPU for the training precision (FP4: the SKU's FP4 dense figure)."""
+    if precision == "fp8":
+        return spec.fp8_dense_tflops
+    if precision == "fp4":
+        if not spec.fp4_dense_tflops:
+            raise ValueError(f"{spec.id} has no FP4 dense peak")
+        return spec.fp4_dense_tflops
+    return spec.bf16_dense_tflops
+
+
+def predicted_mfu(
+    job: Job,
+    lay: Layout,
+    spec: NodeSpec,
+    *,
+    attention_counted: bool,
+) -> tuple[float, Throughput]:
+    """The throughput model's MFU for this layout on this SKU, in the engine's convention:
+    model FLOPs per token (6·N_active, plus attention when the request counts it) × tokens/s
+    per GPU ÷ the dense peak of the training precision. Adapters (LoRA/QLoRA) are priced at
+    the full-training MFU on their 4·N FLOPs (they skip weight gradients). Memoised across
+    requests (requests that differ only in token count share every layout's answer)."""
+    if _HW.get(spec.id, (None, None))[1] is not spec:
+        _HW[spec.id] = (hardware_from_spec(spec), spec)
+    m = job.num_microbatches or None
+    if not m and job.global_batch_size:
+        dp = max(1, lay.world // (lay.tp * lay.pp * lay.cp))
+        m = max(1, job.global_batch_size // (dp * lay.micro_batch_size))
+    return _predicted(
+        job.arch,
+        job.counts,
+        job.seq_len,
+        job.precision,
+        lay,
+        spec.id,
+        attention_counted,
+        m,
+        job.pp_schedule,
+        job.virtual_stages,
+    )
+
+
+@lru_cache(maxsize=16384)
+def _predicted(
+    arch: Architecture,
+    counts: ParamCounts,
+    seq_len: int,
+    precision: str,
+    lay: Layout,
+    sku: str,
+    attention_counted: bool,
+    num_microbatches: int | None,
+    pp_schedule: str,
+    virtual_stages: int,
+) -> tuple[float, Throughput]:
+    hw, spec = _HW[sku]
+    setup = Setup(
+        world=lay.world,
+        tp=lay.tp,
+        pp=lay.pp,
+        ep=lay.ep,
+        cp=lay.cp,
+        sharding=lay.sharding,
+        shard_group=lay.shard_group,
+        micro_batch_size=lay.micro_batch_size,
+        recompute=lay.recompute,
+        offload_optimizer=lay.offload_optimizer,
+        offload_params=lay.offload_params,
+        num_microbatches=num_microbatches,
+        pp_schedule=pp_schedule,
+        virtual_stages=virtual_stages,
+    )
+    tp = predict(arch, counts, seq_len, precision, setup, hw)
+    per_token = 6.0 * counts.active
+    if attention_counted:
+        per_token += attention_flops(arch, seq_len, 1.0)
+    mfu = tp.tokens_per_s_per_gpu * per_token / (peak_tflops(spec, precision) * 1e12)
+    return mfu, tp

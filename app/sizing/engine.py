@@ -34,6 +34,8 @@ MFU_WARN = 0.7
 
 def option_for(r: Request, search: SkuSearch) -> Option:
     """The option one SKU shows: its chosen plan evaluated (or why nothing fits)."""
+    if not search.supported:
+        return unbuildable_option(search, 1, Msg("note.no_fp4", {"name": search.spec.name}))
     if r.parallelism is not None:
         plan, n, why = search.explicit()
         if plan is None:

@@ -77,6 +77,11 @@ CATALOG: dict[str, str] = {
     "request.ep_experts": N_("must divide the number of experts"),
     "request.offload_params_zero3": N_("parameter offload needs ZeRO-3/FSDP sharding"),
     "request.fp8_full_only": N_("FP8 is modelled for full training only"),
+    "request.fp4_full_only": N_("FP4 is modelled for full training only"),
+    "request.fp4_no_peak": N_(
+        "FP4 (NVFP4/MXFP4) training needs FP4 tensor cores; %(sku)s has none (nodes with "
+        "FP4: %(skus)s)"
+    ),
     "request.virtual_stages_interleaved": N_(
         "more than one virtual stage needs the interleaved pipeline schedule"
     ),
@@ -110,6 +115,7 @@ CATALOG: dict[str, str] = {
     "note.ep_dp": N_("expert parallel %(ep)s does not divide the data-parallel size %(dp)s"),
     "note.search_budget": N_("node-count search stopped at its evaluation budget"),
     "note.no_fit": N_("no layout fits on up to %(nodes)s nodes"),
+    "note.no_fp4": N_("%(name)s has no FP4 tensor cores: FP4 training cannot run on it"),
     "note.misses_deadline": N_(
         "misses your %(max_days)s-day target (%(days).1f days): more nodes would be needed "
         "than scale efficiently, or memory limits the layout"
@@ -256,6 +262,12 @@ CATALOG: dict[str, str] = {
     ),
     "assumption.attention_added": N_(" + 12·L·h·s·tokens attention term"),
     "assumption.attention_apart": N_(" (attention term reported separately, not added)"),
+    "assumption.time_model": N_(
+        "time = FLOPs / (GPUs × dense peak of the precision × MFU), with the MFU predicted for "
+        "each layout by the throughput model (GEMM efficiency by size and precision, "
+        "attention, memory-bound work, TP/CP/EP/DP traffic over NVLink and the network, "
+        "pipeline bubble); the layout efficiencies below only order the layouts tried"
+    ),
     "assumption.efficiency": N_(
         "layout efficiency (ours, heuristic): full recompute %(full)s, selective "
         "%(selective)s, TP8 %(tp8)s, PP %(pp)s, FSDP across nodes %(fsdp_nodes)s, EP %(ep)s, "

@@ -134,7 +134,7 @@ def unbuildable_option(s: SkuSearch, nodes: int, why: Msg) -> Option:
         layout_label=None,
         memory=None,
         usable_gpu_memory_bytes=s.usable,
-        mfu=s.mfu,
+        mfu=s.mfu if not s.modelled else spec.default_mfu,
         notes=[why],
     )
 
@@ -166,8 +166,11 @@ def evaluate_option(s: SkuSearch, plan: Plan, runner_up: Candidate | None) -> Op
         "shortfall_bytes": max(0, mem.total - limit),
         "host_offload_bytes_per_node": mem.cpu_offload_per_gpu * g,
         "node_ram_bytes": s.host,
-        "mfu_source": spec.mfu_source,
-        "layout_efficiency": round(eff, 4),
+        "mfu_source": "throughput model (app/sizing/throughput.py; docs/sizing-accuracy.md)"
+        if s.modelled
+        else spec.mfu_source,
+        "mfu_model": "throughput" if s.modelled else "request",
+        "layout_efficiency": 1.0 if s.modelled else round(eff, 4),
         "effective_mfu": round(s.mfu * eff, 4),
         "peak_tflops_per_gpu": s.peak,
         "unit_price_usd_month": compute.cents_to_usd(s.price),
@@ -180,6 +183,9 @@ def evaluate_option(s: SkuSearch, plan: Plan, runner_up: Candidate | None) -> Op
         "break_even_utilisation": round(compute.break_even_utilisation(s.price, g, hourly), 4),
         "utilisation_of_rented_time": round(utilisation, 4),
     }
+    tok_s = s.tokens_per_s_per_gpu(lay)
+    if s.modelled and tok_s is not None:
+        extra["predicted_tokens_per_s_per_gpu"] = round(tok_s, 1)
     if meets is False:
         notes.append(Msg("note.misses_deadline", {"max_days": _g(r.max_days), "days": hours / 24}))
     if spec.self_serve and n > SELF_SERVE_MAX_NODES:
@@ -242,7 +248,7 @@ def evaluate_option(s: SkuSearch, plan: Plan, runner_up: Candidate | None) -> Op
         layout_label=cand.label,
         memory=mem,
         usable_gpu_memory_bytes=usable,
-        mfu=s.mfu,
+        mfu=round(s.mfu * eff, 4) if s.modelled else s.mfu,
         hours=hours,
         months=months,
         cost_cents=cost,

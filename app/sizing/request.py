@@ -15,7 +15,7 @@ from typing import Any, Literal
 import annotated_types
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, field_validator
 
-from app.catalog.specs import all_specs
+from app.catalog.specs import all_specs, spec
 from app.sizing.errors import SizingError
 from app.sizing.memory import Job
 from app.sizing.messages import Msg
@@ -32,7 +32,7 @@ MAX_PARALLEL = MAX_NODES * 72
 _CFG = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 Method = Literal["full", "lora", "qlora"]
-Precision = Literal["bf16", "fp8"]
+Precision = Literal["bf16", "fp8", "fp4"]
 Optimizer = Literal["adamw", "adamw8bit"]
 GradDtype = Literal["bf16", "fp32"]
 Recompute = Literal["none", "selective", "full"]
@@ -384,6 +384,11 @@ def resolve(s: SizingRequest) -> Request:
             errs.append(("offload_params", Msg("request.offload_params_zero3")))
     if s.method != "full" and s.precision == "fp8":
         errs.append(("precision", Msg("request.fp8_full_only")))
+    if s.method != "full" and s.precision == "fp4":
+        errs.append(("precision", Msg("request.fp4_full_only")))
+    if s.precision == "fp4" and s.sku in ids and not spec(s.sku).fp4_dense_tflops:
+        with_fp4 = [sp.id for sp in all_specs() if sp.fp4_dense_tflops]
+        errs.append(("precision", Msg("request.fp4_no_peak", {"sku": s.sku, "skus": with_fp4})))
     if s.virtual_stages is not None and s.virtual_stages > 1 and s.pp_schedule != "interleaved":
         errs.append(("virtual_stages", Msg("request.virtual_stages_interleaved")))
     if s.num_microbatches is not None and s.global_batch_size is not None:

@@ -31,7 +31,12 @@ def unit_price_cents(spec: NodeSpec, prices: dict[str, int] | None) -> int:
 
 
 def peak_tflops(spec: NodeSpec, precision: str) -> float:
-    return spec.fp8_dense_tflops if precision == "fp8" else spec.bf16_dense_tflops
+    return compute.peak_tflops(spec, precision)
+
+
+def runs_precision(spec: NodeSpec, precision: str) -> bool:
+    """FP4 training needs FP4 tensor cores (an FP4 dense peak in the catalog)."""
+    return precision != "fp4" or bool(spec.fp4_dense_tflops)
 
 
 @dataclass(frozen=True)
@@ -55,8 +60,13 @@ class SkuSearch:
         self.g = spec.gpus_per_node
         self.usable = spec.usable_gpu_memory_bytes
         self.host = spec.node_ram_bytes
-        self.mfu = r.mfu if r.mfu is not None else spec.default_mfu
-        self.peak = peak_tflops(spec, r.job.precision)
+        # A request's mfu overrides the time model; otherwise each layout's efficiency *is*
+        # the throughput model's predicted MFU (base 1.0): hours = FLOPs / (GPUs·peak·MFU).
+        self.modelled = r.mfu is None
+        self.mfu = r.mfu if r.mfu is not None else 1.0
+        self.supported = runs_precision(spec, r.job.precision)
+        self.peak = peak_tflops(spec, r.job.precision if self.supported else "bf16")
+        self._predicted: dict[Layout, tuple[float, float]] = {}
         self.price = price_cents
         self.min_months = int(spec.raw.get("min_term_months") or 1)
         self.one_node_hours = compute.training_seconds(flops, self.g, self.peak, self.mfu) / 3600
@@ -88,10 +98,28 @@ class SkuSearch:
 
     # --- layouts ----------------------------------------------------------------------------
 
+    def with_model(self, c: layout.Candidate) -> layout.Candidate:
+        """``c`` with its efficiency from the throughput model (unless the mfu is pinned)."""
+        if not self.modelled:
+            return c
+        if c.layout not in self._predicted:
+            m, tp = compute.predicted_mfu(
+                self.r.job, c.layout, self.spec, attention_counted=self.r.attention_flops
+            )
+            self._predicted[c.layout] = (m, tp.tokens_per_s_per_gpu)
+        return layout.Candidate(c.layout, c.memory, self._predicted[c.layout][0], c.label, c.rank)
+
+    def tokens_per_s_per_gpu(self, lay: Layout) -> float | None:
+        got = self._predicted.get(lay)
+        return None if got is None else got[1]
+
     def best(self, n: int, want: int = 1) -> list[layout.Candidate]:
         key = (n, want)
         if key not in self._best:
-            self._best[key] = layout.best_layouts(
+            # the heuristic order proposes the first few layouts that fit; the throughput
+            # model picks among them (TP or not, EP or not: the heuristic cannot tell)
+            extra = 2 if self.modelled else 0
+            found = layout.best_layouts(
                 self.r.job,
                 nodes=n,
                 g=self.g,
@@ -100,8 +128,12 @@ class SkuSearch:
                 mbs_options=[self.mbs],
                 recompute_options=self.rc_opts,
                 offload_options=self.off_opts,
-                want=want,
+                want=want + extra,
             )
+            found = [self.with_model(c) for c in found]
+            if self.modelled:
+                found.sort(key=lambda c: (-round(c.efficiency, 6), c.rank))
+            self._best[key] = found[:want]
         return self._best[key]
 
     def any_fit(self, n: int) -> bool:
@@ -197,7 +229,7 @@ class SkuSearch:
                 continue
             out[n] = p
             e = p.candidate.efficiency
-            if e not in effs:
+            if all(abs(e - x) > 0.02 * x for x in effs):  # modelled MFUs differ a little
                 # a different layout at this size: its own fewest-nodes-per-month counts
                 effs.add(e)
                 extra = {
@@ -224,7 +256,9 @@ class SkuSearch:
             for s in layout.shapes(self.r.job, n, self.g)
         ]
         mem, lay = min(((memory(self.r.job, x), x) for x in lays), key=lambda t: t[0].total)
-        cand = layout.Candidate(lay, mem, layout.efficiency(lay, self.g), Msg("layout.closest"), 0)
+        cand = self.with_model(
+            layout.Candidate(lay, mem, layout.efficiency(lay, self.g), Msg("layout.closest"), 0)
+        )
         hours, months, cost = self.cost(n, cand.efficiency)
         self.notes.append(Msg("note.no_fit", {"nodes": n}))
         return Plan(n, cand, hours, months, cost, fits=False)
@@ -271,7 +305,9 @@ class SkuSearch:
             world=w,
         )
         mem = memory(r.job, lay)
-        cand = layout.Candidate(lay, mem, layout.efficiency(lay, g), Msg("layout.yours"), 0)
+        cand = self.with_model(
+            layout.Candidate(lay, mem, layout.efficiency(lay, g), Msg("layout.yours"), 0)
+        )
         hours, months, cost = self.cost(n, cand.efficiency)
         fit = layout.fits(mem, self.usable, self.host, g)
         return Plan(n, cand, hours, months, cost, fits=fit), n, None

@@ -137,3 +137,13 @@ def test_no_query_string_causes_a_server_error(
 ) -> None:
     r = client.get("/size", params=q, headers=HX if htmx else {})
     assert r.status_code in (200, 422), (q, r.status_code)
+
+
+def test_fp4_can_be_asked_for_and_is_refused_on_a_gpu_without_fp4(client: TestClient) -> None:
+    r = client.get("/size?model=llama-3.1-8b&tokens=100B&precision=fp4", headers=HX)
+    assert r.status_code == 200
+    assert 'id="card-hgx-b300"' in r.text
+    r = client.get("/size?model=llama-3.1-8b&tokens=100B&precision=fp4&sku=hgx-h100")
+    assert r.status_code == 422
+    assert 'id="e-precision"' in r.text
+    assert 'value="fp4"' in r.text and "checked" in r.text

@@ -38,7 +38,7 @@ BAD: list[tuple[dict[str, Any], str]] = [
     ({**GOOD, "sku": "hgx-a100"}, "sku"),
     ({**GOOD, "nodes": 0}, "nodes"),
     ({**GOOD, "micro_batch_size": 2.5}, "micro_batch_size"),
-    ({**GOOD, "precision": "fp4"}, "precision"),
+    ({**GOOD, "precision": "fp4", "sku": "hgx-h100"}, "precision"),  # H100: no FP4 cores
     ({**GOOD, "recompute": "sometimes"}, "recompute"),
     ({**GOOD, "flash_attention": "yes"}, "flash_attention"),
     ({**GOOD, "model": {"params": -7e9}}, "model.params"),

@@ -1,0 +1,347 @@
+"""Training throughput per GPU from the hardware's facts and the layout (closed form).
+
+The model prices one optimizer step on the busiest GPU of a (TP × CP × PP × DP, EP) layout:
+
+* **GEMMs** at a fraction of the dense peak of the training precision that grows with the
+  smallest GEMM dimension (``E_GEMM · d / (d + GEMM_HALF_DIM)``): hidden/TP for the attention
+  projections, the FFN width/TP for dense MLPs, and for routed experts the smaller of the
+  expert width and the tokens each expert receives per micro-batch (small expert GEMMs);
+  routed-expert work is stretched by the routing imbalance of the busiest rank.
+* **Attention** (flash kernels, causal) at ``E_ATTN`` of the BF16 peak — attention stays in
+  BF16 under FP8/FP4 recipes — so long contexts cost what they cost.
+* **Memory-bound work** (norms, activations, residuals, rotary, router/permute, casts for
+  FP8/FP4) as bytes per token over the HBM bandwidth.
+* **Host launch floor**: a micro-batch cannot finish faster than the CPU can launch its
+  kernels (fine-grained MoE layers launch several times more kernels).
+* **Communication** over NVLink inside the node and the per-GPU NIC between nodes: TP/SP
+  all-gathers and reduce-scatters, CP ring exchanges and EP all-to-all (each partly hidden
+  behind compute), FSDP/ZeRO gathers and gradient reduce-scatters (hidden behind the step's
+  compute up to ``DP_OVERLAP``), and the PP bubble from the schedule and micro-batch count.
+
+Every constant is global (no constant per case) and has a physical meaning stated beside it;
+``bench/throughput_accuracy.py`` reports the error on the public throughput set per source
+group (docs/sizing-accuracy.md). Pure: standard library only.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from app.catalog.specs import NodeSpec
+from app.sizing.params import Architecture, ParamCounts, attention_params
+
+# --- global constants (documented in docs/sizing-accuracy.md) -------------------------------
+# Sustained fraction of the dense tensor-core peak a large, well-shaped GEMM reaches (cuBLAS /
+# CUTLASS at 8k-16k shapes: ~75-80 % BF16, ~70 % FP8 on Hopper; block-scaled FP4 lower).
+# BF16 and FP8 are fitted on the public throughput set (docs/sizing-accuracy.md) and land
+# below the GEMM-benchmark figures because they also absorb power-capped clocks and the
+# kernels the model does not list; FP4 is a judgment (no public measured FP4 training row):
+# FP8's share less ~15 % for the 16-element block scaling.
+E_GEMM = {"bf16": 0.636, "fp8": 0.35, "fp4": 0.30}
+# GEMM dimension at which efficiency is half its asymptote (tile and wave quantisation).
+GEMM_HALF_DIM = 376.0
+# Fraction of the BF16 dense peak causal flash attention (fwd + bwd) sustains.
+E_ATTN = 0.309
+# Memory-bound bytes per token per layer, as multiples of the hidden (and FFN) width in
+# BF16: norms, residual adds, rotary, activation functions, dropout-free elementwise work.
+ELEM_HIDDEN = 7.15
+ELEM_FFN = 3.78
+# Extra read/write passes to quantise activations and weights (per byte of BF16 traffic).
+QUANT_EXTRA = {"bf16": 0.0, "fp8": 0.2, "fp4": 0.35}
+# MoE token permute/unpermute copies (bytes per routed copy of a token, as hidden widths).
+PERMUTE_HIDDEN = 9.2
+# Kernel launches per layer per micro-batch (fwd + bwd) and the host cost of one launch.
+KERNELS_DENSE_LAYER = 60
+KERNELS_MOE_LAYER = 220
+LAUNCH_S = 4.5e-6
+# Achievable fraction of link bandwidth for collectives (NCCL bus bandwidth / wire rate).
+NVLINK_EFF = 0.75
+NIC_EFF = 0.80
+# Share of TP/SP and CP collective time not hidden behind compute (Megatron-style overlap).
+TP_EXPOSED = 0.647
+# Share of EP all-to-all time not hidden (dispatch/combine are on the critical path unless a
+# schedule overlaps them with another micro-batch's compute).
+A2A_EXPOSED = 0.884
+# DualPipe (DeepSeek-V3): forward and backward chunks of two micro-batches overlap, so the
+# all-to-all is hidden except this share, and the bubble is that of pp/2 stages.
+DUALPIPE_A2A_EXPOSED = 0.1
+# Share of the step's compute behind which bucketed DP/FSDP collectives can run.
+DP_OVERLAP = 0.8
+# Busiest expert rank's extra work over the mean with auxiliary-loss balancing (dropless).
+ROUTING_IMBALANCE = 0.1455
+# Recompute: full recomputes the forward (GEMMs + attention); selective the attention core.
+# Optimizer step: bytes touched per local parameter (fp32 master, two moments, grads, bf16).
+OPT_BYTES_PER_PARAM = 18.0
+# Host-side optimizer with offload: bytes/s of host memory per GPU, PCIe bytes/s per GPU.
+HOST_OPT_BPS = 20e9
+PCIE_BPS = 25e9
+# Default global batch when the request does not give one (tokens per optimizer step).
+DEFAULT_GLOBAL_BATCH_TOKENS = 4 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Hardware:
+    """One GPU's facts (catalog or calibration table)."""
+
+    bf16_tflops: float
+    fp8_tflops: float
+    fp4_tflops: float | None
+    hbm_tbps: float
+    nvlink_gbps: float  # GB/s per GPU, bidirectional (the catalog's convention)
+    nic_gbps: float  # Gbit/s per GPU
+    nvlink_domain: int  # GPUs that share NVLink (8 on HGX, 72 on an NVL72 rack)
+
+    def peak(self, precision: str) -> float:
+        if precision == "fp8":
+            return self.fp8_tflops
+        if precision == "fp4":
+            if not self.fp4_tflops:
+                raise ValueError("no FP4 dense peak on this GPU")
+            return self.fp4_tflops
+        return self.bf16_tflops
+
+
+def hardware_from_spec(spec: NodeSpec) -> Hardware:
+    """A catalog SKU as time-model hardware (its NVLink domain is the node or rack)."""
+    return Hardware(
+        bf16_tflops=spec.bf16_dense_tflops,
+        fp8_tflops=spec.fp8_dense_tflops,
+        fp4_tflops=spec.fp4_dense_tflops,
+        hbm_tbps=spec.hbm_tbps or 3.35,
+        nvlink_gbps=spec.intra_link_gbps_per_gpu,
+        nic_gbps=spec.nic_gbps_per_gpu or 400.0,
+        nvlink_domain=spec.gpus_per_node,
+    )
+
+
+@dataclass(frozen=True)
+class Setup:
+    """The layout and batch of one run."""
+
+    world: int
+    tp: int = 1
+    pp: int = 1
+    ep: int = 1
+    cp: int = 1
+    sharding: str = "zero3"  # ddp | zero1 | zero2 | zero3
+    shard_group: int | None = None  # None: the whole data-parallel group
+    micro_batch_size: int = 1
+    recompute: str = "none"  # none | selective | full
+    offload_optimizer: bool = False
+    offload_params: bool = False
+    num_microbatches: int | None = None  # per optimizer step per pipeline (grad accumulation)
+    pp_schedule: str = "1f1b"  # 1f1b | interleaved | gpipe | dualpipe
+    virtual_stages: int = 1
+
+    @property
+    def dp(self) -> int:
+        return max(1, self.world // (self.tp * self.pp * self.cp))
+
+
+@dataclass(frozen=True)
+class Throughput:
+    tokens_per_s_per_gpu: float
+    step_seconds: float
+    tokens_per_step_per_gpu: float
+    microbatches: int
+    bubble: float
+    breakdown: dict[str, float]  # seconds per step on the busiest GPU, by cause
+
+    def mfu(self, flops_per_token: float, peak_tflops: float) -> float:
+        return self.tokens_per_s_per_gpu * flops_per_token / (peak_tflops * 1e12)
+
+
+def _eff(precision: str, dim: float) -> float:
+    d = max(1.0, dim)
+    return E_GEMM[precision] * d / (d + GEMM_HALF_DIM)
+
+
+def _bw(group_span: int, hw: Hardware, stride: int = 1) -> float:
+    """Bytes/s per GPU for a ring/tree collective over ranks ``stride`` apart spanning
+    ``group_span`` consecutive GPUs. Inside the NVLink domain: NVLink (one direction). Across
+    domains the ring's network hops are shared by the group's members in each domain, each
+    with its own NIC, so the bus bandwidth is the NIC rate times the members per domain
+    (capped by NVLink): nccl-tests busbw across nodes ≈ the node's aggregate NIC rate."""
+    nvl = hw.nvlink_gbps / 2 * 1e9 * NVLINK_EFF
+    if group_span <= hw.nvlink_domain:
+        return nvl
+    members = max(1, hw.nvlink_domain // max(1, stride))
+    return min(nvl, members * hw.nic_gbps / 8 * 1e9 * NIC_EFF)
+
+
+def _nic(hw: Hardware) -> float:
+    """One GPU's own network bandwidth (all-to-all: every GPU sends at once)."""
+    return hw.nic_gbps / 8 * 1e9 * NIC_EFF
+
+
+def attention_width(arch: Architecture) -> float:
+    """Width of the score/value matmuls (heads × head dim; MLA: mean of qk and v dims)."""
+    if arch.mla is not None:
+        m = arch.mla
+        return (
+            arch.num_attention_heads * (m.qk_nope_head_dim + m.qk_rope_head_dim + m.v_head_dim) / 2
+        )
+    return float(arch.num_attention_heads * arch.head_dim)
+
+
+def predict(
+    arch: Architecture,
+    counts: ParamCounts,
+    seq_len: int,
+    precision: str,
+    setup: Setup,
+    hw: Hardware,
+    *,
+    global_batch_tokens: float | None = None,
+) -> Throughput:
+    """Tokens per second per GPU for a full-training run (closed form, no loops)."""
+    s = setup
+    tp, pp, cp, ep = max(1, s.tp), max(1, s.pp), max(1, s.cp), max(1, s.ep)
+    dp = s.dp
+    h = arch.hidden_size
+    L = arch.num_layers
+    peak_p = hw.peak(precision) * 1e12
+    peak_bf = hw.bf16_tflops * 1e12
+    mbs = max(1, s.micro_batch_size)
+    tok_mb = mbs * seq_len  # tokens of one micro-batch of one replica
+    if s.num_microbatches:
+        m = max(1, int(s.num_microbatches))
+    else:
+        gbt = global_batch_tokens or DEFAULT_GLOBAL_BATCH_TOKENS
+        m = max(1, math.ceil(gbt / (dp * tok_mb)))
+    v = max(1, s.virtual_stages) if s.pp_schedule == "interleaved" else 1
+    bubble = (pp - 1) / (m * v) if pp > 1 else 0.0
+    if s.pp_schedule == "dualpipe":
+        bubble = max(0.0, pp / 2 - 1) / m
+
+    # --- GPU-seconds of compute per token (whole model, as if on one GPU) --------------------
+    moe = arch.moe
+    attn_p = attention_params(arch)
+    n_moe = (L - moe.dense_layers) if moe else 0
+    n_dense = L - n_moe
+    dense_mlp = max(0, counts.dense_layer - attn_p - arch.norms_per_layer * h)
+    head = counts.head if counts.head else counts.embedding
+    gemm = 6.0 * (L * attn_p / _eff(precision, h / tp) + head / _eff(precision, h))
+    gemm += 6.0 * n_dense * dense_mlp / _eff(precision, arch.intermediate_size / tp)
+    ffn_active = float(arch.intermediate_size)
+    moe_extra = 0.0
+    if moe is not None and n_moe:
+        expert = counts.moe_layer_experts / moe.num_experts
+        routed = moe.experts_per_token * expert
+        other = counts.moe_layer - counts.moe_layer_experts - attn_p - arch.norms_per_layer * h
+        per_expert_tokens = tok_mb / cp * moe.experts_per_token * ep / moe.num_experts
+        d_exp = min(moe.expert_intermediate_size, per_expert_tokens)
+        gemm += 6.0 * n_moe * routed / _eff(precision, d_exp) * (1 + ROUTING_IMBALANCE)
+        gemm += 6.0 * n_moe * max(0, other) / _eff(precision, moe.expert_intermediate_size)
+        ffn_active = moe.expert_intermediate_size * (moe.experts_per_token + moe.shared_experts)
+        moe_extra = PERMUTE_HIDDEN * h * moe.experts_per_token * 2.0
+    attn_fwd = 0.5 * 4.0 * L * attention_width(arch) * seq_len  # causal score + value, fwd
+    attn = 3.5 * attn_fwd  # fwd + bwd (bwd ≈ 2.5 × fwd with the score recompute)
+    if s.recompute == "full":
+        gemm *= 8.0 / 6.0
+        attn += attn_fwd
+    elif s.recompute == "selective":
+        attn += attn_fwd
+    t_gemm = gemm / peak_p
+    t_attn = attn / (peak_bf * E_ATTN)
+    layer_bytes = (ELEM_HIDDEN * h + ELEM_FFN * ffn_active) * 2.0 * (1 + QUANT_EXTRA[precision])
+    mem_bytes = L * layer_bytes + n_moe * moe_extra
+    if s.recompute == "full":
+        mem_bytes *= 1.33
+    t_mem = mem_bytes / (hw.hbm_tbps * 1e12)
+    t_token = t_gemm + t_attn + t_mem  # GPU-seconds per token
+
+    # --- one optimizer step on the busiest GPU ------------------------------------------------
+    tok_gpu_mb = tok_mb / (tp * cp * pp)  # this GPU's share of a micro-batch's work
+    compute_mb = t_token * tok_gpu_mb
+    kernels = (n_dense * KERNELS_DENSE_LAYER + n_moe * KERNELS_MOE_LAYER) / pp
+    host_mb = kernels * LAUNCH_S
+    compute_mb = max(compute_mb, host_mb)
+
+    act_bytes = 2.0  # BF16 activations on the wire
+    comm_mb = 0.0
+    tokens_local = tok_mb / cp  # tokens this TP group holds per micro-batch
+    layers_here = L / pp
+    if tp > 1:
+        vol = 8.0 * tokens_local * h * act_bytes * (tp - 1) / tp  # 4 AG + 4 RS per layer
+        comm_mb += TP_EXPOSED * layers_here * vol / _bw(tp, hw)
+    if cp > 1:
+        kv = 2.0 * arch.num_kv_heads * arch.head_dim
+        vol = 3.0 * tokens_local / tp * kv * act_bytes * (cp - 1)  # ring: fwd KV + bwd KV, dKV
+        comm_mb += TP_EXPOSED * layers_here * vol / _bw(tp * cp, hw)
+    if moe is not None and n_moe and ep > 1:
+        a2a_bytes = 1.5 if precision in ("fp8", "fp4") else act_bytes  # FP8 dispatch
+        vol = 4.0 * tokens_local / tp * moe.experts_per_token * h * a2a_bytes * (ep - 1) / ep
+        span = ep * tp * cp
+        if span <= hw.nvlink_domain:
+            t = vol / _bw(span, hw)
+        else:
+            off = 1.0 - hw.nvlink_domain / span
+            t = vol * (off / _nic(hw) + (1 - off) / _bw(1, hw))
+        exposed = DUALPIPE_A2A_EXPOSED if s.pp_schedule == "dualpipe" else A2A_EXPOSED
+        comm_mb += exposed * (n_moe / pp) * t
+    if pp > 1:
+        p2p = 2.0 * tokens_local / tp * h * act_bytes
+        comm_mb += p2p / _nic(hw) * 0.5
+    pipe = m * (compute_mb + comm_mb) * (1.0 + bubble)
+    if s.pp_schedule == "gpipe":
+        pipe = m * (compute_mb + comm_mb) + (pp - 1) * (compute_mb + comm_mb)
+
+    # data-parallel / sharded-state traffic per step
+    routed_total = counts.moe_layer_experts * n_moe if moe else 0
+    p_dense = (counts.total - routed_total) / (tp * pp)
+    p_exp = routed_total / (tp * pp * ep)
+    grad_b = 4.0 if s.sharding == "ddp" else 2.0
+    span_dp = tp * cp * dp
+    stride = tp * cp
+    dp_t = 0.0
+    for p_loc, n in ((p_dense, dp * cp), (p_exp, max(1, (dp * cp) // ep))):
+        if p_loc <= 0 or n <= 1:
+            continue
+        frac = (n - 1) / n
+        bw = _bw(span_dp, hw, stride)
+        if s.sharding == "zero3":
+            sg = max(1, min(n, s.shard_group or n))
+            rep = max(1, n // sg)
+            # gather for forward and backward, reduce-scatter gradients inside the shard group
+            dp_t += (sg - 1) / sg * p_loc * (2.0 * 2.0 + grad_b) / _bw(tp * cp * sg, hw, stride)
+            if rep > 1:  # HSDP: all-reduce the sharded gradients across the replicas
+                dp_t += 2.0 * (rep - 1) / rep * p_loc / sg * grad_b / bw
+        elif s.sharding == "ddp":
+            dp_t += 2.0 * frac * p_loc * grad_b / bw
+        else:  # zero1 / zero2: reduce-scatter gradients, all-gather updated parameters
+            dp_t += frac * p_loc * (grad_b + 2.0) / bw
+    dp_exposed = max(dp_t - DP_OVERLAP * m * compute_mb, 0.1 * dp_t) if dp_t else 0.0
+
+    # The optimizer step is priced for the shard of one NVLink domain (the data-parallel
+    # ranks of one node or rack): smaller shards than that are launch-bound in the
+    # multi-tensor optimizer, so spreading over more nodes does not shorten it.
+    p_local = p_dense + p_exp
+    if s.sharding in ("zero1", "zero2", "zero3"):
+        p_local /= max(1, hw.nvlink_domain // (tp * cp * pp))
+    if s.offload_optimizer:
+        opt_t = p_local * OPT_BYTES_PER_PARAM / HOST_OPT_BPS + 2 * p_local * 2.0 / PCIE_BPS
+    else:
+        opt_t = p_local * OPT_BYTES_PER_PARAM / (hw.hbm_tbps * 1e12)
+    if s.offload_params:
+        opt_t += 3 * (p_dense + p_exp) / max(1, dp) * 2.0 / PCIE_BPS
+    step = pipe + dp_exposed + opt_t
+    tok_step = m * tok_gpu_mb
+    return Throughput(
+        tokens_per_s_per_gpu=tok_step / step,
+        step_seconds=step,
+        tokens_per_step_per_gpu=tok_step,
+        microbatches=m,
+        bubble=bubble,
+        breakdown={
+            "gemm": m * t_gemm * tok_gpu_mb,
+            "attention": m * t_attn * tok_gpu_mb,
+            "memory_bound": m * t_mem * tok_gpu_mb,
+            "host_floor": m * max(0.0, host_mb - t_token * tok_gpu_mb),
+            "collectives_exposed": m * comm_mb,
+            "pipeline_bubble": pipe - m * (compute_mb + comm_mb),
+            "data_parallel_exposed": dp_exposed,
+            "optimizer": opt_t,
+        },
+    )

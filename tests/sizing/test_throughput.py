@@ -1,0 +1,156 @@
+"""Time model: weak scaling, FP4 availability, the request's mfu override, calibration."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from app.catalog.specs import all_specs, spec
+from app.sizing import size
+from app.sizing.errors import SizingError
+from app.sizing.params import count
+from app.sizing.presets import PRESETS
+from app.sizing.throughput import Setup, hardware_from_spec, predict
+from bench.throughput_accuracy import evaluate
+
+PRESET_IDS = ("llama-3.1-8b", "llama-3.1-70b", "mixtral-8x7b", "qwen3-30b-a3b", "deepseek-v3")
+SKUS = tuple(s.id for s in all_specs())
+
+
+@st.composite
+def jobs(draw: st.DrawFn) -> tuple[object, ...]:
+    pid = draw(st.sampled_from(PRESET_IDS))
+    arch = PRESETS[pid].arch
+    sku = spec(draw(st.sampled_from(SKUS)))
+    precisions = ["bf16", "fp8"] + (["fp4"] if sku.fp4_dense_tflops else [])
+    precision = draw(st.sampled_from(precisions))
+    tp = draw(st.sampled_from([1, 2, 4, 8]))
+    pp = draw(st.sampled_from([1, 2, 4]))
+    cp = draw(st.sampled_from([1, 2]))
+    ep = 1
+    if arch.moe is not None:
+        ep = draw(st.sampled_from([e for e in (1, 2, 4, 8) if arch.moe.num_experts % e == 0]))
+    sharding = draw(st.sampled_from(["ddp", "zero1", "zero2", "zero3"]))
+    hsdp = draw(st.booleans())
+    nodes = draw(st.integers(1, 16))
+    factor = draw(st.integers(2, 8))
+    g = sku.gpus_per_node
+    setup = Setup(
+        world=nodes * g,
+        tp=tp,
+        pp=pp,
+        ep=ep,
+        cp=cp,
+        sharding=sharding,
+        shard_group=max(1, g // (tp * cp)) if hsdp else None,
+        micro_batch_size=draw(st.integers(1, 4)),
+        recompute=draw(st.sampled_from(["none", "selective", "full"])),
+        offload_optimizer=draw(st.booleans()),
+        num_microbatches=draw(st.integers(1, 64)),
+        pp_schedule=draw(st.sampled_from(["1f1b", "interleaved", "gpipe", "dualpipe"])),
+        virtual_stages=draw(st.integers(1, 4)),
+    )
+    seq = draw(st.sampled_from([2048, 4096, 32768]))
+    return pid, sku, precision, setup, seq, factor
+
+
+@settings(max_examples=150, deadline=None)
+@given(jobs())
+def test_weak_scaling_never_raises_throughput_per_gpu(job: tuple[object, ...]) -> None:
+    """The same job spread over more nodes, same per-GPU batch: tokens/s per GPU ≤ before."""
+    pid, sku, precision, setup, seq, factor = job
+    assert isinstance(pid, str) and isinstance(setup, Setup) and isinstance(seq, int)
+    assert isinstance(precision, str) and isinstance(factor, int)
+    arch = PRESETS[pid].arch
+    c = count(arch)
+    hw = hardware_from_spec(sku)  # type: ignore[arg-type]
+    small = predict(arch, c, seq, precision, setup, hw)
+    big_setup = Setup(**{**setup.__dict__, "world": setup.world * factor})
+    big = predict(arch, c, seq, precision, big_setup, hw)
+    assert big.tokens_per_s_per_gpu <= small.tokens_per_s_per_gpu * (1 + 1e-9)
+
+
+@settings(max_examples=60, deadline=None)
+@given(jobs())
+def test_weak_scaling_holds_with_a_fixed_global_batch_too(job: tuple[object, ...]) -> None:
+    """With the default global batch (fewer micro-batches per GPU on more nodes) too."""
+    pid, sku, precision, setup, seq, factor = job
+    assert isinstance(pid, str) and isinstance(setup, Setup) and isinstance(seq, int)
+    assert isinstance(precision, str) and isinstance(factor, int)
+    arch = PRESETS[pid].arch
+    c = count(arch)
+    hw = hardware_from_spec(sku)  # type: ignore[arg-type]
+    base = {**setup.__dict__, "num_microbatches": None}
+    small = predict(arch, c, seq, precision, Setup(**base), hw)
+    big = predict(arch, c, seq, precision, Setup(**{**base, "world": setup.world * factor}), hw)
+    assert big.tokens_per_s_per_gpu <= small.tokens_per_s_per_gpu * (1 + 1e-9)
+
+
+REQ = {"model": {"preset": "llama-3.1-8b"}, "tokens": 1e11, "seq_len": 4096}
+
+
+def test_fp4_runs_only_where_the_catalog_lists_an_fp4_peak() -> None:
+    res = size({**REQ, "precision": "fp4"})
+    by_sku = {o["sku"]: o for o in res["options"]}
+    for s in all_specs():
+        o = by_sku[s.id]
+        if s.fp4_dense_tflops:
+            assert o["training_days"] is not None
+            assert o["peak_tflops_per_gpu"] == s.fp4_dense_tflops
+        else:
+            assert o["fits"] is False and o["training_days"] is None
+            assert any("FP4" in n for n in o["notes"])
+    assert res["recommendation"] is not None
+
+
+@pytest.mark.parametrize("sku", [s.id for s in all_specs() if not s.fp4_dense_tflops])
+def test_fp4_on_a_sku_without_fp4_is_a_clear_error(sku: str) -> None:
+    with pytest.raises(SizingError) as e:
+        size({**REQ, "precision": "fp4", "sku": sku})
+    errs = e.value.as_dict()["errors"] if hasattr(e.value, "as_dict") else None
+    text = str(errs if errs is not None else e.value)
+    assert "precision" in text and "FP4" in text
+
+
+def test_effective_mfu_is_the_models_prediction_and_a_request_mfu_overrides_it() -> None:
+    req = {**REQ, "sku": "hgx-h100"}
+    o = size(req)["options"][0]
+    assert o["mfu_model"] == "throughput"
+    assert 0.05 < o["effective_mfu"] < 0.75
+    assert o["predicted_tokens_per_s_per_gpu"] > 0
+    # hours follow from the prediction: 6·N_active·T / (GPUs · peak · MFU)
+    flops = 6 * count(PRESETS["llama-3.1-8b"].arch).active * 1e11
+    days = flops / (o["gpus"] * o["peak_tflops_per_gpu"] * 1e12 * o["effective_mfu"]) / 86400
+    assert o["training_days"] == pytest.approx(days, rel=0.01)
+    pinned = size({**req, "mfu": 0.4})["options"][0]
+    assert pinned["mfu_model"] == "request" and pinned["mfu"] == 0.4
+    assert pinned["effective_mfu"] == pytest.approx(0.4 * pinned["layout_efficiency"], abs=1e-4)
+
+
+def test_moe_is_predicted_slower_per_active_flop_than_dense() -> None:
+    """The MoE gap the flat MFU missed: small expert GEMMs, all-to-all, routing imbalance."""
+    dense = size({**REQ, "sku": "hgx-h100"})["options"][0]["effective_mfu"]
+    moe = size({**REQ, "model": {"preset": "deepseek-v3"}, "sku": "hgx-h100"})["options"][0]
+    assert moe["effective_mfu"] < 0.75 * dense
+
+
+def test_public_throughput_set_stays_calibrated() -> None:
+    """docs/sizing-accuracy.md reports the figures; the bounds leave slack for small changes."""
+    res = evaluate()
+    assert res["n_scored"] >= 200
+    assert res["pooled_median_abs_error_pct"] <= 15.0
+    assert abs(res["deepseek_v3_error_pct"]) <= 25.0
+    for group, v in res["per_group"].items():
+        assert v["median_abs_error_pct"] <= 25.0, group
+    groups = set(res["per_group"])
+    assert {"moe_megatron_h100", "moe_blackwell_fp8", "moe_model_reports"} <= groups
+
+
+@pytest.mark.skipif("kimi-k2" not in PRESETS, reason="kimi-k2 preset lands with branch h16m")
+def test_kimi_k2_fp4_on_b300_has_a_plausible_effective_mfu() -> None:
+    res = size(
+        {"model": {"preset": "kimi-k2"}, "tokens": 1e12, "precision": "fp4", "sku": "hgx-b300"}
+    )
+    o = res["options"][0]
+    assert 0.10 <= o["effective_mfu"] <= 0.30
