@@ -83,10 +83,7 @@ def what_fits(sku_id: str) -> dict[str, Any] | None:
 
 def cached_list_prices(request: Request, session: Session) -> Mapping[str, int]:
     """List prices from this process's cache, valid while the price version is unchanged."""
-    cache = getattr(request.app.state, "price_cache", None)
-    if cache is None:
-        cache = request.app.state.price_cache = svc.PriceCache()
-    return cache.get(session)
+    return svc.price_cache_of(request.app.state).get(session)
 
 
 @router.get("/nodes", response_class=HTMLResponse)

@@ -124,6 +124,14 @@ def bump_price_version(session: Session) -> None:
         bump_price_version(session)
 
 
+def price_cache_of(holder: Any) -> PriceCache:
+    """The PriceCache kept on ``holder`` (an app's ``state``), made on first use."""
+    cache = getattr(holder, "price_cache", None)
+    if cache is None:
+        cache = holder.price_cache = PriceCache()
+    return cache  # type: ignore[no-any-return]
+
+
 class PriceCache:
     """List prices of one app process, valid for one price version.
 

@@ -43,6 +43,25 @@ def test_two_instances_show_a_price_change_made_through_either(  # type: ignore[
         other.state.engine.dispose()
 
 
+def test_the_live_sizing_fragment_prices_with_the_changed_list_price(  # type: ignore[no-untyped-def]
+    app, client, settings, clock, seeded, make_user
+) -> None:
+    ops = make_user(email="ops3@example.com", role="ops")
+    other = create_app(settings, clock=clock)
+    url = "/size?model=llama-3.1-8b&tokens=100B&seq_len=4096&sku=hgx-b200"
+    hx = {"HX-Request": "true"}
+    try:
+        with TestClient(other) as c2:
+            for c in (client, c2):  # engine answer and prices cached in both
+                assert "$34,900.00" in c.get(url, headers=hx).text
+            _change_price(other.state.engine, 36_000_00, ops=ops)
+            for c in (client, c2):
+                t = c.get(url, headers=hx).text
+                assert "$36,000.00" in t and "$34,900.00" not in t
+    finally:
+        other.state.engine.dispose()
+
+
 def test_every_price_change_moves_the_version_in_its_transaction(  # type: ignore[no-untyped-def]
     engine, seeded, make_user
 ) -> None:
