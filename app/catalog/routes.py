@@ -9,7 +9,6 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
-from sqlmodel import Session
 
 from app.accounts.deps import OptionalUser
 from app.catalog import pricing
@@ -81,15 +80,15 @@ def what_fits(sku_id: str) -> dict[str, Any] | None:
         return None
 
 
-def cached_list_prices(request: Request, session: Session) -> Mapping[str, int]:
+def cached_list_prices(request: Request) -> Mapping[str, int]:
     """List prices from this process's cache, valid while the price version is unchanged."""
-    return svc.price_cache_of(request.app.state).get(session)
+    return svc.price_cache_of(request.app.state).get(request.app.state.engine)
 
 
 @router.get("/nodes", response_class=HTMLResponse)
 def nodes_index(request: Request, session: SessionDep, now: NowDep) -> Response:
     specs = all_specs()
-    prices = cached_list_prices(request, session)
+    prices = cached_list_prices(request)
     promises = svc.promises_for_all(session, now, customer_tz(request))
     rows = [
         {

@@ -23,6 +23,7 @@ from typing import Any
 
 from babel.dates import format_date as _babel_date
 from sqlalchemy import func, update
+from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
@@ -132,6 +133,23 @@ def price_cache_of(holder: Any) -> PriceCache:
     return cache  # type: ignore[no-any-return]
 
 
+def price_version_now(engine: Engine) -> int:
+    """The price version read on a pooled connection outside any ORM transaction: on
+    SQLite a plain autocommit SELECT (no ``BEGIN IMMEDIATE``, so no write lock), on
+    PostgreSQL one statement rolled back when the connection goes back to the pool."""
+    raw = engine.raw_connection()
+    try:
+        cur = raw.cursor()
+        try:
+            cur.execute("SELECT version FROM catalog_price_version WHERE id = 1")
+            row = cur.fetchone()
+        finally:
+            cur.close()
+        return int(row[0]) if row else 0
+    finally:
+        raw.close()
+
+
 class PriceCache:
     """List prices of one app process, valid for one price version.
 
@@ -142,14 +160,15 @@ class PriceCache:
         self._lock = threading.Lock()
         self._version: int | None = None
         self._prices: Mapping[str, int] = MappingProxyType({})
-        self.reads = 0  # how often the prices themselves were read (for the benchmark)
+        self.reads = 0  # how often the prices themselves were read (for tests and benchmarks)
 
-    def get(self, session: Session) -> Mapping[str, int]:
-        v = price_version(session)  # before the prices: a change in between re-reads later
+    def get(self, engine: Engine) -> Mapping[str, int]:
+        v = price_version_now(engine)  # before the prices: a change in between re-reads later
         with self._lock:
             if v == self._version:
                 return self._prices
-        prices = MappingProxyType(list_prices(session))
+        with Session(engine) as session:
+            prices = MappingProxyType(list_prices(session))
         with self._lock:
             self._version, self._prices = v, prices
             self.reads += 1
