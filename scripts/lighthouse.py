@@ -263,6 +263,18 @@ def _run_all(
                     continue
                 cats = rep["categories"]
                 scores = {k: round((cats[k]["score"] or 0) * 100) for k in TARGETS}
+                for k in TARGETS:
+                    if cats[k]["score"] is None:  # an audit errored: say which, not just "0"
+                        errs = [
+                            f"{ref['id']}: {rep['audits'][ref['id']].get('errorMessage', '')}"
+                            for ref in cats[k]["auditRefs"]
+                            if rep["audits"][ref["id"]].get("scoreDisplayMode") == "error"
+                        ]
+                        details.append(
+                            f"### {label} ({lang}, {form}, simulation {simtxt})\n\n"
+                            f"- **{k}**: no score, Lighthouse audit(s) errored: "
+                            + ("; ".join(errs) or "unknown")
+                        )
                 miss = [k for k, v in scores.items() if v < TARGETS[k]]
                 ok &= not miss
                 kb = rep["audits"]["total-byte-weight"]["numericValue"] / 1024
