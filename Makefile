@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export PYTHONUNBUFFERED := 1
 
-.PHONY: fonts run test lint fmt install migrate seed i18n serve worker bench check-ledger migration regen-migration clean browsers
+.PHONY: fonts run test lint fmt install migrate seed i18n serve worker bench lighthouse check-ledger migration regen-migration clean browsers
 
 $(STAMP): pyproject.toml
 	@command -v $(PY) >/dev/null 2>&1 || { echo "Python 3.11 is needed ($(PY) not found)"; exit 1; }
@@ -70,9 +70,14 @@ browsers:
 	@command -v chromium >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq chromium)
 
 ## make bench: every benchmark, as ratios against baselines in the same run → docs/benchmarks.md
+## (needs PostgreSQL on 127.0.0.1 and pgbench; ~6–10 min on 2 cores; Lighthouse: make lighthouse)
 bench: install i18n
+	$(BIN)/python -m bench.run_all --skip lighthouse
+
+## make lighthouse: Lighthouse on every page a customer sees → docs/benchmarks-lighthouse.md
+lighthouse: install i18n
 	cd tools/lighthouse && (test -d node_modules || npm ci --no-audit --no-fund)
-	$(BIN)/python -m bench.run_all
+	$(BIN)/python scripts/lighthouse.py --simulation on
 
 check-ledger: install
 	$(BIN)/python -m app ledger check

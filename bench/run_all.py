@@ -2,11 +2,15 @@
 
 Every figure is a ratio against a baseline measured in the same command on the same
 machine. Sections:
-  1. the sizing engine vs llm-analysis 0.2.2           (bench/bench_sizing.py)
-  2. the live sizing fragment vs a bare JSON endpoint  (bench/bench_http.py, locust)
+  1. the live sizing fragment vs GET /healthz           (bench/bench_http.py, bench/loadgen.py)
+  2. the sizing search over the full grid               (bench/bench_search.py)
   3. checkouts/s on PostgreSQL (4 processes) vs pgbench TPC-B, and SQLite (bench/bench_checkout.py)
-  4. ledger operations vs a one-row write               (bench/bench_ledger.py)
-  5. page weight and Lighthouse scores                 (scripts/lighthouse.py)
+  4. the sizing engine vs llm-analysis 0.2.2            (bench/bench_sizing.py)
+  5. ledger operations vs a one-row write               (bench/bench_ledger.py)
+  6. page weight and Lighthouse scores                  (scripts/lighthouse.py)
+
+The three headline figures (fragment ÷ /healthz, search p95/max, checkouts ÷ pgbench) are
+appended to bench/history.csv and shown as a history table at the top of the document.
 
     make bench            # or: .venv/bin/python -m bench.run_all [--skip lighthouse,...]
 """
@@ -14,12 +18,26 @@ machine. Sections:
 from __future__ import annotations
 
 import argparse
+import csv
 import subprocess
 import sys
+from datetime import UTC, datetime
+from typing import Any
 
 from bench.common import ROOT, machine
 
 DOCS = ROOT / "docs"
+HISTORY = ROOT / "bench" / "history.csv"
+HISTORY_FIELDS = (
+    "date",
+    "commit",
+    "fragment_x_healthz",
+    "search_p95_ms",
+    "search_max_ms",
+    "checkout_x_pgbench",
+    "note",
+)
+HEADLINE: dict[str, Any] = {}
 
 
 def _sizing() -> str:
@@ -47,29 +65,86 @@ def _ledger() -> str:
 def _http() -> str:
     from bench import bench_http
 
-    base, frag, where = bench_http.run()
-    return bench_http.report(base, frag, where)
+    loads, note, where = bench_http.run()
+    base, frag = loads[0], loads[1]
+    HEADLINE["fragment_x_healthz"] = f"{frag.rps / base.rps:.3f}" if base.rps else ""
+    return bench_http.report(loads, note, where)
+
+
+def _search() -> str:
+    from bench import bench_search
+
+    r = bench_search.run()
+    HEADLINE["search_p95_ms"] = f"{r['p95_ms']:.1f}"
+    HEADLINE["search_max_ms"] = f"{r['max_ms']:.1f}"
+    return bench_search.report(r)
 
 
 def _checkout() -> str:
     from bench import bench_checkout
 
-    rates, where = bench_checkout.run()
-    return bench_checkout.report(rates, where)
+    rates, prof, where = bench_checkout.run()
+    HEADLINE["checkout_x_pgbench"] = f"{rates[0].per_second / rates[1].per_second:.3f}"
+    return bench_checkout.report(rates, prof, where)
+
+
+def _commit() -> str:
+    out = subprocess.run(  # noqa: S603
+        ["git", "rev-parse", "--short", "HEAD"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,  # noqa: S607
+    )
+    return out.stdout.strip()
+
+
+def _history(note: str) -> str:
+    rows: list[dict[str, str]] = []
+    if HISTORY.exists():
+        with HISTORY.open(newline="", encoding="utf-8") as f:
+            rows = list(csv.DictReader(f))
+    if HEADLINE:
+        rows.append(
+            {
+                "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M"),
+                "commit": _commit(),
+                **{k: str(HEADLINE.get(k, "")) for k in HISTORY_FIELDS[2:6]},
+                "note": note,
+            }
+        )
+        with HISTORY.open("w", newline="", encoding="utf-8") as f:
+            w = csv.DictWriter(f, fieldnames=HISTORY_FIELDS)
+            w.writeheader()
+            w.writerows(rows)
+    lines = [
+        "## History of the headline ratios",
+        "",
+        "From `bench/history.csv` (one row per `make bench`; goals: fragment ≥ 0.5× `/healthz` on "
+        "distinct requests, search p95 ≤ 20 ms and max ≤ 50 ms, checkout ≥ 0.10× pgbench).",
+        "",
+        "| date (UTC) | commit | fragment ÷ /healthz | search p95 ms | search max ms | checkout ÷ pgbench | note |",
+        "|---|---|---:|---:|---:|---:|---|",
+    ]
+    for r in rows:
+        lines.append("| " + " | ".join(r.get(k, "") or "–" for k in HISTORY_FIELDS) + " |")
+    return "\n".join(lines) + "\n"
 
 
 def _lighthouse() -> str:
-    subprocess.run([sys.executable, "scripts/lighthouse.py"], cwd=ROOT, check=True)  # noqa: S603
+    subprocess.run(  # noqa: S603
+        [sys.executable, "scripts/lighthouse.py", "--simulation", "on"], cwd=ROOT, check=False
+    )
     text = (DOCS / "benchmarks-lighthouse.md").read_text(encoding="utf-8")
     return text.replace(
-        "# Lighthouse: /size and /deploy", "## Page weight and Lighthouse: /size and /deploy", 1
+        "# Lighthouse: the pages a customer sees", "## Page weight and Lighthouse", 1
     )
 
 
 SECTIONS = {
-    "sizing": _sizing,
     "http": _http,
+    "search": _search,
     "checkout": _checkout,
+    "sizing": _sizing,
     "ledger": _ledger,
     "lighthouse": _lighthouse,
 }
@@ -80,9 +155,11 @@ def main() -> int:
     ap.add_argument(
         "--skip", default="", help="comma-separated sections to skip: " + ",".join(SECTIONS)
     )
+    ap.add_argument("--note", default="", help="a note for this run's row in the history")
     args = ap.parse_args()
     skip = {s for s in args.skip.split(",") if s}
-    parts = [
+    parts: list[str] = []
+    head = [
         "# Benchmarks",
         "",
         "Generated by `make bench` (`.venv/bin/python -m bench.run_all`); do not edit by hand. "
@@ -92,14 +169,21 @@ def main() -> int:
     ]
     for name, fn in SECTIONS.items():
         if name in skip:
-            parts += [f"## {name}", "", "_Skipped in this run._", ""]
+            extra = (
+                " Lighthouse runs separately (`make lighthouse`, ~40 page loads): see "
+                "`docs/benchmarks-lighthouse.md`."
+                if name == "lighthouse"
+                else ""
+            )
+            parts += [f"## {name}", "", "_Skipped in this run._" + extra, ""]
             continue
         print(f"== {name}", flush=True)
         try:
             parts += [fn(), ""]
         except Exception as e:  # noqa: BLE001 - report the failure in the document, go on
             parts += [f"## {name}", "", f"_Failed in this run: {e.__class__.__name__}: {e}_", ""]
-    (DOCS / "benchmarks.md").write_text("\n".join(parts), encoding="utf-8")
+    text = "\n".join([*head, _history(args.note), *parts])
+    (DOCS / "benchmarks.md").write_text(text, encoding="utf-8")
     print(f"wrote {DOCS / 'benchmarks.md'}")
     return 0
 

@@ -118,6 +118,9 @@ def create_api_token(
     return row, raw
 
 
+LAST_USED_RESOLUTION = timedelta(minutes=1)
+
+
 def user_for_api_token(session: Session, raw: str, now: datetime) -> User | None:
     row = session.exec(select(ApiToken).where(ApiToken.token_hash == sha256(raw))).first()
     if row is None or row.revoked_at is not None:
@@ -125,6 +128,9 @@ def user_for_api_token(session: Session, raw: str, now: datetime) -> User | None
     user = session.get(User, row.user_id)
     if user is None or not user.is_active:
         return None
-    row.last_used_at = now
-    session.add(row)
+    # "Last used" is shown to the minute; writing it on every call would lock the token
+    # row for the whole request, so parallel calls with one token would queue on it.
+    if row.last_used_at is None or utc(now) - utc(row.last_used_at) >= LAST_USED_RESOLUTION:
+        row.last_used_at = now
+        session.add(row)
     return user

@@ -114,6 +114,17 @@ class ListPrice(SQLModel, table=True):
     updated_by_id: int | None = Field(default=None, foreign_key="users.id")
 
 
+class PriceVersion(SQLModel, table=True):
+    """One row whose ``version`` goes up in the same transaction as any list-price change.
+
+    Each app process caches the list prices keyed by this number, so a change made through
+    any process is seen by every other one on its next request (one indexed read)."""
+
+    __tablename__ = "catalog_price_version"
+    id: int = Field(default=1, primary_key=True)
+    version: int = Field(default=0)
+
+
 class PriceChange(SQLModel, table=True):
     """History of list-price changes: who, when, old → new, why."""
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -72,10 +73,15 @@ def what_fits(sku_id: str) -> dict[str, Any] | None:
         return None
 
 
+def cached_list_prices(request: Request) -> Mapping[str, int]:
+    """List prices from this process's cache, valid while the price version is unchanged."""
+    return svc.price_cache_of(request.app.state).get(request.app.state.engine)
+
+
 @router.get("/nodes", response_class=HTMLResponse)
 def nodes_index(request: Request, session: SessionDep, now: NowDep) -> Response:
     specs = all_specs()
-    prices = svc.list_prices(session)
+    prices = cached_list_prices(request)
     promises = svc.promises_for_all(session, now, customer_tz(request))
     rows = [
         {

@@ -10,7 +10,7 @@ from datetime import datetime, timedelta
 from sqlmodel import Session, select
 
 from app.catalog.models import IncomingBatch, ListPrice, Node, NodeState, SkuStock
-from app.catalog.service import DEFAULT_LEAD_DAYS, subnet_for
+from app.catalog.service import DEFAULT_LEAD_DAYS, bump_price_version, subnet_for
 from app.catalog.specs import all_specs
 
 # (available, leased, maintenance) per SKU, and incoming batches as (days from now, nodes).
@@ -32,9 +32,11 @@ BATCHES: dict[str, tuple[tuple[int, int], ...]] = {
 
 def seed(session: Session, now: datetime) -> list[str]:
     lines: list[str] = []
+    priced = False
     for s in all_specs():
         if session.get(ListPrice, s.id) is None:
             session.add(ListPrice(sku_id=s.id, cents=s.list_price_cents_month, updated_at=now))
+            priced = True
         if not s.self_serve:
             continue
         if session.get(SkuStock, s.id) is None:
@@ -83,4 +85,6 @@ def seed(session: Session, now: datetime) -> list[str]:
             f"{sum(q for _d, q in BATCHES.get(s.id, ()))} incoming"
         )
     session.flush()
+    if priced:
+        bump_price_version(session)
     return lines

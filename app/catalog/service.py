@@ -15,12 +15,16 @@ from __future__ import annotations
 
 import ipaddress
 import json
-from collections.abc import Sequence
+import threading
+from collections.abc import Mapping
 from datetime import date, datetime
+from types import MappingProxyType
 from typing import Any
 
 from babel.dates import format_date as _babel_date
-from sqlalchemy import func
+from sqlalchemy import func, update
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
 from app import i18n
@@ -33,6 +37,7 @@ from app.catalog.models import (
     Node,
     NodeState,
     PriceChange,
+    PriceVersion,
     SkuStock,
     StockReservation,
 )
@@ -96,6 +101,81 @@ def list_prices(session: Session) -> dict[str, int]:
     return {s.id: rows.get(s.id, s.list_price_cents_month) for s in all_specs()}
 
 
+def price_version(session: Session) -> int:
+    """The list prices' version (0 before the first change); one primary-key read."""
+    v = session.exec(select(PriceVersion.version).where(PriceVersion.id == 1)).first()
+    return int(v or 0)
+
+
+def bump_price_version(session: Session) -> None:
+    """Call in the transaction that changes a list price: every process's cache of the
+    prices is stale from its commit on."""
+    done = session.exec(  # type: ignore[call-overload]
+        update(PriceVersion)
+        .where(col(PriceVersion.id) == 1)
+        .values(version=PriceVersion.version + 1)
+        .execution_options(synchronize_session=False)
+    )
+    if done.rowcount:
+        return
+    try:
+        with session.begin_nested():
+            session.add(PriceVersion(id=1, version=1))
+            session.flush()
+    except IntegrityError:  # created by a concurrent change: bump that one
+        bump_price_version(session)
+
+
+def price_cache_of(holder: Any) -> PriceCache:
+    """The PriceCache kept on ``holder`` (an app's ``state``), made on first use."""
+    cache = getattr(holder, "price_cache", None)
+    if cache is None:
+        cache = holder.price_cache = PriceCache()
+    return cache  # type: ignore[no-any-return]
+
+
+def price_version_now(engine: Engine) -> int:
+    """The price version read on a pooled connection outside any ORM transaction: on
+    SQLite a plain autocommit SELECT (no ``BEGIN IMMEDIATE``, so no write lock), on
+    PostgreSQL one statement rolled back when the connection goes back to the pool."""
+    raw = engine.raw_connection()
+    try:
+        cur = raw.cursor()
+        try:
+            cur.execute("SELECT version FROM catalog_price_version WHERE id = 1")
+            row = cur.fetchone()
+        finally:
+            cur.close()
+        return int(row[0]) if row else 0
+    finally:
+        raw.close()
+
+
+class PriceCache:
+    """List prices of one app process, valid for one price version.
+
+    ``get`` reads the version first and the prices only when it moved, so a price change
+    committed by any process is seen on the next request of every process."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._version: int | None = None
+        self._prices: Mapping[str, int] = MappingProxyType({})
+        self.reads = 0  # how often the prices themselves were read (for tests and benchmarks)
+
+    def get(self, engine: Engine) -> Mapping[str, int]:
+        v = price_version_now(engine)  # before the prices: a change in between re-reads later
+        with self._lock:
+            if v == self._version:
+                return self._prices
+        with Session(engine) as session:
+            prices = MappingProxyType(list_prices(session))
+        with self._lock:
+            self._version, self._prices = v, prices
+            self.reads += 1
+        return prices
+
+
 def set_list_price(
     session: Session,
     *,
@@ -138,6 +218,7 @@ def set_list_price(
         at=now,
     )
     session.add(change)
+    bump_price_version(session)
     audit.record(
         session,
         action="catalog.price_changed",
@@ -221,7 +302,13 @@ def _translate_and_format() -> tuple[Any, Any]:
 
 
 def _promise_from(
-    session: Session, sku_id: str, quantity: int, now: datetime, tz: str | None
+    session: Session,
+    sku_id: str,
+    quantity: int,
+    now: datetime,
+    tz: str | None,
+    *,
+    lead_days: int | None = None,
 ) -> pr.Promise:
     s = get_spec(sku_id)
     gettext, fmt = _translate_and_format()
@@ -237,7 +324,7 @@ def _promise_from(
         now,
         in_stock=available_count(session, sku_id) if s.self_serve else 0,
         batches=batches,
-        lead_business_days=lead_time_days(session, sku_id),
+        lead_business_days=lead_time_days(session, sku_id) if lead_days is None else lead_days,
         self_serve=s.self_serve,
         tz=tz,
         gettext=gettext,
@@ -331,45 +418,55 @@ def reserve_for_order(
     Raises ``TalkToSales`` when no date can be promised, and ``StockChanged`` when
     ``expected_date`` (what the customer saw) is earlier than what can be promised now.
     """
-    _lock_sku(session, sku_id, now)
-    existing = _active_reservation(session, order_id)
+    # Everything from this lock to the caller's commit is time other buyers of this SKU
+    # wait, so only what needs the lock happens here: one read of this order's
+    # reservations, the promise's two reads, one UPDATE for the nodes, the batch counters
+    # and the reservation row.
+    stock = _lock_sku(session, sku_id, now)
+    mine = session.exec(select(StockReservation).where(StockReservation.order_id == order_id)).all()
+    existing = next((r for r in mine if r.released_at is None), None)
     if existing is not None:
         return _promise_of(existing)
-    p = _promise_from(session, sku_id, quantity, now, tz)
+    p = _promise_from(session, sku_id, quantity, now, tz, lead_days=stock.lead_time_business_days)
     if not p.available or p.date is None or p.ready_at is None:
         raise TalkToSales(p)
     if expected_date is not None and p.date > expected_date:
         raise StockChanged(p)
 
-    nodes: Sequence[Node] = []
     if p.from_stock:
-        q = (
-            select(Node)
+        # available → held in one statement (the rows are picked and locked in the subquery).
+        pick = (
+            select(Node.id)
             .where(Node.sku_id == sku_id, Node.state == NodeState.available.value)
             .order_by(col(Node.id))
             .limit(p.from_stock)
             .with_for_update(skip_locked=True)
         )
-        nodes = session.exec(q).all()
-        if len(nodes) < p.from_stock:  # cannot happen under the SKU lock; never over-promise
+        held = session.exec(  # type: ignore[call-overload]
+            update(Node)
+            .where(col(Node.id).in_(pick.scalar_subquery()))
+            .values(state=NodeState.held.value, order_id=order_id, updated_at=now)
+            .returning(col(Node.id))
+            .execution_options(synchronize_session="fetch")
+        ).all()
+        if len(held) < p.from_stock:  # cannot happen under the SKU lock; never over-promise
             raise StockChanged(p)
-    for n in nodes:
-        n.state = NodeState.held.value
-        n.order_id = order_id
-        n.updated_at = now
-        session.add(n)
     for batch_id, units in p.from_batches:
-        b = session.get(IncomingBatch, batch_id)
-        if b is None or b.free < units:
+        took = session.exec(  # type: ignore[call-overload]
+            update(IncomingBatch)
+            .where(
+                col(IncomingBatch.id) == batch_id,
+                col(IncomingBatch.status) == BatchStatus.expected.value,
+                col(IncomingBatch.quantity) - col(IncomingBatch.reserved) >= units,
+            )
+            .values(reserved=IncomingBatch.reserved + units)
+            .execution_options(synchronize_session="fetch")
+        )
+        if took.rowcount != 1:
             raise StockChanged(p)
-        b.reserved += units
-        session.add(b)
     params = {k: (v.isoformat() if isinstance(v, date) else v) for k, v in p.params}
     # A reservation released earlier for this order (cancelled, then paid again) is reused.
-    old = session.exec(
-        select(StockReservation).where(StockReservation.order_id == order_id)
-    ).first()
-    r = old or StockReservation(
+    r = (mine[0] if mine else None) or StockReservation(
         order_id=order_id,
         sku_id=sku_id,
         quantity=quantity,

@@ -16,7 +16,6 @@ from urllib.parse import urlencode
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
-from sqlmodel import Session
 
 from app.catalog.specs import NodeSpec, all_specs
 from app.configurator import forms
@@ -96,27 +95,26 @@ def _preset_ids() -> frozenset[str]:
 
 
 def _live_prices(request: Request) -> dict[str, int] | None:
-    """Live list prices from the catalog service when it exists; the engine's seed otherwise.
+    """Live list prices: this process's cache, valid while the catalog's price version is
+    unchanged (one primary-key read per request; the prices themselves are read again only
+    after a change, made by any process). The engine's seed prices when there is no catalog.
 
-    Uses its own short read-only session, closed before the page renders (on SQLite a
-    request-long session would hold the write lock the simulated clock needs).
+    The version is read outside any ORM transaction (on SQLite no ``BEGIN IMMEDIATE``,
+    which would queue every page on the write lock); prices are read in their own short
+    session only after a change.
     """
     try:
         service = importlib.import_module("app.catalog.service")
     except ModuleNotFoundError:
         return None
-    fn = getattr(service, "list_price_cents", None)
-    if fn is None:
+    cache_of = getattr(service, "price_cache_of", None)
+    if cache_of is None:
         return None
-    prices: dict[str, int] = {}
-    with Session(request.app.state.engine) as session:
-        for spec in all_specs():
-            try:
-                prices[spec.id] = int(fn(session, spec.id))
-            except Exception:  # an unseeded catalog must not break sizing
-                log.debug("no live price for %s", spec.id, exc_info=True)
-                session.rollback()
-    return prices or None
+    try:
+        return dict(cache_of(request.app.state).get(request.app.state.engine)) or None
+    except Exception:  # an unmigrated catalog must not break sizing
+        log.debug("no live prices", exc_info=True)
+        return None
 
 
 def _usd(amount: float | None) -> str:

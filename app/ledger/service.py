@@ -44,6 +44,7 @@ from typing import Any
 
 from sqlalchemy import func, update
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm.attributes import set_committed_value
 from sqlmodel import Session, col, select
 
 from app import errors
@@ -232,7 +233,8 @@ def _move(
         if row is None:
             current = _find(session, user_id, AccountKind(acc.kind))
             raise _Short(current.balance_cents if current else 0)
-        acc.balance_cents = int(row[0])
+        # The UPDATE already wrote it: record it as loaded, so no second UPDATE is flushed.
+        set_committed_value(acc, "balance_cents", int(row[0]))
         resolved.append((acc, leg.amount_cents, int(row[0])))
     extra = before_entry() if before_entry else {}
     entry = JournalEntry(

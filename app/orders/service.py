@@ -646,7 +646,6 @@ def pay_order(
     a caller may catch the error and still commit other work."""
     from app.catalog import service as catalog
     from app.ledger import service as ledger
-    from app.notifications.service import notify
 
     order = get_order_for(session, user, order_id, lock=True)
     if order.status != OrderStatus.awaiting_payment.value:
@@ -686,7 +685,92 @@ def pay_order(
             reason=hold_reason,
             actor_id=user.id,
         )
+    try:
+        return _pay_held(session, order, user, amount, now, expected_promise, early=True)
+    except _DateMoved:
+        # Another order took the stock between the read and the lock (rare): everything of
+        # the first try was rolled back with its savepoint; write the messages after the lock.
+        return _pay_held(session, order, user, amount, now, expected_promise, early=False)
+
+
+class _DateMoved(Exception):
+    """The promise read before the SKU lock differs from the one made under it."""
+
+
+def _paid_messages(session: Session, order: Order, user: User, day: date, now: datetime) -> None:
+    """The paid event and notification, as codes (each reader sees their language)."""
+    from app.notifications.service import notify
+
+    assert user.id is not None
+    session.flush()
+    add_event(
+        session,
+        order,
+        "paid",
+        N_("First month paid from the balance; delivery promised by {date}."),
+        now,
+        user,
+        params={"date": messages.day(day)},
+    )
+    notify(
+        session,
+        user_id=user.id,
+        kind="order_paid",
+        message=N_(
+            "Order #{id} is paid. We promise delivery by {date}; if we miss it you can "
+            "cancel for a full refund."
+        ),
+        params={"id": order.id, "date": messages.day(day)},
+        now=now,
+        link=_order_link(order),
+        email_to=user.email,
+        email_subject=N_("Order #{id} paid"),
+    )
+
+
+def _pay_held(
+    session: Session,
+    order: Order,
+    user: User,
+    amount: int,
+    now: datetime,
+    expected_promise: date | None,
+    *,
+    early: bool,
+) -> Order:
+    """The savepoint of a payment: money held, nodes reserved, the order paid, messages.
+
+    Lock order: the customer's balance row first, the SKU's stock row last (as cancel
+    does). Every buyer of the SKU waits on its stock row until this transaction commits,
+    so the stock lock is taken last and only the reservation and the order's promised date
+    follow it: with ``early``, the timeline event, notification and email carry the date
+    read just before the lock, and a different date under the lock (stock taken in
+    between) raises ``_DateMoved`` after rolling all of it back."""
+    from app.catalog import service as catalog
+    from app.ledger import service as ledger
+
+    assert order.id is not None and user.id is not None
     with session.begin_nested():
+        hold = ledger.place_hold(
+            session,
+            user_id=user.id,
+            amount_cents=amount,
+            idempotency_key=f"order:{order.id}:first-month",
+            now=now,
+            order_id=order.id,
+            reason=f"order #{order.id}: first month",
+            actor_id=user.id,
+        )
+        told: date | None = None
+        if early:
+            seen = catalog.current_promise(session, order.sku_id, order.quantity, now)
+            if (
+                seen.available
+                and seen.date is not None
+                and (expected_promise is None or seen.date == expected_promise)
+            ):
+                told = seen.date
+                _paid_messages(session, order, user, told, now)
         try:
             promise = catalog.reserve_for_order(
                 session, order_id=order.id, sku_id=order.sku_id, quantity=order.quantity, now=now
@@ -697,46 +781,18 @@ def pay_order(
             raise NotPromisable()
         if expected_promise is not None and promise.date != expected_promise:
             raise PromiseChanged(promise.date, promise.explanation)
-        hold = ledger.place_hold(
-            session,
-            user_id=user.id,
-            amount_cents=amount,
-            idempotency_key=hold_key,
-            now=now,
-            order_id=order.id,
-            reason=hold_reason,
-            actor_id=user.id,
-        )
+        if told is not None and promise.date != told:
+            raise _DateMoved()
         order.first_hold_id = hold.id
         order.status = OrderStatus.paid.value
         order.paid_at = now
         order.promised_date = promise.date
         order.promise_explanation = (promise.explanation or "")[:300]
         session.add(order)
-        session.flush()
-        add_event(
-            session,
-            order,
-            "paid",
-            N_("First month paid from the balance; delivery promised by {date}."),
-            now,
-            user,
-            params={"date": messages.day(promise.date)},
-        )
-        notify(
-            session,
-            user_id=user.id,
-            kind="order_paid",
-            message=N_(
-                "Order #{id} is paid. We promise delivery by {date}; if we miss it you can "
-                "cancel for a full refund."
-            ),
-            params={"id": order.id, "date": messages.day(promise.date)},
-            now=now,
-            link=_order_link(order),
-            email_to=user.email,
-            email_subject=N_("Order #{id} paid"),
-        )
+        if told is None:
+            _paid_messages(session, order, user, promise.date, now)
+        else:
+            session.flush()
     return order
 
 

@@ -271,6 +271,22 @@ def best_layouts(
     limit = usable * (1 - SAFETY_MARGIN)
     dead: set[int] = set()
     lean_rc, lean_off, lean_mbs = recompute_options[-1], offload_options[-1], min(mbs_options)
+    leans: dict[int, Memory] = {}
+
+    def lean_memory(rank: int) -> Memory:
+        """The leanest variant's memory of a shape, computed once per shape."""
+        if rank not in leans:
+            lean = make_layout(
+                all_shapes[rank],
+                world=world,
+                mbs=lean_mbs,
+                recompute=lean_rc,
+                offload_opt=lean_off,
+                offload_params=False,
+            )
+            leans[rank] = memory(job, lean)
+        return leans[rank]
+
     for eff, rank, mbs, rc, off in combos:
         if rank in dead:
             continue
@@ -284,15 +300,7 @@ def best_layouts(
             if fit_verdict(mem, limit) == "tight":
                 tight.setdefault(rank, cand)
                 # if even the leanest variant of this shape is tight, none is sure
-                lean = make_layout(
-                    s,
-                    world=world,
-                    mbs=lean_mbs,
-                    recompute=lean_rc,
-                    offload_opt=lean_off,
-                    offload_params=False,
-                )
-                if fit_verdict(memory(job, lean), limit) != "fits":
+                if fit_verdict(lean_memory(rank), limit) != "fits":
                     dead.add(rank)
                 continue
             found.append(cand)
@@ -301,15 +309,7 @@ def best_layouts(
                 break
         elif (rc, off, mbs) != (lean_rc, lean_off, lean_mbs):
             # if the leanest variant of this shape does not fit, none will
-            lean = make_layout(
-                s,
-                world=world,
-                mbs=lean_mbs,
-                recompute=lean_rc,
-                offload_opt=lean_off,
-                offload_params=False,
-            )
-            if not fits(memory(job, lean), usable, host_ram, g):
+            if not fits(lean_memory(rank), usable, host_ram, g):
                 dead.add(rank)
         else:
             dead.add(rank)

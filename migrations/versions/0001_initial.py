@@ -2,7 +2,7 @@
 
 Revision ID: 0001
 Revises: 
-Create Date: 2026-11-30 18:03:11.759551
+Create Date: 2026-11-30 18:05:55.262511
 """
 from collections.abc import Sequence
 
@@ -45,6 +45,11 @@ def upgrade() -> None:
         batch_op.create_index(batch_op.f('ix_catalog_batches_sku_id'), ['sku_id'], unique=False)
         batch_op.create_index(batch_op.f('ix_catalog_batches_status'), ['status'], unique=False)
 
+    op.create_table('catalog_price_version',
+    sa.Column('id', sa.Integer(), nullable=False),
+    sa.Column('version', sa.Integer(), nullable=False),
+    sa.PrimaryKeyConstraint('id', name=op.f('pk_catalog_price_version'))
+    )
     op.create_table('catalog_sku_stock',
     sa.Column('sku_id', sqlmodel.sql.sqltypes.AutoString(length=32), nullable=False),
     sa.Column('lead_time_business_days', sa.Integer(), nullable=False),
@@ -892,6 +897,7 @@ def downgrade() -> None:
 
     op.drop_table('outbox_emails')
     op.drop_table('catalog_sku_stock')
+    op.drop_table('catalog_price_version')
     with op.batch_alter_table('catalog_batches', schema=None) as batch_op:
         batch_op.drop_index(batch_op.f('ix_catalog_batches_status'))
         batch_op.drop_index(batch_op.f('ix_catalog_batches_sku_id'))

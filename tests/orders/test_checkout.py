@@ -458,6 +458,71 @@ def test_failure_halfway_leaves_nothing(
     ledger_ok()
 
 
+def test_date_moved_before_the_stock_lock_pays_once_with_the_real_date(
+    engine, clock, make_user, stock, fund, balances, ledger_ok, monkeypatch
+) -> None:
+    """The messages are written with the date read just before the SKU lock; when another
+    order moves it in between, everything of that try is rolled back and the payment goes
+    through once, every message carrying the date actually promised."""
+    import dataclasses
+
+    from app.catalog import service as catalog
+
+    stock("hgx-b200", 1)
+    u = make_user()
+    fund(u, B200)
+    draft, errors = service.parse_draft(
+        {
+            "sku": "hgx-b200",
+            "nodes": 1,
+            "image": "ubuntu-24.04-cuda",
+            "new_key_name": "k",
+            "new_key_text": new_public_key(),
+        }
+    )
+    assert errors == {}
+    with Session(engine, expire_on_commit=False) as s:
+        order, _ = service.create_order(
+            s, user=u, draft=draft, idempotency_key="k1", now=clock.now()
+        )
+        s.commit()
+    real = catalog.current_promise
+    seen: list[Any] = []
+
+    def stale(*a: Any, **k: Any) -> Any:
+        p = real(*a, **k)
+        moved = dataclasses.replace(p, date=p.date + timedelta(days=7))
+        seen.append(moved.date)
+        return moved
+
+    monkeypatch.setattr(catalog, "current_promise", stale)
+    with Session(engine, expire_on_commit=False) as s:
+        service.pay_order(s, user=u, order_id=order.id, idempotency_key="k1", now=clock.now())
+        s.commit()
+    monkeypatch.undo()
+    assert len(seen) == 1  # read once before the lock, not again on the retry
+    paid = order_of(engine, order.id)
+    assert paid.status == "paid" and paid.promised_date is not None
+    assert paid.promised_date != seen[0]
+    day = paid.promised_date.isoformat()
+    with Session(engine) as s:
+        events = s.exec(
+            select(OrderEvent).where(OrderEvent.order_id == order.id, OrderEvent.kind == "paid")
+        ).all()
+        notes = s.exec(select(Notification).where(Notification.user_id == u.id)).all()
+        mails = s.exec(select(OutboxEmail).where(OutboxEmail.to_addr == u.email)).all()
+    assert len(events) == 1 and day in events[0].message
+    assert [n for n in notes if n.kind == "order_paid"] and all(
+        seen[0].isoformat() not in n.message for n in notes
+    )
+    assert len([n for n in notes if n.kind == "order_paid"]) == 1
+    assert len([m for m in mails if m.kind == "order_paid"]) == 1
+    assert all(seen[0].isoformat() not in m.body for m in mails)
+    assert len(holds_of(engine, order.id)) == 1
+    assert balances(u) == (0, B200)
+    ledger_ok()
+
+
 def test_customer_b_cannot_see_or_touch_a_orders(
     client, new_client, engine, make_user, login, stock, fund
 ) -> None:
