@@ -15,6 +15,7 @@ from app.errors import install_handlers
 from app.settings import Settings
 from app.web.csrf import csrf_protect
 from app.web.middleware import AppMiddleware, ConcurrencyLimit
+from app.web.proxy import AllowedHosts, TrustedProxies
 from app.web.templating import STATIC_DIR, make_templates
 
 # Every table module, imported so SQLModel's metadata (and Alembic) sees all tables.
@@ -82,7 +83,8 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
         version="0.1.0",
         description="Size LLM training jobs, rent 8-GPU nodes monthly, pay from a prepaid balance.",
         dependencies=[Depends(csrf_protect)],
-        docs_url="/api/docs",
+        # No Swagger UI: it loads from a CDN our own CSP blocks. /openapi.json stays.
+        docs_url=None,
         redoc_url=None,
         openapi_url="/openapi.json",
     )
@@ -90,6 +92,10 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
     app.state.engine = engine
     app.state.clock = clock
     app.state.templates = make_templates()
+    from app.payments.service import make_provider, use_provider
+
+    app.state.payment_provider = make_provider(settings)
+    use_provider(app.state.payment_provider)
 
     install_handlers(app)
     app.add_middleware(AppMiddleware, https=settings.https, default_locale=settings.default_locale)
@@ -97,6 +103,10 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
     app.add_middleware(ConcurrencyLimit, limit=settings.db_pool_size)
     # Outermost: compress pages, fragments and static files (htmx is ~51 KB raw, ~16 KB gzipped).
     app.add_middleware(GZipMiddleware, minimum_size=800)
+    if settings.environment == "production":
+        app.add_middleware(AllowedHosts, hosts=settings.host_names)
+    # Outermost of all: the client address everything else sees (throttles, audit, logs).
+    app.add_middleware(TrustedProxies, networks=settings.proxy_networks)
     app.mount("/static", StaticFiles(directory=str(STATIC_DIR)), name="static")
     for name in ROUTER_MODULES:
         module = _optional_import(name)

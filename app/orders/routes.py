@@ -481,6 +481,7 @@ async def topup(
         currency=currency,
         now=now,
         return_to=f"/orders/{order.id}/review",
+        provider=request.app.state.payment_provider,
     )
     return RedirectResponse(_invoice_url(invoice), status_code=303)
 

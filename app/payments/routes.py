@@ -150,6 +150,7 @@ def topup_create(
                 currency=currency,
                 now=now,
                 return_to=return_to or None,
+                provider=request.app.state.payment_provider,
             )
         except errors.InvalidInput as e:
             errs = {k: _(v) for k, v in e.errors.items()}
@@ -305,7 +306,12 @@ async def webhook(request: Request) -> Response:
     def work() -> dict[str, Any]:
         with transaction(request.app.state.engine) as s:
             return payments.handle_webhook(
-                s, body, signature, secret=settings.webhook_secret, now=now
+                s,
+                body,
+                signature,
+                secret=settings.webhook_secret,
+                now=now,
+                provider=request.app.state.payment_provider,
             )
 
     try:

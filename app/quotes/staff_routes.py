@@ -380,7 +380,7 @@ def quote_detail(
 ) -> Response:
     q = _load(session, quote_id, now)
     ctx = _quote_ctx(session, q)
-    ctx["share_url"] = str(request.base_url).rstrip("/") + service.share_path(q)
+    ctx["share_url"] = request.app.state.settings.base_url.rstrip("/") + service.share_path(q)
     ctx["shared"] = q.status not in (
         pricing.QuoteStatus.draft,
         pricing.QuoteStatus.pending_approval,

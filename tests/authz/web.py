@@ -1,4 +1,4 @@
-"""Core routes: home, language, health, metrics, API docs."""
+"""Core routes: home, language, health, metrics, OpenAPI schema."""
 
 from tests.authz import public
 
@@ -9,6 +9,4 @@ RULES = [
     public("GET", "/readyz"),
     public("GET", "/metrics", note="Prometheus text; no personal data"),
     public("GET", "/openapi.json"),
-    public("GET", "/api/docs"),
-    public("GET", "/docs/oauth2-redirect"),
 ]
