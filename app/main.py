@@ -60,6 +60,9 @@ def _optional_import(name: str) -> object | None:
 
 
 def import_models() -> None:
+    from app import textguard
+
+    textguard.install()  # NUL bytes and bidi controls never reach the database
     for m in MODEL_MODULES:
         _optional_import(m)
 

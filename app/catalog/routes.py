@@ -17,6 +17,7 @@ from app.catalog.promise import zone
 from app.catalog.specs import NodeSpec, all_specs
 from app.errors import N_
 from app.money import parse_amount
+from app.numbers import parse_int
 from app.web.deps import NowDep, SessionDep
 from app.web.flash import flash
 from app.web.i18n import gettext as _
@@ -149,14 +150,14 @@ def validate_rack_request(
     errors: dict[str, str] = {}
     clean: dict[str, Any] = {}
     try:
-        gpus = int(form.get("gpus", "").strip())
+        gpus = parse_int(form.get("gpus", ""))
         if not 72 <= gpus <= 100_000 or gpus % 72:
             raise ValueError
         clean["gpus"] = gpus
     except ValueError:
         errors["gpus"] = _("Whole racks of 72 GPUs: enter 72, 144, 216, …")
     try:
-        term = int(form.get("term_months", "").strip())
+        term = parse_int(form.get("term_months", ""))
         if not 12 <= term <= 36:
             raise ValueError
         clean["term_months"] = term

@@ -20,6 +20,7 @@ from app.catalog.models import NODE_STATE_LABELS, NodeState
 from app.catalog.specs import all_specs
 from app.errors import N_, InvalidInput
 from app.money import parse_amount
+from app.numbers import parse_int
 from app.web.deps import NowDep, SessionDep
 from app.web.flash import flash
 from app.web.i18n import gettext as _
@@ -79,8 +80,8 @@ async def _form(request: Request) -> dict[str, str]:
 
 def _int(value: str, field: str, message: str) -> int:
     try:
-        return int(value.strip())
-    except (ValueError, AttributeError):
+        return parse_int(value, max_value=10**9)
+    except (ValueError, TypeError):
         raise InvalidInput(errors={field: message}) from None
 
 

@@ -16,7 +16,7 @@ from app.accounts.sshkeys import looks_private
 from app.catalog import specs
 from app.clock import wall_now
 from app.errors import N_, DomainError, InsufficientBalance, InvalidInput
-from app.money import parse_amount
+from app.numbers import NumberError, parse_money_cents
 from app.orders import service
 from app.orders.lifecycle import OrderStatus
 from app.orders.models import Order
@@ -24,6 +24,7 @@ from app.payments.rates import CURRENCIES
 from app.web.deps import NowDep, SessionDep
 from app.web.flash import flash
 from app.web.i18n import gettext as _
+from app.web.numbers import number_message
 from app.web.templating import is_htmx, render
 
 router = APIRouter(include_in_schema=False)
@@ -461,10 +462,10 @@ async def topup(
     currency = str(form.get("currency") or "")
     errors: dict[str, str] = {}
     try:
-        cents = parse_amount(raw)
-    except ValueError:
+        cents = parse_money_cents(raw)
+    except NumberError as e:
         cents = 0
-        errors["amount"] = _("Enter an amount in US dollars, for example 1250.00.")
+        errors["amount"] = number_message(e)
     if not errors and cents < max(rv.shortfall_cents, 1):
         errors["amount"] = _("Top up at least the shortfall.")
     if currency not in CURRENCIES:

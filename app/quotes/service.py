@@ -23,6 +23,7 @@ from app.catalog import service as catalog
 from app.catalog.specs import NodeSpec, all_specs, spec
 from app.clock import utc
 from app.errors import N_, Conflict, Forbidden, InvalidInput, NotFound
+from app.numbers import parse_int
 from app.quotes import pricing
 from app.quotes.models import Quote
 from app.quotes.pricing import QuoteKind, QuoteStatus
@@ -104,7 +105,7 @@ def _int(raw: str, name: str, errors: dict[str, str], default: int | None = None
     if not text and default is not None:
         return default
     try:
-        return int(text)
+        return parse_int(text, max_value=10**9)
     except ValueError:
         errors[name] = N_("Enter a whole number.")
         return 0

@@ -17,7 +17,7 @@ from app.accounts.deps import OpsUser, SalesUser
 from app.catalog.models import RackRequest, RackRequestStatus
 from app.catalog.specs import spec
 from app.errors import N_, InvalidInput, NotFound
-from app.quotes import pricing, service
+from app.quotes import pdf_cache, pricing, service
 from app.quotes.models import Quote
 from app.quotes.pdf import build_pdf, pdf_language, promise_text
 from app.web.deps import NowDep, SessionDep
@@ -220,7 +220,7 @@ def quote_create(
         return _builder(request, form, e.errors, status_code=422)
     q = service.create_quote(session, actor=user, data=data, now=now, ip=client_ip(request))
     rr_id = form.get("from_request", "")
-    if rr_id.isdigit():
+    if rr_id.isascii() and rr_id.isdigit() and len(rr_id) < 19:
         rr = session.get(RackRequest, int(rr_id))
         if rr is not None and rr.status in (RackRequestStatus.new, RackRequestStatus.contacted):
             rr.status = RackRequestStatus.quoted.value
@@ -457,16 +457,22 @@ def pdf_response(session: Session, q: Quote, now: Any, staff: Any = None) -> Res
     creator = service.users_by_id(session, {q.created_by_id}).get(q.created_by_id)
     locale = current_locale()
     summary = service.sizing_summary(q)
-    body = build_pdf(
-        q,
-        locale=locale,
-        summary=summary,
-        # The rows are in the request's language: only when the PDF is in it too.
-        layout_rows=_layout_rows(summary) if pdf_language(locale) == locale else None,
-        sku_name=s.name,
-        gpus_per_node=s.gpus_per_node,
-        staff_email=creator.email if creator else "",
-        now=now,
+    staff_email = creator.email if creator else ""
+    # One render per quote version and language (see app/quotes/pdf_cache.py).
+    key = (q.id, str(q.updated_at), q.status, locale, staff_email)
+    body = pdf_cache.CACHE.get_or_render(
+        key,
+        lambda: build_pdf(
+            q,
+            locale=locale,
+            summary=summary,
+            # The rows are in the request's language: only when the PDF is in it too.
+            layout_rows=_layout_rows(summary) if pdf_language(locale) == locale else None,
+            sku_name=s.name,
+            gpus_per_node=s.gpus_per_node,
+            staff_email=staff_email,
+            now=now,
+        ),
     )
     if staff is not None:
         service.record_pdf_download(session, q, actor=staff, now=now)
