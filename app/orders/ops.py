@@ -33,6 +33,7 @@ from app.orders.lifecycle import (
 from app.orders.models import Order, OrderEvent, OrderHost
 from app.orders.periods import add_months
 from app.orders.service import add_event
+from app.text import single_line
 from app.web.i18n import LOCALES, babel_locale, translations_for
 
 FINGERPRINT_RE = re.compile(r"^(?:\d{3,5}\s+)?(SHA256:[A-Za-z0-9+/]{43})(?:\s+\S.*)?$")
@@ -155,7 +156,9 @@ def _tell(
         now=now,
         link=f"/console/orders/{order.id}",
         email_to=customer.email if email else None,
-        email_subject=tr(customer, N_("Order #{id}: {what}"), id=order.id, what=message[:80])
+        email_subject=tr(
+            customer, N_("Order #{id}: {what}"), id=order.id, what=single_line(message, 80)
+        )
         if email
         else None,
     )
@@ -561,7 +564,7 @@ def mark_delayed(
     order = load_order(session, order_id)
     _require(order, PRE_DELIVERY)
     errors: dict[str, str] = {}
-    reason = (reason or "").strip()
+    reason = single_line(reason)  # it reaches an email subject
     if len(reason) < 5:
         errors["reason"] = N_("Tell the customer what is holding the order up.")
     elif len(reason) > 500:

@@ -9,9 +9,12 @@ language) is rendered once per process and kept in a small LRU cache, and at mos
 
 from __future__ import annotations
 
+import hashlib
+import json
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
+from typing import Any
 
 from app.errors import N_, DomainError
 
@@ -66,6 +69,12 @@ class PdfCache:
             return body
         finally:
             self._slots.release()
+
+
+def version_of(fields: dict[str, Any]) -> str:
+    """A quote version: a digest of every field (any change, any database → a new key)."""
+    raw = json.dumps(fields, sort_keys=True, default=str).encode()
+    return hashlib.sha256(raw).hexdigest()
 
 
 CACHE = PdfCache()

@@ -27,6 +27,7 @@ from app.numbers import parse_int
 from app.quotes import pricing
 from app.quotes.models import Quote
 from app.quotes.pricing import QuoteKind, QuoteStatus
+from app.text import multi_line, single_line
 
 PAGE_SIZE = 25
 TOKEN_BYTES = 24  # secrets.token_urlsafe(24): 32 characters, 192 bits
@@ -113,7 +114,10 @@ def _int(raw: str, name: str, errors: dict[str, str], default: int | None = None
 
 def _text(form: Mapping[str, Any], name: str, limit: int) -> str:
     value = form.get(name)
-    return str(value).strip()[:limit] if value is not None else ""
+    if value is None:
+        return ""
+    # Short fields (names, company, …) may reach PDF metadata and email headers: one line.
+    return single_line(str(value), limit) if limit <= 300 else multi_line(str(value), limit)
 
 
 def sizing_query_of(text: str) -> str:
@@ -427,7 +431,7 @@ def approve_quote(
         raise Forbidden(N_("Only operations staff can approve a discount above 10 %."))
     if q.status != QuoteStatus.pending_approval:
         raise QuoteStateError()
-    reason = reason.strip()[:500]
+    reason = single_line(reason, 500)
     if not reason:
         raise InvalidInput(N_("Say why this discount is approved."), field="reason")
     q.approved_by_id = actor.id
@@ -457,7 +461,7 @@ def decline_quote(
         raise Forbidden(N_("Only operations staff can approve a discount above 10 %."))
     if q.status != QuoteStatus.pending_approval:
         raise QuoteStateError()
-    reason = reason.strip()[:500]
+    reason = single_line(reason, 500)
     if not reason:
         raise InvalidInput(N_("Say why this discount is declined."), field="reason")
     q.status = QuoteStatus.draft.value

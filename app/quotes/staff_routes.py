@@ -459,7 +459,7 @@ def pdf_response(session: Session, q: Quote, now: Any, staff: Any = None) -> Res
     summary = service.sizing_summary(q)
     staff_email = creator.email if creator else ""
     # One render per quote version and language (see app/quotes/pdf_cache.py).
-    key = (q.id, str(q.updated_at), q.status, locale, staff_email)
+    key = (pdf_cache.version_of(q.model_dump()), locale, staff_email)
     body = pdf_cache.CACHE.get_or_render(
         key,
         lambda: build_pdf(
