@@ -283,3 +283,37 @@ def test_parallel_adds_of_one_ssh_key_are_422_not_500(
 
 
 pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
+
+
+def test_csrf_token_is_bound_to_the_signed_in_session(
+    raw_client: TestClient,
+    new_client: Callable[[], AppClient],
+    make_user: Callable[..., User],
+    engine: Engine,
+) -> None:
+    """A token read from (or planted into) another browser is useless once signed in."""
+    from tests.accounts.helpers import page_csrf
+
+    make_user(email="ann@example.com", password=STRONG)
+    make_user(email="eve@example.com", password=STRONG)
+    eve = new_client()
+    web_login(eve, "eve@example.com")
+    eve_token = page_csrf(eve.get("/account").text)
+    eve_cookie = eve.cookies.get("csrftoken")
+    # Ann signs in in a fresh browser whose CSRF cookie Eve managed to plant.
+    raw_client.cookies.set("csrftoken", eve_cookie)
+    anon_token = page_csrf(raw_client.get("/login").text)
+    r = raw_client.post(
+        "/login", data={"email": "ann@example.com", "password": STRONG, "csrf_token": anon_token}
+    )
+    assert r.status_code == 303
+    raw_client.cookies.set("csrftoken", eve_cookie)  # planted again after login
+    r = raw_client.post("/account/api-tokens", data={"token_name": "x", "csrf_token": eve_token})
+    assert r.status_code == 403
+    with Session(engine) as s:
+        assert s.exec(select(ApiToken)).all() == []
+    # Ann's own page token works.
+    raw_client.cookies.delete("csrftoken")
+    token = page_csrf(raw_client.get("/account").text)
+    r = raw_client.post("/account/api-tokens", data={"token_name": "ok", "csrf_token": token})
+    assert r.status_code == 201
