@@ -17,6 +17,7 @@ from sqlmodel import Session, col, select
 
 from app.accounts import service
 from app.accounts.models import ApiToken, SshKey, User
+from app.accounts.security import SESSION_COOKIE
 from app.clock import FixedClock
 from app.errors import DomainError, InvalidInput, TooManyRequests
 from app.notifications.models import OutboxEmail
@@ -307,13 +308,17 @@ def test_csrf_token_is_bound_to_the_signed_in_session(
         "/login", data={"email": "ann@example.com", "password": STRONG, "csrf_token": anon_token}
     )
     assert r.status_code == 303
-    raw_client.cookies.set("csrftoken", eve_cookie)  # planted again after login
+    ann_session = raw_client.cookies.get(SESSION_COOKIE)
+    raw_client.cookies.clear()  # planted again after login (cookie tossing) …
+    raw_client.cookies.set("csrftoken", eve_cookie)
+    raw_client.cookies.set(SESSION_COOKIE, ann_session)  # … beside Ann's own session
     r = raw_client.post("/account/api-tokens", data={"token_name": "x", "csrf_token": eve_token})
     assert r.status_code == 403
     with Session(engine) as s:
         assert s.exec(select(ApiToken)).all() == []
     # Ann's own page token works.
-    raw_client.cookies.delete("csrftoken")
+    raw_client.cookies.clear()
+    raw_client.cookies.set(SESSION_COOKIE, ann_session)
     token = page_csrf(raw_client.get("/account").text)
     r = raw_client.post("/account/api-tokens", data={"token_name": "ok", "csrf_token": token})
     assert r.status_code == 201
