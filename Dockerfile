@@ -23,7 +23,8 @@ RUN apt-get update -qq \
 RUN groupadd --system app && useradd --system --gid app --home /srv/app --shell /usr/sbin/nologin app
 WORKDIR /srv/app
 ENV PATH=/opt/venv/bin:$PATH PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1 \
-    APP_ENVIRONMENT=production WEB_CONCURRENCY=4
+    APP_ENVIRONMENT=production APP_SIMULATION=false APP_PAYMENT_PROVIDER=btcpay \
+    APP_TRUSTED_PROXIES="" WEB_CONCURRENCY=4
 COPY --from=build /opt/venv /opt/venv
 COPY --chown=app:app alembic.ini ./
 COPY --chown=app:app migrations ./migrations
@@ -40,5 +41,6 @@ USER app
 EXPOSE 8000
 HEALTHCHECK --interval=15s --timeout=3s --retries=3 \
   CMD python -c "import urllib.request,sys; sys.exit(0 if urllib.request.urlopen('http://127.0.0.1:8000/healthz', timeout=2).status == 200 else 1)"
-# Migrate (idempotent; Alembic serialises on its version table), then serve.
-CMD ["sh", "-c", "python -m app db upgrade && exec uvicorn --factory app.main:asgi --host 0.0.0.0 --port 8000 --workers ${WEB_CONCURRENCY} --proxy-headers --forwarded-allow-ips='*'"]
+# Migrate (idempotent; Alembic serialises on its version table), then serve. Forwarding
+# headers are the app's business (APP_TRUSTED_PROXIES), so uvicorn's own handling is off.
+CMD ["sh", "-c", "python -m app db upgrade && exec uvicorn --factory app.main:asgi --host 0.0.0.0 --port 8000 --workers ${WEB_CONCURRENCY} --no-proxy-headers"]

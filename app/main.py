@@ -30,6 +30,7 @@ from app.tables import MODEL_MODULES, import_models
 from app.web import routes as web_routes
 from app.web.csrf import csrf_protect
 from app.web.middleware import AppMiddleware, BodyLimit, ConcurrencyLimit
+from app.web.proxy import AllowedHosts, TrustedProxies
 from app.web.templating import STATIC_DIR, make_templates
 
 __all__ = ["MODEL_MODULES", "ROUTERS", "asgi", "create_app", "import_models"]
@@ -70,7 +71,8 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
         version="0.1.0",
         description="Size LLM training jobs, rent 8-GPU nodes monthly, pay from a prepaid balance.",
         dependencies=[Depends(csrf_protect)],
-        docs_url="/api/docs",
+        # No Swagger UI: it loads from a CDN our own CSP blocks. /openapi.json stays.
+        docs_url=None,
         redoc_url=None,
         openapi_url="/openapi.json",
     )
@@ -79,6 +81,10 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
     app.state.clock = clock
     app.state.templates = make_templates()
     app.state.user_loader = load_user  # templates show who is logged in (error pages too)
+    from app.payments.service import make_provider, use_provider
+
+    app.state.payment_provider = make_provider(settings)
+    use_provider(app.state.payment_provider)
 
     install_handlers(app)
     # Innermost first. At most as many requests in flight as pooled connections (see
@@ -90,6 +96,10 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
     app.add_middleware(AppMiddleware, https=settings.https, default_locale=settings.default_locale)
     # Outermost: compress pages, fragments and static files (htmx is ~51 KB raw, ~16 KB gzipped).
     app.add_middleware(GZipMiddleware, minimum_size=800)
+    if settings.environment == "production":
+        app.add_middleware(AllowedHosts, hosts=settings.host_names)
+    # Outermost of all: the client address everything else sees (throttles, audit, logs).
+    app.add_middleware(TrustedProxies, networks=settings.proxy_networks)
     app.mount("/static", StaticFiles(directory=str(STATIC_DIR)), name="static")
     for router in ROUTERS:
         app.include_router(router)

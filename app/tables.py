@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from app import clock
+from app import clock, textguard
 from app.accounts import audit as accounts_audit
 from app.accounts import models as accounts_models
 from app.catalog import models as catalog_models
@@ -30,4 +30,6 @@ MODEL_MODULES: tuple[ModuleType, ...] = (
 
 
 def import_models() -> None:
-    """The imports above did it; kept as the one call CLIs, migrations and tests make."""
+    """The imports above did it; kept as the one call CLIs, migrations and tests make.
+    Also installs the text guard: NUL bytes and bidi controls never reach the database."""
+    textguard.install()

@@ -105,6 +105,9 @@ def cmd_worker(args: argparse.Namespace) -> int:
     logs.configure(settings.log_level)
     engine = make_engine(settings.database_url, busy_timeout_ms=settings.sqlite_busy_timeout_ms)
     clock: Clock = SimulatedClock(engine) if settings.simulation else SystemClock()
+    from app.payments.service import make_provider, use_provider
+
+    use_provider(make_provider(settings))  # invoice expiry re-reads the real provider
     try:
         if args.once:
             results = run_once(engine, clock, settings)

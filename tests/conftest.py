@@ -28,6 +28,7 @@ from app.accounts.security import SESSION_COOKIE, create_session, hash_password
 from app.clock import FixedClock
 from app.main import create_app, import_models
 from app.settings import Settings
+from app.web.csrf import bind as csrf_bind
 
 TEST_SECRET = "test-secret-key-that-is-long-enough-0123456789"
 CSRF_TOKEN = "test-csrf-token"
@@ -156,6 +157,8 @@ class AppClient(TestClient):
                     token = URLSafeSerializer(TEST_SECRET, salt="csrf").loads(raw)
                 except Exception:  # noqa: BLE001 - a garbled cookie: send the default
                     token = CSRF_TOKEN
+            # Signed in: the token is bound to the session cookie (app/web/csrf.py).
+            token = csrf_bind(TEST_SECRET, self.cookies.get(SESSION_COOKIE), token)
             headers.setdefault("X-CSRF-Token", token)
             kwargs["headers"] = headers
         return super().request(method, url, **kwargs)

@@ -1,7 +1,8 @@
 """Who is asking: ``OptionalUser``, ``CurrentUser``, ``StaffUser``, ``OpsUser``, ``SalesUser``.
 
 Browsers authenticate with the signed session cookie (server-side session row, so logout
-and revocation work across processes); API clients with ``Authorization: Bearer``.
+and revocation work across processes); API clients with ``Authorization: Bearer`` — on
+``/api/`` only.
 """
 
 from __future__ import annotations
@@ -21,7 +22,9 @@ from app.web.deps import SessionDep
 def _resolve(request: Request, db: Session) -> User | None:
     now = request.app.state.clock.now()
     auth = request.headers.get("authorization", "")
-    if auth.lower().startswith("bearer "):
+    # API tokens authenticate the JSON API only: on pages a token is no credential at all
+    # (pages need the session cookie and a CSRF token).
+    if auth.lower().startswith("bearer ") and request.url.path.startswith("/api/"):
         user = user_for_api_token(db, auth[7:].strip(), now)
         if user is None:
             raise NotAuthenticated(N_("The API token is invalid or revoked."))

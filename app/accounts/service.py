@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, func, select
 
 from app.accounts import throttle
@@ -55,6 +56,7 @@ from app.accounts.security import (
 from app.accounts.sshkeys import SshKeyError, parse_public_key
 from app.clock import utc
 from app.errors import N_, Conflict, DomainError, Forbidden, InvalidInput, NotFound, TooManyRequests
+from app.text import single_line
 
 log = logging.getLogger("app.accounts")
 
@@ -170,8 +172,15 @@ def register(
         created_at=now,
         locale=current_locale(),  # notifications and emails in the language they signed up in
     )
-    session.add(user)
-    session.flush()
+    try:
+        with session.begin_nested():  # two sign-ups with one email at once: one wins
+            session.add(user)
+            session.flush()
+    except IntegrityError:
+        msg = N_(
+            "This email can't be used for a new account. If it is yours, log in or reset your password."
+        )
+        raise EmailTaken(errors={"email": msg}) from None
     if ip:
         # Every sign-up counts against the address: 10 accounts an hour from one address.
         throttle.add_failure(session, throttle.SIGNUP_ADDRESS, ip, now)
@@ -197,16 +206,21 @@ def authenticate(
         if not password:
             errors["password"] = N_("Enter your password.")
         raise InvalidInput(errors=errors)
-    if throttle.is_blocked(session, throttle.LOGIN_ACCOUNT, normal, now) or throttle.is_blocked(
-        session, throttle.LOGIN_ADDRESS, ip, now
+    checks = [(throttle.LOGIN_ACCOUNT, normal), (throttle.LOGIN_ADDRESS, ip)]
+    # PostgreSQL: check and count the attempt atomically, before the password is verified,
+    # so parallel guesses cannot all pass the check (SQLite's BEGIN IMMEDIATE serialises).
+    reserved = throttle.reserve(session, checks, now)
+    if reserved is None or (
+        reserved is False and any(throttle.is_blocked(session, lim, v, now) for lim, v in checks)
     ):
         audit_durably(session, "login.throttled", now, ip=ip, email=normal)
         raise LoginThrottled()
     user = user_by_email(session, normal)
     ok = verify_password(user.password_hash if user else None, password[:MAX_PASSWORD])
     if user is None or not ok:
-        throttle.add_failure_durably(session, throttle.LOGIN_ACCOUNT, normal, now)
-        throttle.add_failure_durably(session, throttle.LOGIN_ADDRESS, ip, now)
+        if reserved is False:
+            throttle.add_failure_durably(session, throttle.LOGIN_ACCOUNT, normal, now)
+            throttle.add_failure_durably(session, throttle.LOGIN_ADDRESS, ip, now)
         audit_durably(
             session,
             "login.failed",
@@ -220,6 +234,8 @@ def authenticate(
         audit_durably(session, "login.disabled", now, target=f"user:{user.id}", ip=ip)
         raise Forbidden(N_("This account is disabled. Contact support to restore it."))
     throttle.clear(session, throttle.LOGIN_ACCOUNT, normal)
+    if isinstance(reserved, list):
+        throttle.forget(session, reserved)  # a successful login does not count
     if needs_rehash(user.password_hash):
         user.password_hash = hash_password(password)
         session.add(user)
@@ -398,6 +414,8 @@ def change_password(
     session.add(user)
     assert user.id is not None
     n = revoke_all_sessions(session, user.id, now, keep_id=keep_session_id)
+    tokens = revoke_all_api_tokens(session, user.id, now)
+    void_reset_tokens(session, user.id, now)
     audit(
         session,
         "password.changed",
@@ -406,6 +424,7 @@ def change_password(
         target=f"user:{user.id}",
         ip=ip,
         sessions_revoked=n,
+        api_tokens_revoked=tokens,
     )
     _mail(
         session,
@@ -430,13 +449,20 @@ def change_email(
     if normal == user.email:
         raise InvalidInput(errors={"new_email": N_("That is already your email address.")})
     _check_current_password(session, user, password, now, "email_password", ip)
+    key = str(user.id)
+    if throttle.is_blocked(session, throttle.EMAIL_TAKEN_USER, key, now):
+        raise LoginThrottled()  # asking which addresses are registered, again and again
     if user_by_email(session, normal) is not None:
+        throttle.add_failure_durably(session, throttle.EMAIL_TAKEN_USER, key, now)
         raise InvalidInput(
             errors={"new_email": N_("This email can't be used. Choose another address.")}
         )
     old = user.email
     user.email = normal
     session.add(user)
+    assert user.id is not None
+    # A reset link mailed to the old address must not work after the change.
+    void_reset_tokens(session, user.id, now)
     session.flush()
     audit(
         session,
@@ -487,11 +513,18 @@ def request_password_reset(
         raise InvalidInput(
             errors={"email": N_("Enter a valid email address, like name@example.com.")}
         )
-    if throttle.is_blocked(session, throttle.RESET_ADDRESS, ip, now) or throttle.is_blocked(
-        session, throttle.RESET_ACCOUNT, normal, now
+    # Per requester: an address may ask 3 times an hour for one account (and 10 overall),
+    # so strangers asking for a victim's resets cannot use up the victim's own requests.
+    # A looser per-account cap stops anyone mail-bombing one inbox from many addresses.
+    requester = f"{ip}\x00{normal}"
+    if (
+        throttle.is_blocked(session, throttle.RESET_ADDRESS, ip, now)
+        or throttle.is_blocked(session, throttle.RESET_REQUESTER, requester, now)
+        or throttle.is_blocked(session, throttle.RESET_ACCOUNT, normal, now)
     ):
         return  # silently: the page reads the same whether or not we sent anything
     throttle.add_failure(session, throttle.RESET_ADDRESS, ip, now)
+    throttle.add_failure(session, throttle.RESET_REQUESTER, requester, now)
     throttle.add_failure(session, throttle.RESET_ACCOUNT, normal, now)
     user = user_by_email(session, normal)
     if user is None or not user.is_active:
@@ -551,14 +584,9 @@ def reset_password(
         raise InvalidInput(errors={"password": problem})
     user.password_hash = hash_password(new_password)
     session.add(user)
-    for other in session.exec(
-        select(PasswordResetToken).where(
-            PasswordResetToken.user_id == user.id, col(PasswordResetToken.used_at).is_(None)
-        )
-    ).all():
-        other.used_at = now
-        session.add(other)
+    void_reset_tokens(session, user.id, now)
     n = revoke_all_sessions(session, user.id, now)
+    tokens = revoke_all_api_tokens(session, user.id, now)
     throttle.clear(session, throttle.LOGIN_ACCOUNT, user.email)
     audit(
         session,
@@ -568,6 +596,7 @@ def reset_password(
         target=f"user:{user.id}",
         ip=ip,
         sessions_revoked=n,
+        api_tokens_revoked=tokens,
     )
     _mail(
         session,
@@ -579,6 +608,29 @@ def reset_password(
         now,
     )
     return user
+
+
+def void_reset_tokens(session: Session, user_id: int, now: datetime) -> int:
+    """Burn every open reset link of the user (after a password or email change)."""
+    rows = session.exec(
+        select(PasswordResetToken).where(
+            PasswordResetToken.user_id == user_id, col(PasswordResetToken.used_at).is_(None)
+        )
+    ).all()
+    for row in rows:
+        row.used_at = now
+        session.add(row)
+    return len(rows)
+
+
+def revoke_all_api_tokens(session: Session, user_id: int, now: datetime) -> int:
+    """A password change or reset revokes every API token (they were minted under the old
+    password; whoever held the account then may hold them)."""
+    rows = api_tokens_for(session, user_id)
+    for tok in rows:
+        tok.revoked_at = now
+        session.add(tok)
+    return len(rows)
 
 
 class InvalidLink(NotFound):
@@ -608,7 +660,7 @@ def ssh_key_of(session: Session, user: User, key_id: int) -> SshKey:
 
 
 def _clean_name(name: str | None) -> str:
-    return " ".join((name or "").split())[:80]
+    return single_line(name, 80)
 
 
 def add_ssh_key(
@@ -640,8 +692,12 @@ def add_ssh_key(
         fingerprint=parsed.fingerprint,
         created_at=now,
     )
-    session.add(row)
-    session.flush()
+    try:
+        with session.begin_nested():  # the same key added twice at once: one wins
+            session.add(row)
+            session.flush()
+    except IntegrityError:
+        raise InvalidInput(errors={"public_key": N_("You have already saved this key.")}) from None
     audit(
         session,
         "sshkey.added",
@@ -710,6 +766,8 @@ def new_api_token(session: Session, user: User, name: str, now: datetime, ip: st
             errors={"token_name": N_("Name the token, e.g. the machine that uses it.")}
         )
     assert user.id is not None
+    # Lock the owner's row so parallel creations count one after another (PostgreSQL).
+    session.exec(select(User.id).where(User.id == user.id).with_for_update()).first()
     if len(api_tokens_for(session, user.id)) >= MAX_API_TOKENS:
         raise InvalidInput(
             errors={"token_name": N_("You can keep at most 20 tokens. Revoke one first.")}

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import delete, event, func
+from sqlalchemy import delete, event, func, text
 from sqlmodel import Session, SQLModel, col, select
 
 from app.accounts.models import AuthFailure
@@ -35,9 +35,14 @@ class Limit:
 LOGIN_ACCOUNT = Limit("login-account", 5, timedelta(minutes=15))
 LOGIN_ADDRESS = Limit("login-address", 20, timedelta(minutes=15))
 SIGNUP_ADDRESS = Limit("signup-address", 10, timedelta(hours=1))
-RESET_ACCOUNT = Limit("reset-account", 3, timedelta(hours=1))
+# Resets: 3 an hour per (address, account) — the requester — and 20 an hour per account
+# from everyone together (so strangers cannot silence a victim's own requests with 3).
+RESET_REQUESTER = Limit("reset-requester", 3, timedelta(hours=1))
+RESET_ACCOUNT = Limit("reset-account", 20, timedelta(hours=1))
 RESET_ADDRESS = Limit("reset-address", 10, timedelta(hours=1))
 PASSWORD_CHECK_USER = Limit("password-check-user", 5, timedelta(minutes=15))
+# Changing the email to an address that is taken says so; 5 such answers an hour per user.
+EMAIL_TAKEN_USER = Limit("email-taken-user", 5, timedelta(hours=1))
 
 
 def key_for(limit: Limit, value: str) -> str:
@@ -114,6 +119,47 @@ def _rewrite(session: Session) -> None:
             other.commit()
     except Exception:  # noqa: BLE001 - never turn a refused login into a server error
         log.exception("could not record %d throttling/audit rows", len(pending))
+
+
+def reserve(
+    session: Session, checks: list[tuple[Limit, str]], now: datetime
+) -> list[int] | bool | None:
+    """Check every limit and count one attempt against each, atomically, in a short
+    transaction of its own (PostgreSQL: an advisory lock per key), *before* the caller does
+    the guarded work. Returns the ids of the rows written (hand them to :func:`forget`
+    if the attempt turns out fine), or ``None`` when a limit is reached (nothing written).
+
+    Returns ``False`` on SQLite when the caller's session already holds the write lock:
+    the caller then checks and counts in its own transaction.
+    """
+    bind = session.get_bind()
+    engine = bind.engine if hasattr(bind, "engine") else bind
+    postgres = engine.dialect.name == "postgresql"
+    if not postgres and session.in_transaction():
+        # SQLite: the caller already holds the write lock (BEGIN IMMEDIATE); a second
+        # session would wait on it. Check and count in the caller's transaction instead.
+        return False
+    wanted = [(limit, value) for limit, value in checks if value]
+    keys = sorted({key_for(limit, value) for limit, value in wanted})
+    with Session(engine) as other:
+        conn = other.connection()  # SQLite: BEGIN IMMEDIATE, the whole database is ours
+        for key in keys if postgres else ():
+            conn.execute(text("SELECT pg_advisory_xact_lock(hashtext(:k))"), {"k": key})
+        if any(failures(other, limit, value, now) >= limit.max_failures for limit, value in wanted):
+            other.rollback()
+            return None
+        rows = [AuthFailure(key=key_for(limit, value), at=now) for limit, value in wanted]
+        other.add_all(rows)
+        other.flush()
+        ids = [int(r.id) for r in rows if r.id is not None]
+        other.commit()
+    return ids
+
+
+def forget(session: Session, ids: list[int]) -> None:
+    """Remove attempts counted by :func:`reserve` (the attempt was legitimate)."""
+    if ids:
+        session.exec(delete(AuthFailure).where(col(AuthFailure.id).in_(ids)))  # type: ignore[call-overload]
 
 
 def add_failure_durably(session: Session, limit: Limit, value: str, now: datetime) -> None:

@@ -89,7 +89,7 @@ def get_balance(
 
 @router.post("/topups", status_code=201)
 def post_topup(
-    body: TopupIn, session: SessionDep, user: CurrentUser, now: NowDep
+    body: TopupIn, request: fastapi.Request, session: SessionDep, user: CurrentUser, now: NowDep
 ) -> dict[str, Any]:
     """Create a crypto top-up invoice; the rate is locked for 15 minutes."""
     assert user.id is not None
@@ -100,6 +100,7 @@ def post_topup(
         currency=body.currency.upper(),
         now=now,
         return_to=body.return_to,
+        provider=request.app.state.payment_provider,
     )
     return invoice_json(inv)
 

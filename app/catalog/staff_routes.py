@@ -20,6 +20,7 @@ from app.catalog.models import NODE_STATE_LABELS, NodeState
 from app.catalog.specs import all_specs
 from app.errors import N_, InvalidInput
 from app.money import parse_amount
+from app.numbers import parse_int
 from app.web.deps import NowDep, SessionDep
 from app.web.flash import flash
 from app.web.forms import FormModel
@@ -110,8 +111,8 @@ def _echo(form: FormModel) -> dict[str, str]:
 
 def _int(value: str, field: str, message: str) -> int:
     try:
-        return int(value.strip())
-    except (ValueError, AttributeError):
+        return parse_int(value, max_value=10**9)
+    except (ValueError, TypeError):
         raise InvalidInput(errors={field: message}) from None
 
 

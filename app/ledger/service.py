@@ -67,6 +67,7 @@ from app.ledger.postings import (
     resolve_transition,
 )
 from app.money import format_cents
+from app.text import single_line
 
 SYSTEM_NAMES = {
     SystemAccount.crypto_receipts: N_("Crypto receipts"),
@@ -828,7 +829,7 @@ def adjust(
 
     _check_amount(amount_cents, signed=True)
     _check_key(idempotency_key)
-    reason = (reason or "").strip()
+    reason = single_line(reason)
     if not reason:
         raise errors.InvalidInput(N_("A reason is required."), field="reason")
     if getattr(actor, "id", None) is None:

@@ -16,10 +16,11 @@ from app.accounts.models import User
 from app.errors import N_
 from app.ledger import service as ledger
 from app.ledger.routes import coin, statement_context
-from app.money import parse_amount
+from app.numbers import NumberError, parse_int, parse_money_cents
 from app.web.deps import NowDep, SessionDep
 from app.web.flash import flash
 from app.web.i18n import gettext as _
+from app.web.numbers import number_message
 from app.web.templating import render
 
 router = APIRouter()
@@ -107,17 +108,17 @@ def adjust(
     text = amount.strip()
     sign = -1 if text.startswith("-") else 1
     try:
-        cents = sign * parse_amount(text.lstrip("+-"))
+        cents = sign * parse_money_cents(text[1:] if text[:1] in "+-" and text else text)
         if cents == 0:
             errs["amount"] = _("Enter a non-zero amount: positive credits, negative debits.")
-    except ValueError:
-        errs["amount"] = _("Enter an amount in US dollars, for example 25.00 or -25.00.")
+    except NumberError as e:
+        errs["amount"] = number_message(e)
     if not reason.strip():
         errs["reason"] = _("A reason is required.")
     corrects_id: int | None = None
     if corrects.strip():
         try:
-            corrects_id = int(corrects.strip().lstrip("#"))
+            corrects_id = parse_int(corrects.strip().lstrip("#"), max_value=2**62)
         except ValueError:
             errs["corrects_entry_id"] = _("Enter an entry number, like 42.")
     if session.get(User, customer_id) is None:

@@ -117,7 +117,7 @@ def _where(f: Filters, today: date) -> list[Any]:
         conds.append(col(Order.note_private_network).is_(True))
     q = f.q.lstrip("#").strip()
     if q:
-        if q.isdigit():
+        if q.isascii() and q.isdigit() and len(q) < 19:
             conds.append(Order.id == int(q))
         else:
             conds.append(func.lower(User.email).like(q.lower().replace("%", "") + "%"))

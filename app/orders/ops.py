@@ -34,6 +34,7 @@ from app.orders.lifecycle import (
 from app.orders.models import Order, OrderEvent, OrderHost
 from app.orders.periods import add_months
 from app.orders.service import add_event, hosts_of
+from app.text import single_line
 
 FINGERPRINT_RE = re.compile(r"^(?:\d{3,5}\s+)?(SHA256:[A-Za-z0-9+/]{43})(?:\s+\S.*)?$")
 SSH_USER_RE = re.compile(r"^[a-z_][a-z0-9_-]{0,31}$")
@@ -515,7 +516,7 @@ def mark_delayed(
     order = load_order(session, order_id)
     _require(order, PRE_DELIVERY)
     errors: dict[str, str] = {}
-    reason = (reason or "").strip()
+    reason = single_line(reason)  # it reaches an email subject
     if len(reason) < 5:
         errors["reason"] = N_("Tell the customer what is holding the order up.")
     elif len(reason) > 500:

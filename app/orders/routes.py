@@ -17,7 +17,7 @@ from app.accounts.sshkeys import looks_private
 from app.catalog import specs
 from app.clock import wall_now
 from app.errors import N_, DomainError, InsufficientBalance, InvalidInput
-from app.money import parse_amount
+from app.numbers import NumberError, parse_money_cents
 from app.orders import service
 from app.orders.lifecycle import OrderStatus
 from app.orders.models import Order
@@ -27,6 +27,7 @@ from app.quotes import service as quotes
 from app.web.deps import NowDep, SessionDep
 from app.web.flash import flash
 from app.web.i18n import gettext as _
+from app.web.numbers import number_message
 from app.web.templating import is_htmx, render
 
 router = APIRouter(include_in_schema=False)
@@ -458,10 +459,10 @@ def topup(
     currency = form.currency
     errors: dict[str, str] = {}
     try:
-        cents = parse_amount(raw)
-    except ValueError:
+        cents = parse_money_cents(raw)
+    except NumberError as e:
         cents = 0
-        errors["amount"] = _("Enter an amount in US dollars, for example 1250.00.")
+        errors["amount"] = number_message(e)
     if not errors and cents < max(rv.shortfall_cents, 1):
         errors["amount"] = _("Top up at least the shortfall.")
     if currency not in CURRENCIES:
@@ -478,6 +479,7 @@ def topup(
         currency=currency,
         now=now,
         return_to=f"/orders/{order.id}/review",
+        provider=request.app.state.payment_provider,
     )
     return RedirectResponse(_invoice_url(invoice), status_code=303)
 

@@ -30,6 +30,7 @@ from app.accounts.models import User
 from app.catalog.specs import SELF_SERVE_MAX_NODES
 from app.clock import utc
 from app.errors import N_, Conflict, InvalidInput, NotFound
+from app.numbers import parse_int
 from app.orders.lifecycle import (
     LEASE_ACTIVE,
     PRE_DELIVERY,
@@ -163,7 +164,7 @@ def _int(value: Any) -> int | None:
     if isinstance(value, int):
         return value
     try:
-        return int(str(value).strip())
+        return parse_int(str(value), max_value=10**9)
     except ValueError:
         return None
 

@@ -19,6 +19,7 @@ from app.accounts.deps import OpsUser, StaffUser
 from app.accounts.models import User
 from app.catalog import specs
 from app.errors import DomainError, InvalidInput, NotFound
+from app.numbers import parse_int
 from app.orders import controls, desk, ops, service
 from app.orders.lifecycle import LEASE_ACTIVE, PRE_DELIVERY, OrderStatus, is_late
 from app.orders.models import Order, OrderEvent
@@ -234,6 +235,13 @@ def ops_assign_nodes(
     return _done(request, order_id, _("Nodes assigned."))
 
 
+def _opt_int(text: str) -> int | None:
+    try:
+        return parse_int(text, max_value=2**62) if text else None
+    except ValueError:
+        return None
+
+
 @router.post("/ops/orders/{order_id}/credentials")
 def ops_credentials(
     request: Request,
@@ -245,11 +253,11 @@ def ops_credentials(
 ) -> Response:
     values = form.values()
     try:
-        count = max(0, min(int(values.get("count", "0")), 64))
+        count = min(parse_int(values.get("count", "0") or "0"), 64)
     except ValueError:
         count = 0
     try:
-        port = int(values.get("ssh_port", "22") or "22")
+        port = parse_int(values.get("ssh_port", "22") or "22", max_value=10**6)
     except ValueError:
         port = 0
     hosts = []
@@ -259,7 +267,7 @@ def ops_credentials(
             ops.HostInput(
                 ip=values.get(f"ip_{i}", ""),
                 fingerprints=values.get(f"fp_{i}", ""),
-                host_id=int(hid) if hid.isdigit() else None,
+                host_id=_opt_int(hid),
                 hostname=values.get(f"hostname_{i}", "").strip(),
             )
         )

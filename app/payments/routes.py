@@ -13,11 +13,12 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Resp
 from sqlmodel import col, select
 
 from app import errors
+from app.accounts import audit
 from app.accounts.deps import CurrentUser
 from app.clock import utc, wall_now
 from app.db import transaction
 from app.errors import N_
-from app.money import parse_amount
+from app.numbers import NumberError, parse_money_cents
 from app.payments import rules
 from app.payments import service as payments
 from app.payments.models import ChainPayment, Invoice, WebhookDelivery
@@ -25,6 +26,7 @@ from app.payments.rates import CURRENCIES, format_units
 from app.web.deps import NowDep, SessionDep
 from app.web.flash import flash
 from app.web.i18n import gettext as _
+from app.web.numbers import number_message
 from app.web.templating import is_htmx, render
 
 money_log = logging.getLogger("app.money")
@@ -137,13 +139,15 @@ def topup_create(
     currency: Annotated[str, Form()] = "",
     return_to: Annotated[str, Form()] = "",
 ) -> Response:
+    if not rules.is_same_site_path(return_to):
+        return_to = ""  # never echoed into the Cancel link unless it is a path on this site
     form = {"amount": amount, "currency": currency, "return_to": return_to}
     errs: dict[str, str] = {}
     cents = 0
     try:
-        cents = parse_amount(amount)
-    except ValueError:
-        errs["amount"] = _("Enter an amount in US dollars, for example 2500 or 2500.50.")
+        cents = parse_money_cents(amount)
+    except NumberError as e:
+        errs["amount"] = number_message(e)
     if not errs:
         try:
             inv = payments.create_topup(
@@ -153,6 +157,7 @@ def topup_create(
                 currency=currency,
                 now=now,
                 return_to=return_to or None,
+                provider=request.app.state.payment_provider,
             )
         except errors.InvalidInput as e:
             errs = {k: _(v) for k, v in e.errors.items()}
@@ -206,8 +211,22 @@ def simulate(
     if not settings.simulation:
         raise errors.NotFound()
     inv = payments.invoice_visible_to(session, user, invoice_id)
+    if inv.user_id != user.id and not user.is_ops:
+        # Paying another customer's invoice credits their balance: operations only, audited.
+        raise errors.Forbidden(N_("Only operations staff can do this."))
     if action not in dict(SIM_ACTIONS):
         raise errors.InvalidInput(N_("Unknown simulation action."), field="action")
+    if inv.user_id != user.id:
+        audit.record(
+            session,
+            action="topup.simulated",
+            now=now,
+            actor=user,
+            target=f"invoice:{inv.id}",
+            ip=audit.client_ip(request),
+            customer=inv.user_id,
+            simulated_action=action,
+        )
     engine, secret = request.app.state.engine, settings.webhook_secret
     # Release this request's transaction: each notification is its own unit of work.
     session.commit()
@@ -309,7 +328,12 @@ async def webhook(request: Request) -> Response:
     def work() -> dict[str, Any]:
         with transaction(request.app.state.engine) as s:
             return payments.handle_webhook(
-                s, body, signature, secret=settings.webhook_secret, now=now
+                s,
+                body,
+                signature,
+                secret=settings.webhook_secret,
+                now=now,
+                provider=request.app.state.payment_provider,
             )
 
     try:

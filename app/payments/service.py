@@ -50,11 +50,50 @@ class BadSignature(errors.DomainError):
 
 
 class Provider(Protocol):
+    def create(
+        self,
+        session: Session,
+        *,
+        amount_cents: int,
+        currency: str,
+        now: datetime,
+        reference: str,
+    ) -> dict[str, Any]:
+        """A new provider invoice: ``provider_id``, ``address``, ``payment_uri``,
+        ``due_units`` (int), ``rate`` (US$ per whole coin), ``rate_source``."""
+        ...
+
     def payments(self, session: Session, invoice: Invoice) -> list[rules.Payment]: ...
 
 
 class SimulatedProvider:
     """Reads the simulated chain (``payments_chain_payments``)."""
+
+    def __init__(self, rates: RateSource | None = None) -> None:
+        self.rates = rates
+
+    def create(
+        self,
+        session: Session,
+        *,
+        amount_cents: int,
+        currency: str,
+        now: datetime,
+        reference: str,
+    ) -> dict[str, Any]:
+        cur = CURRENCIES[currency]
+        rate = (self.rates or default_source()).quote(currency, now)
+        due = crypto_due(amount_cents, rate.usd_per_unit, cur.decimals)
+        provider_id = secrets.token_urlsafe(16).replace("-", "x").replace("_", "y")[:22]
+        address = deposit_address(_wallet_secret(session), currency, provider_id)
+        return {
+            "provider_id": provider_id,
+            "address": address,
+            "payment_uri": payment_uri(currency, address, due),
+            "due_units": due,
+            "rate": rate.usd_per_unit,
+            "rate_source": rate.source,
+        }
 
     def payments(self, session: Session, invoice: Invoice) -> list[rules.Payment]:
         rows = session.exec(
@@ -65,7 +104,27 @@ class SimulatedProvider:
         return [rules.Payment(int(r.units), utc(r.seen_at), r.confirmed) for r in rows]
 
 
-PROVIDER: Provider = SimulatedProvider()
+SIMULATED: Provider = SimulatedProvider()
+# The provider of this process, chosen from settings by ``create_app`` and the worker
+# (``use_provider(make_provider(settings))``); development and tests keep the simulator.
+PROVIDER: Provider = SIMULATED
+
+
+def make_provider(settings: Any) -> Provider:
+    if settings.payment_provider == "btcpay":
+        from app.payments.btcpay import BTCPayProvider
+
+        return BTCPayProvider(
+            url=settings.btcpay_url,
+            store_id=settings.btcpay_store_id,
+            api_key=settings.btcpay_api_key,
+        )
+    return SIMULATED
+
+
+def use_provider(provider: Provider) -> None:
+    global PROVIDER
+    PROVIDER = provider
 
 
 def _wallet_secret(session: Session) -> bytes:
@@ -104,27 +163,32 @@ def create_topup(
     now: datetime,
     return_to: str | None = None,
     rates: RateSource | None = None,
+    provider: Provider | None = None,
 ) -> Invoice:
     """A new invoice for ``amount_cents`` in ``currency`` at a rate locked for 15 minutes."""
     errs = _amount_errors(amount_cents, currency)
     if errs:
         raise errors.InvalidInput(next(iter(errs.values())), field=next(iter(errs)), errors=errs)
-    cur = CURRENCIES[currency]
-    rate = (rates or default_source()).quote(currency, now)
-    due = crypto_due(amount_cents, rate.usd_per_unit, cur.decimals)
-    provider_id = secrets.token_urlsafe(16).replace("-", "x").replace("_", "y")[:22]
-    address = deposit_address(_wallet_secret(session), currency, provider_id)
+    if provider is None:
+        provider = SimulatedProvider(rates) if rates is not None else PROVIDER
+    made = provider.create(
+        session,
+        amount_cents=amount_cents,
+        currency=currency,
+        now=now,
+        reference=f"user-{user_id}",
+    )
     inv = Invoice(
-        provider_id=provider_id,
+        provider_id=made["provider_id"],
         user_id=user_id,
         amount_cents=amount_cents,
         currency=currency,
-        decimals=cur.decimals,
-        rate=rate.usd_per_unit,
-        rate_source=rate.source,
-        due_units=str(due),
-        address=address,
-        payment_uri=payment_uri(currency, address, due),
+        decimals=CURRENCIES[currency].decimals,
+        rate=made["rate"],
+        rate_source=made["rate_source"],
+        due_units=str(made["due_units"]),
+        address=made["address"],
+        payment_uri=made["payment_uri"],
         return_to=(return_to or "") if rules.is_same_site_path(return_to) else "",
         created_at=now,
         expires_at=now + rules.RATE_LOCK,
@@ -167,15 +231,19 @@ def _lock(session: Session, invoice_id: int) -> Invoice:
     return inv
 
 
-def sync_invoice(session: Session, invoice_id: int, now: datetime) -> Invoice:
+def sync_invoice(
+    session: Session, invoice_id: int, now: datetime, *, provider: Provider | None = None
+) -> Invoice:
     """Re-read the provider and bring the invoice (and its credit) up to date."""
-    return _sync(session, invoice_id, now)[0]
+    return _sync(session, invoice_id, now, provider)[0]
 
 
-def _sync(session: Session, invoice_id: int, now: datetime) -> tuple[Invoice, bool]:
+def _sync(
+    session: Session, invoice_id: int, now: datetime, provider: Provider | None = None
+) -> tuple[Invoice, bool]:
     """As ``sync_invoice``; also says whether *this* call credited the ledger."""
     inv = _lock(session, invoice_id)
-    pays = PROVIDER.payments(session, inv)
+    pays = (provider or PROVIDER).payments(session, inv)
     if inv.final:
         counted = int(inv.received_units)
         if sum(p.units for p in pays) != counted and not inv.needs_review:
@@ -229,7 +297,7 @@ def _sync(session: Session, invoice_id: int, now: datetime) -> tuple[Invoice, bo
     return inv, credited_now
 
 
-def expire_due(session: Session, now: datetime) -> int:
+def expire_due(session: Session, now: datetime, *, provider: Provider | None = None) -> int:
     """Worker: re-derive open invoices whose rate lock or monitoring window has passed."""
     ids = session.exec(
         select(Invoice.id).where(
@@ -244,7 +312,7 @@ def expire_due(session: Session, now: datetime) -> int:
     for invoice_id in ids:
         before = session.get(Invoice, invoice_id)
         status = (before.status, before.final) if before else None
-        inv = sync_invoice(session, invoice_id, now)  # type: ignore[arg-type]
+        inv = sync_invoice(session, invoice_id, now, provider=provider)  # type: ignore[arg-type]
         changed += (inv.status, inv.final) != status
     return changed
 
@@ -263,7 +331,13 @@ def verify_signature(body: bytes, header: str | None, secret: str) -> bool:
 
 
 def handle_webhook(
-    session: Session, body: bytes, signature: str | None, *, secret: str, now: datetime
+    session: Session,
+    body: bytes,
+    signature: str | None,
+    *,
+    secret: str,
+    now: datetime,
+    provider: Provider | None = None,
 ) -> dict[str, Any]:
     """The one code path for provider notifications (the endpoint and the simulator)."""
     if not verify_signature(body, signature, secret):
@@ -296,7 +370,7 @@ def handle_webhook(
             session.flush()
     except IntegrityError:
         duplicate = True  # the same delivery again: re-reading is harmless
-    inv, credited_now = _sync(session, inv.id, now)  # type: ignore[arg-type]
+    inv, credited_now = _sync(session, inv.id, now, provider)  # type: ignore[arg-type]
     return {
         "invoice": inv.provider_id,
         "status": inv.status,

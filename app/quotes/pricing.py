@@ -82,7 +82,12 @@ def parse_discount(text: str) -> int:
     whole, _, frac = cleaned.partition(".")
     if not whole:
         whole = "0"
-    if not whole.isdigit() or (frac and not frac.isdigit()) or len(frac) > 2:
+    if (
+        not (whole.isascii() and whole.isdigit())
+        or (frac and not (frac.isascii() and frac.isdigit()))
+        or len(frac) > 2
+        or len(whole) > 6
+    ):
         raise InvalidInput(
             N_("Enter the discount as a percentage, e.g. 7.5 (at most two decimals)."),
             field="discount",
@@ -171,4 +176,4 @@ def parse_reference(text: str) -> int | None:
     elif t.startswith("Q"):
         t = t[1:]
     t = t.lstrip("#")
-    return int(t) if t.isdigit() and len(t) < 10 else None
+    return int(t) if t.isascii() and t.isdigit() and len(t) < 10 else None

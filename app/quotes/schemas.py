@@ -12,6 +12,7 @@ from app.catalog.specs import all_specs, spec
 from app.errors import N_, InvalidInput
 from app.numbers import NumberError, parse_int
 from app.quotes import pricing
+from app.text import multi_line, single_line
 
 EMAIL_RE = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 MAX_CLUSTER_NODES = 10_000
@@ -145,6 +146,24 @@ class QuoteIn(BaseModel):
     note_model_size: str = Field(default="", max_length=80)
     note_token_budget: str = Field(default="", max_length=80)
     note_comm_pattern: str = Field(default="", max_length=300)
+
+    @field_validator(
+        "prospect_name",
+        "prospect_company",
+        "note_model_size",
+        "note_token_budget",
+        "note_comm_pattern",
+        mode="before",
+    )
+    @classmethod
+    def _one_line(cls, v: Any) -> Any:
+        # Short fields may reach PDF metadata and email headers: one line, no controls.
+        return single_line(v) if isinstance(v, str) else v
+
+    @field_validator("sizing_notes", "notes", mode="before")
+    @classmethod
+    def _notes(cls, v: Any) -> Any:
+        return multi_line(v) if isinstance(v, str) else v
 
     @field_validator("prospect_email")
     @classmethod

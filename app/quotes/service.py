@@ -29,6 +29,7 @@ from app.quotes.pricing import QuoteKind, QuoteStatus
 from app.quotes.schemas import ClusterRequestIn, QuoteIn
 from app.sizing import PRESETS, SizingError, size
 from app.sizing.comm import comm_pattern
+from app.text import single_line
 
 PAGE_SIZE = 25
 TOKEN_BYTES = 24  # secrets.token_urlsafe(24): 32 characters, 192 bits
@@ -397,7 +398,7 @@ def approve_quote(
         raise Forbidden(N_("Only operations staff can approve a discount above 10 %."))
     if q.status != QuoteStatus.pending_approval:
         raise QuoteStateError()
-    reason = reason.strip()[:500]
+    reason = single_line(reason, 500)
     if not reason:
         raise InvalidInput(N_("Say why this discount is approved."), field="reason")
     q.approved_by_id = actor.id
@@ -427,7 +428,7 @@ def decline_quote(
         raise Forbidden(N_("Only operations staff can approve a discount above 10 %."))
     if q.status != QuoteStatus.pending_approval:
         raise QuoteStateError()
-    reason = reason.strip()[:500]
+    reason = single_line(reason, 500)
     if not reason:
         raise InvalidInput(N_("Say why this discount is declined."), field="reason")
     q.status = QuoteStatus.draft.value

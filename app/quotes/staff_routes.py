@@ -18,7 +18,7 @@ from app.accounts.deps import OpsUser, SalesUser
 from app.catalog.specs import spec
 from app.configurator.routes import layout_rows
 from app.errors import InvalidInput
-from app.quotes import pricing, service
+from app.quotes import pdf_cache, pricing, service
 from app.quotes.models import Quote
 from app.quotes.pdf import build_pdf, pdf_language, promise_text
 from app.quotes.schemas import QuoteIn
@@ -214,7 +214,7 @@ def quote_create(
         return _builder(request, form, e.errors, status_code=422)
     q = service.create_quote(session, actor=user, data=data, now=now, ip=client_ip(request))
     rr_id = form.get("from_request", "")
-    if rr_id.isdigit():
+    if rr_id.isascii() and rr_id.isdigit() and len(rr_id) < 19:
         service.mark_cluster_request_quoted(
             session, int(rr_id), q, actor=user, now=now, ip=client_ip(request)
         )
@@ -337,7 +337,7 @@ def quote_detail(
 ) -> Response:
     q = _load(session, quote_id, now)
     ctx = _quote_ctx(session, q)
-    ctx["share_url"] = str(request.base_url).rstrip("/") + service.share_path(q)
+    ctx["share_url"] = request.app.state.settings.base_url.rstrip("/") + service.share_path(q)
     ctx["shared"] = q.status not in (
         pricing.QuoteStatus.draft,
         pricing.QuoteStatus.pending_approval,
@@ -414,16 +414,22 @@ def pdf_response(session: Session, q: Quote, now: Any, staff: Any = None) -> Res
     creator = service.users_by_id(session, {q.created_by_id}).get(q.created_by_id)
     locale = current_locale()
     summary = service.sizing_summary(q)
-    body = build_pdf(
-        q,
-        locale=locale,
-        summary=summary,
-        # The rows are in the request's language: only when the PDF is in it too.
-        layout_rows=_layout_rows(summary) if pdf_language(locale) == locale else None,
-        sku_name=s.name,
-        gpus_per_node=s.gpus_per_node,
-        staff_email=creator.email if creator else "",
-        now=now,
+    staff_email = creator.email if creator else ""
+    # One render per quote version and language (see app/quotes/pdf_cache.py).
+    key = (pdf_cache.version_of(q.model_dump()), locale, staff_email)
+    body = pdf_cache.CACHE.get_or_render(
+        key,
+        lambda: build_pdf(
+            q,
+            locale=locale,
+            summary=summary,
+            # The rows are in the request's language: only when the PDF is in it too.
+            layout_rows=_layout_rows(summary) if pdf_language(locale) == locale else None,
+            sku_name=s.name,
+            gpus_per_node=s.gpus_per_node,
+            staff_email=staff_email,
+            now=now,
+        ),
     )
     if staff is not None:
         service.record_pdf_download(session, q, actor=staff, now=now)

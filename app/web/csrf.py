@@ -3,8 +3,9 @@
 A random token lives in a signed, HttpOnly cookie; pages put the same token in a hidden
 ``csrf_token`` field, and htmx sends it as ``X-CSRF-Token`` (read from a ``<meta>`` tag by
 ``static/app.js``). A POST/PUT/PATCH/DELETE without a matching token gets 403 and changes
-nothing. Exempt: requests authenticated by an ``Authorization: Bearer`` token (no ambient
-credentials) and the payment webhook, which carries its own HMAC signature.
+nothing. Exempt: ``/api/`` requests without cookies (bearer tokens are no ambient
+credential, and they authenticate nothing else) and the payment webhook, which carries its
+own HMAC signature.
 """
 
 from __future__ import annotations
@@ -48,15 +49,39 @@ def _cookie_token(request: Request) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def bind(secret: str, session_cookie: str | None, token: str) -> str:
+    """The token a form must carry: the cookie's random token itself for anonymous forms
+    (a pre-session token that login rotates), or, with a session, an HMAC of it bound to
+    that session — a token planted in or read from another browser's cookie is useless."""
+    if not session_cookie:
+        return token
+    mac = hmac.new(secret.encode(), f"csrf\x00{session_cookie}\x00{token}".encode(), "sha256")
+    return "s." + mac.hexdigest()
+
+
+def _session_cookie(request: Request) -> str | None:
+    """This request's session cookie; the one just issued if login/logout happened now."""
+    if hasattr(request.state, "auth_cookie"):
+        return request.state.auth_cookie or None  # type: ignore[no-any-return]
+    from app.accounts.security import SESSION_COOKIE
+
+    return request.cookies.get(SESSION_COOKIE)
+
+
+def _bound(request: Request, token: str) -> str:
+    return bind(request.app.state.settings.secret_key, _session_cookie(request), token)
+
+
 def csrf_token(request: Request) -> str:
-    """The token for this browser; creates one (and schedules its cookie) if needed."""
+    """The token for this browser's forms; creates one (and schedules its cookie) if needed."""
     token = getattr(request.state, "csrf_token", None) or _cookie_token(request)
     if token is None:
         token = secrets.token_urlsafe(32)
         request.state.csrf_new = True
     request.state.csrf_token = token
-    _current_token.set(token)
-    return token
+    form_token = _bound(request, token)
+    _current_token.set(form_token)
+    return form_token
 
 
 def rotate(request: Request) -> str:
@@ -65,7 +90,7 @@ def rotate(request: Request) -> str:
     token = secrets.token_urlsafe(32)
     request.state.csrf_token = token
     request.state.csrf_new = True
-    _current_token.set(token)
+    _current_token.set(_bound(request, token))
     return token
 
 
@@ -79,13 +104,11 @@ async def csrf_protect(request: Request) -> None:
         return
     if request.url.path.startswith(EXEMPT_PATHS):
         return
-    auth = request.headers.get("authorization", "")
-    if auth.lower().startswith("bearer ") and "cookie" not in request.headers:
-        return
     if request.url.path.startswith("/api/") and "cookie" not in request.headers:
         # A JSON client that sends no cookies carries no ambient credentials to abuse.
         return
-    expected = _cookie_token(request)
+    raw = _cookie_token(request)
+    expected = _bound(request, raw) if raw else None
     sent = request.headers.get(HEADER)
     if not sent:
         ctype = request.headers.get("content-type", "")

@@ -7,7 +7,7 @@ from datetime import date, datetime
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote
+from urllib.parse import quote, unquote
 from zoneinfo import ZoneInfo
 
 import jinja2
@@ -137,6 +137,13 @@ def format_bytes(n: float | int | None, unit: str = "GB") -> str:
     return f"{format_number(n / 1e9, 1)} GB"
 
 
+def static_url(name: str, /, **params: Any) -> str:
+    """``url_for('static', path=...)`` as a site-relative path (not built from ``Host``)."""
+    if name != "static":
+        raise ValueError(f"only static URLs are built in templates, not {name!r}")
+    return "/static/" + quote(str(params["path"]).lstrip("/"))
+
+
 def make_templates() -> Jinja2Templates:
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(TEMPLATES_DIR)),
@@ -155,6 +162,8 @@ def make_templates() -> Jinja2Templates:
         current_locale=i18n.current_locale,
         current_csrf_token=current_token,
         msg_text=messages.text_of,
+        # Relative URLs: the Host header never decides where scripts and styles load from.
+        url_for=static_url,
     )
     env.filters["money"] = format_money
     env.filters["number"] = format_number

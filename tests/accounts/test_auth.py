@@ -49,6 +49,9 @@ def test_cookie_is_secure_in_production(db_url: str, clock: FixedClock) -> None:
         database_url=db_url,
         secret_key="p" * 48,
         base_url="https://gpunodes.example",
+        webhook_secret="w" * 32,
+        force_simulation=True,
+        allowed_hosts="testserver",
     )
     app = create_app(settings, clock=clock)
     with AppClient(app, base_url="https://testserver", follow_redirects=False) as c:

@@ -100,7 +100,9 @@ def test_reset_requests_are_throttled_silently(
         r = client.post("/password/forgot", data={"email": "ann@example.com"})
         assert r.status_code == 200 and SAME in r.text
     with Session(engine) as s:
-        assert len(s.exec(select(OutboxEmail)).all()) == 3  # RESET_ACCOUNT limit
+        assert (
+            len(s.exec(select(OutboxEmail)).all()) == 3
+        )  # RESET_REQUESTER limit (one address, one account)
 
 
 def test_bad_tokens(client: TestClient) -> None:

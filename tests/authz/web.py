@@ -1,4 +1,4 @@
-"""Core routes: home, language, health, metrics, API docs."""
+"""Core routes: home, language, health, metrics, OpenAPI schema."""
 
 from tests.authz import Rule, public, status
 
@@ -17,6 +17,4 @@ RULES = [
         note="Prometheus text behind a bearer token (APP_METRICS_TOKEN); 404 without one",
     ),
     public("GET", "/openapi.json"),
-    public("GET", "/api/docs"),
-    public("GET", "/docs/oauth2-redirect"),
 ]

@@ -1,4 +1,4 @@
-"""A test-only app: the real app plus ``POST /test/debit`` (a hold through the ledger),
+"""A test-only app: the real app plus ``POST /api/test/debit`` (a hold through the ledger),
 so several uvicorn processes can race real debits over HTTP against one database.
 
     uvicorn --factory tests.ledger.debit_app:make   (settings from APP_* environment)
@@ -41,7 +41,7 @@ def make() -> FastAPI:
     app = create_app()
     app.add_middleware(InFlightLimit, limit=int(os.environ.get("TEST_IN_FLIGHT", "12")))
 
-    @app.post("/test/debit", status_code=201)
+    @app.post("/api/test/debit", status_code=201)
     def debit(
         session: SessionDep, user: CurrentUser, now: NowDep, body: Any = Body(...)
     ) -> dict[str, Any]:  # noqa: B008

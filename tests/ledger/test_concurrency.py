@@ -163,7 +163,7 @@ def test_postgres_three_processes_over_http(
                 headers = {"Authorization": f"Bearer {token}"}
                 reqs = [
                     c.post(
-                        f"http://127.0.0.1:{servers[i % len(servers)]}/test/debit",
+                        f"http://127.0.0.1:{servers[i % len(servers)]}/api/test/debit",
                         json={"amount_cents": PRICE, "key": f"race-{i}"},
                         headers=headers,
                     )
