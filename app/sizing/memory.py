@@ -569,7 +569,9 @@ def resolve_layout(job: Job, lay: Layout) -> Layout:
 def memory(job: Job, lay: Layout) -> Memory:
     if lay.pp > 1:
         lay = resolve_layout(job, lay)
-    # world size matters only through which parallel dimensions are in use (NCCL groups)
+    # world size matters only through which parallel dimensions are in use (NCCL groups);
+    # the data-parallel size reaches the pipeline only through ``num_microbatches`` (in the
+    # key), so requests differing only in node count share entries
     key = (
         lay.sharding,
         lay.shard_group,
@@ -577,7 +579,7 @@ def memory(job: Job, lay: Layout) -> Memory:
         lay.pp,
         lay.ep,
         lay.cp,
-        lay.dp if job.global_batch_size else lay.dp > 1,
+        lay.dp > 1,
         lay.micro_batch_size,
         lay.recompute,
         lay.offload_optimizer,
