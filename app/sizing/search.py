@@ -122,7 +122,7 @@ class SkuSearch:
             # the layouts depend on the job and the node, not on the tokens: kept in the
             # job's memo, which requests for the same job share (memory.with_shared_memo)
             memo = self.r.job.cache
-            mk = ("best", n, self.g, self.usable, self.host, self.mbs)
+            mk: tuple[object, ...] = ("best", n, self.g, self.usable, self.host, self.mbs)
             mk += (tuple(self.rc_opts), tuple(self.off_opts), want + extra)
             found = memo.get(mk)
             if found is None:
@@ -154,7 +154,7 @@ class SkuSearch:
 
     def any_fit(self, n: int) -> bool:
         memo = self.r.job.cache
-        mk = ("any", n, self.g, self.usable, self.host, self.mbs)
+        mk: tuple[object, ...] = ("any", n, self.g, self.usable, self.host, self.mbs)
         mk += (tuple(self.rc_opts), tuple(self.off_opts))
         got = memo.get(mk)
         if got is None:
