@@ -290,6 +290,11 @@ def best_layouts(
     for eff, rank, mbs, rc, off in combos:
         if rank in dead:
             continue
+        if lean_memory(rank).total > limit:
+            # the leanest variant holds the least on the GPU: if even it overflows the GPU,
+            # no variant of this shape fits (one memory evaluation instead of two)
+            dead.add(rank)
+            continue
         s = all_shapes[rank]
         lay = make_layout(
             s, world=world, mbs=mbs, recompute=rc, offload_opt=off, offload_params=False

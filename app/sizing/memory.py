@@ -12,6 +12,8 @@ one measured run.
 from __future__ import annotations
 
 import math
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -566,10 +568,36 @@ def resolve_layout(job: Job, lay: Layout) -> Layout:
     )
 
 
+SHARED_JOBS = 8  # jobs whose memory memo outlives one request (LRU; ≤ 20,000 entries each)
+_SHARED: OrderedDict[Job, dict[tuple[object, ...], Any]] = OrderedDict()
+_SHARED_LOCK = threading.Lock()
+
+
+def with_shared_memo(job: Job) -> Job:
+    """``job`` with the memory memo of an equal job sized recently.
+
+    Memory does not depend on the token budget, so requests that differ only in tokens (the
+    live page while a customer types) reuse every layout's memory from the last one. The
+    memo holds pure results keyed on the layout, so sharing it changes no answer.
+    """
+    with _SHARED_LOCK:
+        memo = _SHARED.get(job)
+        if memo is None:
+            memo = {}
+            _SHARED[job] = memo
+            while len(_SHARED) > SHARED_JOBS:
+                _SHARED.popitem(last=False)
+        else:
+            _SHARED.move_to_end(job)
+    return replace(job, cache=memo)
+
+
 def memory(job: Job, lay: Layout) -> Memory:
     if lay.pp > 1:
         lay = resolve_layout(job, lay)
-    # world size matters only through which parallel dimensions are in use (NCCL groups)
+    # world size matters only through which parallel dimensions are in use (NCCL groups);
+    # the data-parallel size reaches the pipeline only through ``num_microbatches`` (in the
+    # key), so requests differing only in node count share entries
     key = (
         lay.sharding,
         lay.shard_group,
@@ -577,7 +605,7 @@ def memory(job: Job, lay: Layout) -> Memory:
         lay.pp,
         lay.ep,
         lay.cp,
-        lay.dp if job.global_batch_size else lay.dp > 1,
+        lay.dp > 1,
         lay.micro_batch_size,
         lay.recompute,
         lay.offload_optimizer,

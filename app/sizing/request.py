@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, 
 
 from app.catalog.specs import all_specs, spec
 from app.sizing.errors import SizingError
-from app.sizing.memory import Job
+from app.sizing.memory import Job, with_shared_memo
 from app.sizing.messages import Msg
 from app.sizing.params import MLA, Architecture, MoE, ParamCounts, count, derive_architecture
 from app.sizing.presets import PRESETS
@@ -416,6 +416,7 @@ def resolve(s: SizingRequest) -> Request:
         num_microbatches=s.num_microbatches or 0,
         global_batch_size=s.global_batch_size or 0,
     )
+    job = with_shared_memo(job)
     fixed: dict[str, Any] = {"micro_batch_size": s.micro_batch_size or 1}
     if s.recompute is not None:
         fixed["recompute"] = s.recompute

@@ -119,17 +119,26 @@ class SkuSearch:
             # the heuristic order proposes the first few layouts that fit; the throughput
             # model picks among them (TP or not, EP or not: the heuristic cannot tell)
             extra = 2 if self.modelled else 0
-            found = layout.best_layouts(
-                self.r.job,
-                nodes=n,
-                g=self.g,
-                usable=self.usable,
-                host_ram=self.host,
-                mbs_options=[self.mbs],
-                recompute_options=self.rc_opts,
-                offload_options=self.off_opts,
-                want=want + extra,
-            )
+            # the layouts depend on the job and the node, not on the tokens: kept in the
+            # job's memo, which requests for the same job share (memory.with_shared_memo)
+            memo = self.r.job.cache
+            mk: tuple[object, ...] = ("best", n, self.g, self.usable, self.host, self.mbs)
+            mk += (tuple(self.rc_opts), tuple(self.off_opts), want + extra)
+            found = memo.get(mk)
+            if found is None:
+                found = layout.best_layouts(
+                    self.r.job,
+                    nodes=n,
+                    g=self.g,
+                    usable=self.usable,
+                    host_ram=self.host,
+                    mbs_options=[self.mbs],
+                    recompute_options=self.rc_opts,
+                    offload_options=self.off_opts,
+                    want=want + extra,
+                )
+                if len(memo) < 20000:
+                    memo[mk] = found
             found = [self.with_model(c) for c in found]
             if self.modelled:  # a surely-fitting layout still beats a tight one
                 limit = self.usable * (1 - SAFETY_MARGIN)
@@ -144,16 +153,24 @@ class SkuSearch:
         return self._best[key]
 
     def any_fit(self, n: int) -> bool:
-        return layout.any_fits(
-            self.r.job,
-            nodes=n,
-            g=self.g,
-            usable=self.usable,
-            host_ram=self.host,
-            mbs_options=[self.mbs],
-            recompute_options=self.rc_opts,
-            offload_options=self.off_opts,
-        )
+        memo = self.r.job.cache
+        mk: tuple[object, ...] = ("any", n, self.g, self.usable, self.host, self.mbs)
+        mk += (tuple(self.rc_opts), tuple(self.off_opts))
+        got = memo.get(mk)
+        if got is None:
+            got = layout.any_fits(
+                self.r.job,
+                nodes=n,
+                g=self.g,
+                usable=self.usable,
+                host_ram=self.host,
+                mbs_options=[self.mbs],
+                recompute_options=self.rc_opts,
+                offload_options=self.off_opts,
+            )
+            if len(memo) < 20000:
+                memo[mk] = got
+        return bool(got)
 
     def plan(self, n: int) -> Plan | None:
         found = self.best(n)
