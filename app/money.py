@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
+from decimal import Decimal
 
 from babel.numbers import format_currency
+
+from app.numbers import parse_money_cents
 
 
 @dataclass(frozen=True, order=True)
@@ -51,19 +53,11 @@ def format_cents(cents: int, locale: str = "en", currency: str = "USD") -> str:
 
 
 def parse_amount(text: str) -> int:
-    """'12.34' / '1,234.5' / '$20' → cents. Raises ValueError with a readable message."""
-    cleaned = text.strip().replace(",", "").replace("$", "").replace("US", "")
-    if not cleaned:
-        raise ValueError("enter an amount")
-    try:
-        value = Decimal(cleaned)
-    except InvalidOperation:
-        raise ValueError("not a number") from None
-    if not value.is_finite():
-        raise ValueError("not a number")
-    if value.as_tuple().exponent < -2:  # type: ignore[operator]
-        raise ValueError("at most two decimal places")
-    return int((value * 100).quantize(Decimal(1), rounding=ROUND_HALF_UP))
+    """'12.34' / '1,234.5' / '$20' / '１２' → cents under the one number rule
+    (``app.numbers.parse_money_cents``): full-width digits are normalised; exponents, ``_``,
+    superscripts and other scripts' digits are refused. Raises ``NumberError`` (a
+    ``ValueError``)."""
+    return parse_money_cents(text)
 
 
 def cents_to_usd(cents: int | float) -> float:

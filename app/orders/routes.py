@@ -194,6 +194,7 @@ def _render_deploy(
         "notice": notice,
         "account_mode": values.get("account_mode", "signup"),
         "account_email": values.get("email", ""),
+        "account_password": values.get("password", ""),
         "requested_sales_sku": _sku_or_none(values["sku"]) if values["sku"] else None,
         **summary_context(
             session,
@@ -269,9 +270,15 @@ def deploy_submit(
         ).items():
             errors.setdefault(k, v)
     if errors:
-        return _render_deploy(
+        if user is None and "password" not in errors and "auth" not in errors:
+            # Keep what they typed when the problem is elsewhere (issue 19, defect 10);
+            # a refused password is never echoed back.
+            values["password"] = form.password
+        page = _render_deploy(
             request, session, user, now, values, errors, idem_key, status_code=422
         )
+        page.headers["Cache-Control"] = "no-store"
+        return page
 
     response = Response(status_code=303)
     if user is None:

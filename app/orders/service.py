@@ -162,9 +162,11 @@ def _int(value: Any) -> int | None:
         return None
     if isinstance(value, int):
         return value
-    try:
-        return int(str(value).strip())
-    except ValueError:
+    from app.numbers import NumberError, parse_int
+
+    try:  # the one number rule: '２' is 2, '١' or '²' is not a number
+        return parse_int(str(value))
+    except NumberError:
         return None
 
 
