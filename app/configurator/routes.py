@@ -15,7 +15,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, Request
-from fastapi.responses import HTMLResponse
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from sqlmodel import Session
 
 from app.catalog.specs import NodeSpec, all_specs
@@ -363,9 +363,18 @@ def _field_error(form: forms.SizeForm, name: str, err: str | Msg) -> str:
 
 
 @router.get("/size", response_class=HTMLResponse)
-def size_page(request: Request) -> HTMLResponse:
+def size_page(request: Request) -> Response:
     q = {k: v for k, v in request.query_params.items()}
     form = forms.parse_query(q, _preset_ids())
+    canonical = form.query_string()
+    if (
+        not is_htmx(request)
+        and canonical
+        and any(not v.strip() for v in request.query_params.values())
+    ):
+        # A form sent without JavaScript carries every empty field; the address a customer
+        # copies should be the short canonical one (issue 19, defect 10).
+        return RedirectResponse("/size?" + canonical, status_code=303)
     result: dict[str, Any] | None = None
     if form.ok and form.request is not None:
         try:
@@ -407,6 +416,8 @@ def size_page(request: Request) -> HTMLResponse:
     history_restore = request.headers.get("hx-history-restore-request") == "true"
     if is_htmx(request) and not history_restore:
         resp = render(request, "configurator/_results_response.html", ctx, status_code=status)
+        # htmx would push the form's raw query (~30 empty fields); push the canonical one.
+        resp.headers["HX-Push-Url"] = ctx["share_url"]
     else:
         resp = render(request, "configurator/size.html", ctx, status_code=status)
     resp.headers["Vary"] = "HX-Request, HX-History-Restore-Request, Cookie, Accept-Language"

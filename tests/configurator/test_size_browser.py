@@ -138,3 +138,27 @@ def test_form_works_with_javascript_off(server: str, browser: object) -> None:
     assert page.locator("#f-tokens").get_attribute("aria-invalid") == "true"
     assert page.locator("#e-tokens").is_visible()
     ctx.close()
+
+
+def test_back_button_keeps_the_form_in_step_with_the_url(server: str, browser: object) -> None:
+    """Issue 19, defect 10: after typing twice and going back, the tokens field, the
+    address and the results all show the earlier budget; the pushed address is short."""
+    page = browser.new_page()  # type: ignore[attr-defined]
+    page.goto(server + "/size")
+    tokens = page.locator("#f-tokens")
+    tokens.fill("15T")
+    page.wait_for_url("**/size?*tokens=15T*")
+    first_why = page.locator(".rec-why").inner_text()
+    assert "=&" not in page.url  # htmx pushed the canonical address, no empty fields
+    tokens.fill("300B")
+    page.wait_for_url("**/size?*tokens=300B*")
+    page.wait_for_function(
+        "(b) => document.querySelector('.rec-why').innerText !== b", arg=first_why
+    )
+    page.go_back()
+    page.wait_for_url("**/size?*tokens=15T*")
+    page.wait_for_function("() => document.querySelector('#f-tokens').value === '15T'")
+    assert page.locator("#f-tokens").input_value() == "15T"
+    assert page.locator(".rec-why").inner_text() == first_why
+    assert page.locator("header.site").count() == 1
+    page.close()
