@@ -417,7 +417,7 @@ def size_page(request: Request) -> Response:
     if is_htmx(request) and not history_restore:
         resp = render(request, "configurator/_results_response.html", ctx, status_code=status)
         # htmx would push the form's raw query (~30 empty fields); push the canonical one.
-        resp.headers["HX-Push-Url"] = ctx["share_url"]
+        resp.headers["HX-Push-Url"] = "/size?" + canonical
     else:
         resp = render(request, "configurator/size.html", ctx, status_code=status)
     resp.headers["Vary"] = "HX-Request, HX-History-Restore-Request, Cookie, Accept-Language"
