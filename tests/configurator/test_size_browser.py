@@ -162,3 +162,44 @@ def test_back_button_keeps_the_form_in_step_with_the_url(server: str, browser: o
     assert page.locator(".rec-why").inner_text() == first_why
     assert page.locator("header.site").count() == 1
     page.close()
+
+
+@pytest.mark.parametrize("lang", ["en", "zh_CN"])
+def test_phone_keeps_the_recommendation_next_to_the_tokens_field(
+    server: str, browser: object, lang: str
+) -> None:
+    """Issue 19, defect 8: on a 390 px phone the results start far below the form; a sticky
+    one-line summary shows the recommendation while typing and follows every update."""
+    ctx = browser.new_context(viewport={"width": 390, "height": 844})  # type: ignore[attr-defined]
+    ctx.add_cookies([{"name": "lang", "value": lang, "url": server}])
+    page = ctx.new_page()
+    page.goto(server + "/size?model=llama-3.1-8b&tokens=1T")
+    tokens = page.locator("#f-tokens")
+    tokens.scroll_into_view_if_needed()
+    tokens.click()
+    summary = page.locator("#size-summary")
+    box, field = summary.bounding_box(), tokens.bounding_box()
+    assert box is not None and field is not None
+    assert 0 <= box["y"] and box["y"] + box["height"] <= 844  # in sight while typing
+    assert abs(field["y"] - box["y"]) < 844 / 2  # near the field, not 1,450 px away
+    results = page.locator("#results-h").bounding_box()
+    assert results is not None and results["y"] > 844  # the full results are off screen
+    before = summary.inner_text()
+    assert "×" in before
+    tokens.fill("200T")
+    page.wait_for_function(
+        "(b) => document.querySelector('#size-summary').innerText !== b", arg=before
+    )
+    assert page.locator("#size-summary").count() == 1  # replaced, not nested
+    assert summary.inner_text() != before
+    assert int(page.evaluate("document.documentElement.scrollWidth")) <= 390
+    out = Path(os.environ.get("SCREENSHOT_DIR", "/tmp"))
+    page.screenshot(path=str(out / f"size-phone-summary-{lang}.png"))
+    ctx.close()
+    wide = browser.new_context(viewport={"width": 1280, "height": 900})  # type: ignore[attr-defined]
+    wide.add_cookies([{"name": "lang", "value": lang, "url": server}])
+    page = wide.new_page()
+    page.goto(server + "/size?model=llama-3.1-8b&tokens=1T")
+    assert not page.locator("#size-summary").is_visible()  # results sit beside the form
+    page.screenshot(path=str(out / f"size-wide-{lang}.png"))
+    wide.close()
