@@ -180,7 +180,7 @@ def test_phone_keeps_the_recommendation_next_to_the_tokens_field(
     summary = page.locator("#size-summary")
     box, field = summary.bounding_box(), tokens.bounding_box()
     assert box is not None and field is not None
-    assert 0 <= box["y"] and box["y"] + box["height"] <= 844  # in sight while typing
+    assert box["y"] >= 0 and box["y"] + box["height"] <= 844  # in sight while typing
     assert abs(field["y"] - box["y"]) < 844 / 2  # near the field, not 1,450 px away
     results = page.locator("#results-h").bounding_box()
     assert results is not None and results["y"] > 844  # the full results are off screen
