@@ -223,7 +223,9 @@ def _verdict(o: dict[str, Any]) -> tuple[bool, str]:
     be = o.get("break_even_utilisation")
     if rent is None or hourly is None:
         return True, ""
-    if hourly < rent and (be is None or be >= 1):
+    # "busy more than 100 % of the rented time" is "all month" (a break-even that rounds to
+    # 100 % included; issue 19, defect 7).
+    if hourly < rent and (be is None or float(be) >= 0.995):
         text = _(
             "Paying by the hour elsewhere would be cheaper for this run "
             "(%(hourly)s against %(monthly)s), even with the nodes busy all month."

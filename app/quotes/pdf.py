@@ -105,6 +105,7 @@ def build_pdf(
     """The quote as PDF bytes, in ``pdf_language(locale)``."""
     lang = pdf_language(locale)
     _: Callable[[str], str] = translations_for(lang).gettext
+    ngettext: Callable[[str, str, int], str] = translations_for(lang).ngettext
     money: Callable[[int], str] = lambda c: format_cents(c, lang)  # noqa: E731
     ref = pricing.reference(q.id or 0)
 
@@ -148,9 +149,11 @@ def build_pdf(
         unit_label = _("Quoted price per GPU per month")
         list_label = _("List price per GPU per month")
     else:
-        config = _("{nodes} × {name} ({gpus} GPUs), {months} month(s)").format(
-            nodes=q.quantity, name=sku_name, gpus=q.quantity * gpus_per_node, months=q.months
-        )
+        config = ngettext(
+            "{nodes} × {name} ({gpus} GPUs), {months} month",
+            "{nodes} × {name} ({gpus} GPUs), {months} months",
+            q.months,
+        ).format(nodes=q.quantity, name=sku_name, gpus=q.quantity * gpus_per_node, months=q.months)
         unit_label = _("Quoted price per node per month")
         list_label = _("List price per node per month")
     row(_("Configuration"), config)

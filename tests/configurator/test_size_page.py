@@ -203,3 +203,31 @@ def test_a_form_sent_without_js_lands_on_the_short_shareable_url(client: TestCli
     r = client.get("/size", params=query, headers={"HX-Request": "true"})
     assert r.status_code == 200
     assert r.headers["HX-Push-Url"] == target
+
+
+def test_counts_use_plural_forms_not_s_in_brackets(client: TestClient) -> None:
+    """Issue 19, defect 7: "1 month per node", "2 nodes", never "month(s)" or "node(s)"."""
+    r = client.get("/size", params={"model": "llama-3.1-8b", "tokens": "1T"})
+    assert r.status_code == 200
+    assert "(s)" not in r.text
+    assert "1 month per node" in r.text and "month per node" in r.text
+    assert re.search(r"\b\d+ nodes?, \d+ GPUs", r.text)
+    client.cookies.set("lang", "zh_CN")
+    zh = client.get("/size", params={"model": "llama-3.1-8b", "tokens": "1T"}).text
+    assert "(s)" not in zh and "每个节点租 1 个月" in zh
+
+
+def test_break_even_that_rounds_to_100_percent_reads_all_month() -> None:
+    """Issue 19, defect 7: never "busy more than 100 % of the rented time"."""
+    from app.configurator.routes import _verdict
+    from app.web.i18n import set_locale
+
+    set_locale("en")
+    ok, text = _verdict(
+        {"rental_cost_usd": 100.0, "hourly_alternative_usd": 90.0, "break_even_utilisation": 0.998}
+    )
+    assert not ok and "busy all month" in text and "100 %" not in text
+    ok, text = _verdict(
+        {"rental_cost_usd": 100.0, "hourly_alternative_usd": 90.0, "break_even_utilisation": 0.8}
+    )
+    assert "more than 80 %" in text

@@ -681,3 +681,8 @@ def test_english_pdf_prints_a_chinese_customer_name(
     text = "\n".join(p.extract_text() or "" for p in PdfReader(io.BytesIO(r.content)).pages)
     assert "张伟" in text and "深圳算力科技" in text
     assert "Prepared for" in text  # still the English PDF
+    # plural forms (defect 7), read from a quote without the fallback font in play
+    other = build_quote(prospect_name="Lin Wei", prospect_company="Acme")
+    body = sales_client.get(f"/staff/quotes/{other}/pdf").content
+    text = "\n".join(p.extract_text() or "" for p in PdfReader(io.BytesIO(body)).pages)
+    assert "3 months" in text and "month(s)" not in text
