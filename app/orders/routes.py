@@ -149,6 +149,7 @@ def _values_from_query(request: Request, session: Session, now: datetime) -> dic
         if terms is not None:
             v["sku"] = terms.sku_id
             v["nodes"] = str(terms.quantity)
+            v["email"] = terms.prospect_email  # the prospect signs up with the quoted address
     spec = _sku_or_none(v["sku"])
     if not v["image"] and spec is not None and spec.images:
         v["image"] = spec.images[-1] if spec.vendor != "amd" else spec.images[-1]
