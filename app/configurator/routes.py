@@ -184,8 +184,9 @@ def deploy_url(option: dict[str, Any], result: dict[str, Any], form: forms.SizeF
     q = [
         ("sku", option["sku"]),
         ("nodes", str(nodes)),
-        ("note_model_size", f"{forms.human_count(params)} params"),
-        ("note_token_budget", f"{forms.human_count(tokens)} tokens"),
+        # in the reader's language: the engineers' notes are theirs to edit (issue 19)
+        ("note_model_size", _("%(n)s parameters") % {"n": forms.human_count(params)}),
+        ("note_token_budget", _("%(n)s tokens") % {"n": forms.human_count(tokens)}),
         ("note_node_count", str(nodes)),
         ("note_private_network", "1" if nodes > 1 else "0"),
         ("note_comm_pattern", comm_pattern(option)),

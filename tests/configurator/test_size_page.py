@@ -93,7 +93,7 @@ def test_use_this_carries_the_choice_into_deploy(client: TestClient) -> None:
         "note_comm_pattern",
         "sizing",
     }
-    assert q["note_model_size"] == ["70.6B params"]
+    assert q["note_model_size"] == ["70.6B parameters"]
     assert q["note_token_budget"] == ["1T tokens"]
     assert q["note_node_count"] == q["nodes"]
     assert q["note_private_network"] == ["1" if int(q["nodes"][0]) > 1 else "0"]
@@ -101,6 +101,12 @@ def test_use_this_carries_the_choice_into_deploy(client: TestClient) -> None:
     assert sizing["model"] == ["llama-3.1-70b"] and sizing["tokens"] == ["1T"]
     # The GB300 rack never gets a self-serve link.
     assert not any("sku=gb300-nvl72" in link for link in links)
+    # The notes are prefilled in the reader's language (issue 19, defect 7).
+    client.cookies.set("lang", "zh_CN")
+    zh = parse_qs(
+        urlsplit(_use_links(client.get("/size?model=llama-3.1-70b&tokens=1T").text)[0]).query
+    )
+    assert zh["note_model_size"] == ["70.6B 参数"] and zh["note_token_budget"] == ["1T token"]
 
 
 def test_lora_points_to_single_gpu_offers(client: TestClient) -> None:
