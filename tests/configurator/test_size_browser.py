@@ -111,11 +111,11 @@ def test_keyboard_only_from_size_to_deploy(server: str, browser: object) -> None
     page.wait_for_url("**/deploy?*")
     q = parse_qs(urlsplit(page.url).query)
     assert q["sku"] and q["nodes"] and q["note_node_count"] == q["nodes"]
-    assert q["note_model_size"] == ["70.6B params"]
+    assert q["note_model_size"] == ["70.6B parameters"]
     assert q["note_token_budget"] == ["1T tokens"]
     assert parse_qs(q["sizing"][0])["model"] == ["llama-3.1-70b"]
     # The deploy form picks the notes up (the checkout engineer's side of the contract).
-    assert "70.6B params" in page.content()
+    assert "70.6B parameters" in page.content()
     page.close()
 
 
