@@ -53,8 +53,10 @@ def format_cents(cents: int, locale: str = "en", currency: str = "USD") -> str:
 
 
 def parse_amount(text: str) -> int:
-    """'12.34' / '1,234.5' / '$20' → cents: the app's one number rule
-    (``app.numbers.parse_money_cents``); raises ``NumberError`` (a ``ValueError``)."""
+    """'12.34' / '1,234.5' / '$20' / '１２' → cents under the one number rule
+    (``app.numbers.parse_money_cents``): full-width digits are normalised; exponents, ``_``,
+    superscripts and other scripts' digits are refused. Raises ``NumberError`` (a
+    ``ValueError``)."""
     return parse_money_cents(text)
 
 

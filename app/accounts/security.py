@@ -12,7 +12,7 @@ from itsdangerous import BadSignature, URLSafeSerializer
 from sqlmodel import Session, select
 
 from app.accounts.models import ApiToken, User, UserSession
-from app.clock import utc
+from app.clock import utc, wall_now
 
 SESSION_COOKIE = "session"
 SESSION_LIFETIME = timedelta(days=14)
@@ -67,6 +67,12 @@ def create_session(
     return _signer(secret).dumps(raw)
 
 
+def session_expired(expires_at: datetime, now: datetime) -> bool:
+    """Expired on both clocks: the (possibly simulated) ``now`` and the wall clock. Staff
+    moving the simulated clock forward must not sign everyone out (issue 19, defect 10)."""
+    return utc(expires_at) <= min(now, wall_now())
+
+
 def session_from_cookie(
     session: Session, cookie: str | None, now: datetime, secret: str
 ) -> UserSession | None:
@@ -79,7 +85,7 @@ def session_from_cookie(
     if not isinstance(raw, str):
         return None
     row = session.exec(select(UserSession).where(UserSession.token_hash == sha256(raw))).first()
-    if row is None or row.revoked_at is not None or utc(row.expires_at) <= now:
+    if row is None or row.revoked_at is not None or session_expired(row.expires_at, now):
         return None
     return row
 

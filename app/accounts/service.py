@@ -49,6 +49,7 @@ from app.accounts.security import (
     hash_password,
     needs_rehash,
     revoke_all_sessions,
+    session_expired,
     session_from_cookie,
     sha256,
     verify_password,
@@ -350,7 +351,7 @@ def active_sessions(session: Session, user_id: int, now: datetime) -> list[UserS
         .where(UserSession.user_id == user_id, col(UserSession.revoked_at).is_(None))
         .order_by(col(UserSession.created_at).desc(), col(UserSession.id).desc())
     ).all()
-    return [r for r in rows if utc(r.expires_at) > now]
+    return [r for r in rows if not session_expired(r.expires_at, now)]
 
 
 def revoke_session_of(

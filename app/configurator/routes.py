@@ -15,7 +15,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, Request
-from fastapi.responses import HTMLResponse
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from app.catalog.specs import NodeSpec, all_specs
 from app.configurator import forms
@@ -182,8 +182,9 @@ def deploy_url(option: dict[str, Any], result: dict[str, Any], form: forms.SizeF
     q = [
         ("sku", option["sku"]),
         ("nodes", str(nodes)),
-        ("note_model_size", f"{forms.human_count(params)} params"),
-        ("note_token_budget", f"{forms.human_count(tokens)} tokens"),
+        # in the reader's language: the engineers' notes are theirs to edit (issue 19)
+        ("note_model_size", _("%(n)s parameters") % {"n": forms.human_count(params)}),
+        ("note_token_budget", _("%(n)s tokens") % {"n": forms.human_count(tokens)}),
         ("note_node_count", str(nodes)),
         ("note_private_network", "1" if nodes > 1 else "0"),
         ("note_comm_pattern", comm_pattern(option)),
@@ -221,7 +222,9 @@ def _verdict(o: dict[str, Any]) -> tuple[bool, str]:
     be = o.get("break_even_utilisation")
     if rent is None or hourly is None:
         return True, ""
-    if hourly < rent and (be is None or be >= 1):
+    # "busy more than 100 % of the rented time" is "all month" (a break-even that rounds to
+    # 100 % included; issue 19, defect 7).
+    if hourly < rent and (be is None or float(be) >= 0.995):
         text = _(
             "Paying by the hour elsewhere would be cheaper for this run "
             "(%(hourly)s against %(monthly)s), even with the nodes busy all month."
@@ -361,9 +364,18 @@ def _field_error(form: forms.SizeForm, name: str, err: str | Msg) -> str:
 
 
 @router.get("/size", response_class=HTMLResponse)
-def size_page(request: Request) -> HTMLResponse:
+def size_page(request: Request) -> Response:
     q = {k: v for k, v in request.query_params.items()}
     form = forms.parse_query(q, _preset_ids())
+    canonical = form.query_string()
+    if (
+        not is_htmx(request)
+        and canonical
+        and any(not v.strip() for v in request.query_params.values())
+    ):
+        # A form sent without JavaScript carries every empty field; the address a customer
+        # copies should be the short canonical one (issue 19, defect 10).
+        return RedirectResponse("/size?" + canonical, status_code=303)
     result: dict[str, Any] | None = None
     if form.ok and form.request is not None:
         try:
@@ -405,6 +417,8 @@ def size_page(request: Request) -> HTMLResponse:
     history_restore = request.headers.get("hx-history-restore-request") == "true"
     if is_htmx(request) and not history_restore:
         resp = render(request, "configurator/_results_response.html", ctx, status_code=status)
+        # htmx would push the form's raw query (~30 empty fields); push the canonical one.
+        resp.headers["HX-Push-Url"] = "/size?" + canonical
     else:
         resp = render(request, "configurator/size.html", ctx, status_code=status)
     resp.headers["Vary"] = "HX-Request, HX-History-Restore-Request, Cookie, Accept-Language"

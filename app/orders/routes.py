@@ -150,6 +150,7 @@ def _values_from_query(request: Request, session: Session, now: datetime) -> dic
         if terms is not None:
             v["sku"] = terms.sku_id
             v["nodes"] = str(terms.quantity)
+            v["email"] = terms.prospect_email  # the prospect signs up with the quoted address
     spec = _sku_or_none(v["sku"])
     if not v["image"] and spec is not None and spec.images:
         v["image"] = spec.images[-1] if spec.vendor != "amd" else spec.images[-1]
@@ -195,6 +196,7 @@ def _render_deploy(
         "notice": notice,
         "account_mode": values.get("account_mode", "signup"),
         "account_email": values.get("email", ""),
+        "account_password": values.get("password", ""),
         "requested_sales_sku": _sku_or_none(values["sku"]) if values["sku"] else None,
         **summary_context(
             session,
@@ -270,9 +272,15 @@ def deploy_submit(
         ).items():
             errors.setdefault(k, v)
     if errors:
-        return _render_deploy(
+        if user is None and "password" not in errors and "auth" not in errors:
+            # Keep what they typed when the problem is elsewhere (issue 19, defect 10);
+            # a refused password is never echoed back.
+            values["password"] = form.password
+        page = _render_deploy(
             request, session, user, now, values, errors, idem_key, status_code=422
         )
+        page.headers["Cache-Control"] = "no-store"
+        return page
 
     response = Response(status_code=303)
     if user is None:

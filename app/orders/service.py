@@ -285,6 +285,7 @@ class PriceTerms:
     quote_id: int | None = None
     quote_expires_at: datetime | None = None
     quote_months: int | None = None  # the quoted term, shown on /deploy
+    quote_renewals_keep_price: bool = False  # monthly renewals charge the quoted price too
     quote_note: str = ""  # an English msgid when a quote was given but not honoured
     quote_note_params: dict[str, Any] = field(default_factory=dict)
 
@@ -313,14 +314,25 @@ def price_terms(
                 "The quote covers {quantity} × {sku}; for another configuration the list "
                 "price applies."
             ),
-            quote_note_params={"quantity": terms.quantity, "sku": terms.sku_id},
+            quote_note_params={"quantity": terms.quantity, "sku": _sku_name(terms.sku_id)},
         )
     return PriceTerms(
         unit_price_cents=int(terms.unit_price_cents),
         quote_id=getattr(terms, "quote_id", None) or getattr(terms, "id", None),
         quote_expires_at=terms.expires_at,
         quote_months=getattr(terms, "months", None),
+        quote_renewals_keep_price=bool(getattr(terms, "renewals_keep_price", False)),
     )
+
+
+def _sku_name(sku_id: str) -> str:
+    """The node's name for people ("HGX B300"), not its id ("hgx-b300")."""
+    from app.catalog import specs
+
+    try:
+        return specs.spec(sku_id).name
+    except KeyError:
+        return sku_id
 
 
 def balance_of(session: Session, user: User | None) -> tuple[int | None, int | None]:

@@ -1,7 +1,9 @@
 """A quote as a PDF (fpdf2).
 
-Latin text uses DejaVu Sans. Chinese needs a CJK font: Noto Sans CJK SC when installed
-(``fonts-noto-cjk``); without it the PDF is written in English and the page says so
+Latin text uses DejaVu Sans, with a CJK font as fpdf2's fallback so a customer's Chinese name
+prints in an English quote too. Chinese needs a CJK font: Noto Sans CJK SC when installed
+(``fonts-noto-cjk``), else Droid Sans Fallback (``fonts-droid-fallback``) behind DejaVu;
+without either the PDF is written in English and the page says so
 (``pdf_language`` tells the caller which language it got). The document's subject carries
 the reference and the total in plain ASCII, so tools (and tests) can read the total
 without a PDF text extractor.
@@ -31,8 +33,14 @@ CJK_BOLD = Path("/usr/share/fonts/opentype/noto/NotoSansCJK-Bold.ttc")
 CJK_SC_INDEX = 2  # JP, KR, SC, TC, HK in the Noto CJK collection
 
 
+DROID_FALLBACK = Path("/usr/share/fonts/truetype/droid/DroidSansFallbackFull.ttf")
+
+
 def cjk_available() -> bool:
-    return CJK_FONT.exists()
+    """A Chinese PDF needs Noto Sans CJK, or DejaVu with Droid Sans Fallback for the Chinese."""
+    return CJK_FONT.exists() or (
+        DROID_FALLBACK.exists() and (DEJAVU_DIR / "DejaVuSans.ttf").exists()
+    )
 
 
 def pdf_language(locale: str) -> str:
@@ -40,8 +48,18 @@ def pdf_language(locale: str) -> str:
     return "zh_CN" if locale == "zh_CN" and cjk_available() else "en"
 
 
+def _add_cjk(pdf: FPDF) -> bool:
+    if CJK_FONT.exists():
+        pdf.add_font("cjk", "", str(CJK_FONT), collection_font_number=CJK_SC_INDEX)
+        return True
+    if DROID_FALLBACK.exists():
+        pdf.add_font("cjk", "", str(DROID_FALLBACK))
+        return True
+    return False
+
+
 def _fonts(pdf: FPDF, lang: str) -> str:
-    if lang == "zh_CN":
+    if lang == "zh_CN" and CJK_FONT.exists():
         pdf.add_font("body", "", str(CJK_FONT), collection_font_number=CJK_SC_INDEX)
         bold = CJK_BOLD if CJK_BOLD.exists() else CJK_FONT
         pdf.add_font("body", "B", str(bold), collection_font_number=CJK_SC_INDEX)
@@ -50,6 +68,10 @@ def _fonts(pdf: FPDF, lang: str) -> str:
     if regular.exists():
         pdf.add_font("body", "", str(regular))
         pdf.add_font("body", "B", str(DEJAVU_DIR / "DejaVuSans-Bold.ttf"))
+        # Glyphs DejaVu lacks (a customer's Chinese name in an English quote) come from the
+        # CJK font, as on receipts (issue 19, defect 9).
+        if _add_cjk(pdf):
+            pdf.set_fallback_fonts(["cjk"], exact_match=False)
         return "body"
     return "helvetica"  # core font: ASCII only, but never fails
 
@@ -83,6 +105,7 @@ def build_pdf(
     """The quote as PDF bytes, in ``pdf_language(locale)``."""
     lang = pdf_language(locale)
     _: Callable[[str], str] = translations_for(lang).gettext
+    ngettext: Callable[[str, str, int], str] = translations_for(lang).ngettext
     money: Callable[[int], str] = lambda c: format_cents(c, lang)  # noqa: E731
     ref = pricing.reference(q.id or 0)
 
@@ -126,9 +149,11 @@ def build_pdf(
         unit_label = _("Quoted price per GPU per month")
         list_label = _("List price per GPU per month")
     else:
-        config = _("{nodes} × {name} ({gpus} GPUs), {months} month(s)").format(
-            nodes=q.quantity, name=sku_name, gpus=q.quantity * gpus_per_node, months=q.months
-        )
+        config = ngettext(
+            "{nodes} × {name} ({gpus} GPUs), {months} month",
+            "{nodes} × {name} ({gpus} GPUs), {months} months",
+            q.months,
+        ).format(nodes=q.quantity, name=sku_name, gpus=q.quantity * gpus_per_node, months=q.months)
         unit_label = _("Quoted price per node per month")
         list_label = _("List price per node per month")
     row(_("Configuration"), config)

@@ -71,6 +71,10 @@ class QuoteTerms:
     months: int
     unit_price_cents: int
     expires_at: datetime
+    prospect_email: str = ""  # prefills the signed-out account step on /deploy
+    # Renewals charge the order's monthly total, fixed at checkout from the quoted price:
+    # the discount holds for every renewal of an order placed from the quote.
+    renewals_keep_price: bool = True
 
 
 @dataclass
@@ -688,6 +692,7 @@ def quote_for_checkout(session: Session, token: str, now: datetime) -> QuoteTerm
         months=q.months,
         unit_price_cents=q.unit_price_cents,
         expires_at=exp,
+        prospect_email=q.prospect_email or "",
     )
 
 

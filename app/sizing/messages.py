@@ -146,11 +146,11 @@ CATALOG: dict[str, str] = {
         "(%(hourly_usd)s against %(rental_usd)s)"
     ),
     "note.over_a_year": N_(
-        "takes %(years).1f years on %(nodes)s node(s): more self-serve nodes cannot finish "
+        "takes %(years).1f years on %(nodes_text)s: more self-serve nodes cannot finish "
         "it within 12 months for a similar price"
     ),
     "note.utilisation": N_(
-        "the run uses %(pct).0f %% of the %(months)s month(s) paid for on each node"
+        "the run uses %(pct).0f %% of the %(months_text)s paid for on each node"
     ),
     "note.optimizer_offload": N_("optimizer state offloaded to CPU RAM: slower steps"),
     "note.full_recompute": N_(
@@ -173,12 +173,12 @@ CATALOG: dict[str, str] = {
     "reason.cheapest": N_(
         "%(nodes)s × %(name)s (%(gpus)s GPUs): the cheapest plan that fits, finishing "
         "soonest among plans within %(tie_pct)s %% of that price — %(days).1f days at "
-        "%(mfu_pct).0f %% effective MFU, %(months)s month(s) per node, %(cost_usd)s."
+        "%(mfu_pct).0f %% effective MFU, %(months_text)s per node, %(cost_usd)s."
     ),
     "reason.deadline": N_(
         "%(nodes)s × %(name)s (%(gpus)s GPUs): the cheapest plan that meets your "
         "%(max_days)s-day deadline — %(days).1f days at %(mfu_pct).0f %% effective MFU, "
-        "%(months)s month(s) per node, %(cost_usd)s."
+        "%(months_text)s per node, %(cost_usd)s."
     ),
     "reason.deadline_missed": N_(
         "Nothing finishes within %(max_days)s days; %(nodes)s × %(name)s is the fastest "
@@ -186,12 +186,12 @@ CATALOG: dict[str, str] = {
     ),
     "reason.within_year": N_(
         "%(nodes)s × %(name)s (%(gpus)s GPUs) finishes within 12 months — %(days).1f days, "
-        "%(months)s month(s) per node, %(cost_usd)s — for at most %(extra_pct)s %% more "
+        "%(months_text)s per node, %(cost_usd)s — for at most %(extra_pct)s %% more "
         "than the cheapest plan, which would take over a year."
     ),
     "reason.sales_cluster": N_(
         "Nothing self-serve finishes within 12 months: talk to sales about a cluster of "
-        "%(nodes)s × %(name)s (%(gpus)s GPUs) — %(days).1f days, %(months)s month(s) per "
+        "%(nodes)s × %(name)s (%(gpus)s GPUs) — %(days).1f days, %(months_text)s per "
         "node, %(cost_usd)s at list price."
     ),
     "reason.sales_deadline": N_(
@@ -201,7 +201,7 @@ CATALOG: dict[str, str] = {
     ),
     "reason.sales_rack": N_(
         "Nothing self-serve fits: %(nodes)s × %(name)s is a sales conversation — "
-        "%(days).1f days, %(months)s month(s), %(cost_usd)s."
+        "%(days).1f days, %(months_text)s, %(cost_usd)s."
     ),
     "reason.only_unaccepted_platform": N_(
         "Only %(name)s fits this job, and it needs a training stack that runs on ROCm, "
@@ -217,7 +217,7 @@ CATALOG: dict[str, str] = {
         "or micro-batch, enable recomputation or offload, or use a smaller model."
     ),
     "reason.utilisation": N_(
-        "The run uses %(pct).0f %% of the %(months)s month(s) paid for on each node."
+        "The run uses %(pct).0f %% of the %(months_text)s paid for on each node."
     ),
     "reason.rocm_cheaper": N_(
         "%(nodes)s × %(name)s would cost %(cost_usd)s, but only suits a training stack that "
@@ -311,6 +311,16 @@ CATALOG: dict[str, str] = {
 }
 
 
+# Counted phrases: a template says "%(months_text)s" and the renderer makes "1 month",
+# "3 months" or "3 个月" from the ``months`` parameter (issue 19, defect 7: no "month(s)").
+# The form is picked by the English rule (one / other) and then translated, which is right
+# for English and Chinese; a language with more plural forms would need ngettext here.
+COUNTED: dict[str, tuple[str, str, str]] = {
+    "months_text": ("months", N_("%(n)s month"), N_("%(n)s months")),
+    "nodes_text": ("nodes", N_("%(n)s node"), N_("%(n)s nodes")),
+}
+
+
 def _identity(s: str) -> str:
     return s
 
@@ -354,6 +364,10 @@ def render(msg: Msg | Mapping[str, Any], translate: Translate | None = None) -> 
             vals[k] = ", ".join(str(x) for x in v)
         else:
             vals[k] = v
+    for key, (source, one, other) in COUNTED.items():
+        if source in params and f"%({key})s" in template:
+            n = params[source]
+            vals[key] = tr(one if n == 1 else other) % {"n": n}
     text = tr(template)
     try:
         return text % vals

@@ -111,11 +111,11 @@ def test_keyboard_only_from_size_to_deploy(server: str, browser: object) -> None
     page.wait_for_url("**/deploy?*")
     q = parse_qs(urlsplit(page.url).query)
     assert q["sku"] and q["nodes"] and q["note_node_count"] == q["nodes"]
-    assert q["note_model_size"] == ["70.6B params"]
+    assert q["note_model_size"] == ["70.6B parameters"]
     assert q["note_token_budget"] == ["1T tokens"]
     assert parse_qs(q["sizing"][0])["model"] == ["llama-3.1-70b"]
     # The deploy form picks the notes up (the checkout engineer's side of the contract).
-    assert "70.6B params" in page.content()
+    assert "70.6B parameters" in page.content()
     page.close()
 
 
@@ -138,3 +138,68 @@ def test_form_works_with_javascript_off(server: str, browser: object) -> None:
     assert page.locator("#f-tokens").get_attribute("aria-invalid") == "true"
     assert page.locator("#e-tokens").is_visible()
     ctx.close()
+
+
+def test_back_button_keeps_the_form_in_step_with_the_url(server: str, browser: object) -> None:
+    """Issue 19, defect 10: after typing twice and going back, the tokens field, the
+    address and the results all show the earlier budget; the pushed address is short."""
+    page = browser.new_page()  # type: ignore[attr-defined]
+    page.goto(server + "/size")
+    tokens = page.locator("#f-tokens")
+    tokens.fill("15T")
+    page.wait_for_url("**/size?*tokens=15T*")
+    first_why = page.locator(".rec-why").inner_text()
+    assert "=&" not in page.url  # htmx pushed the canonical address, no empty fields
+    tokens.fill("300B")
+    page.wait_for_url("**/size?*tokens=300B*")
+    page.wait_for_function(
+        "(b) => document.querySelector('.rec-why').innerText !== b", arg=first_why
+    )
+    page.go_back()
+    page.wait_for_url("**/size?*tokens=15T*")
+    page.wait_for_function("() => document.querySelector('#f-tokens').value === '15T'")
+    assert page.locator("#f-tokens").input_value() == "15T"
+    assert page.locator(".rec-why").inner_text() == first_why
+    assert page.locator("header.site").count() == 1
+    page.close()
+
+
+@pytest.mark.parametrize("lang", ["en", "zh_CN"])
+def test_phone_keeps_the_recommendation_next_to_the_tokens_field(
+    server: str, browser: object, lang: str
+) -> None:
+    """Issue 19, defect 8: on a 390 px phone the results start far below the form; a sticky
+    one-line summary shows the recommendation while typing and follows every update."""
+    ctx = browser.new_context(viewport={"width": 390, "height": 844})  # type: ignore[attr-defined]
+    ctx.add_cookies([{"name": "lang", "value": lang, "url": server}])
+    page = ctx.new_page()
+    page.goto(server + "/size?model=llama-3.1-8b&tokens=1T")
+    tokens = page.locator("#f-tokens")
+    tokens.scroll_into_view_if_needed()
+    tokens.click()
+    summary = page.locator("#size-summary")
+    box, field = summary.bounding_box(), tokens.bounding_box()
+    assert box is not None and field is not None
+    assert box["y"] >= 0 and box["y"] + box["height"] <= 844  # in sight while typing
+    assert abs(field["y"] - box["y"]) < 844 / 2  # near the field, not 1,450 px away
+    results = page.locator("#results-h").bounding_box()
+    assert results is not None and results["y"] > 844  # the full results are off screen
+    before = summary.inner_text()
+    assert "×" in before
+    tokens.fill("200T")
+    page.wait_for_function(
+        "(b) => document.querySelector('#size-summary').innerText !== b", arg=before
+    )
+    assert page.locator("#size-summary").count() == 1  # replaced, not nested
+    assert summary.inner_text() != before
+    assert int(page.evaluate("document.documentElement.scrollWidth")) <= 390
+    out = Path(os.environ.get("SCREENSHOT_DIR", "/tmp"))
+    page.screenshot(path=str(out / f"size-phone-summary-{lang}.png"))
+    ctx.close()
+    wide = browser.new_context(viewport={"width": 1280, "height": 900})  # type: ignore[attr-defined]
+    wide.add_cookies([{"name": "lang", "value": lang, "url": server}])
+    page = wide.new_page()
+    page.goto(server + "/size?model=llama-3.1-8b&tokens=1T")
+    assert not page.locator("#size-summary").is_visible()  # results sit beside the form
+    page.screenshot(path=str(out / f"size-wide-{lang}.png"))
+    wide.close()

@@ -93,7 +93,7 @@ def test_use_this_carries_the_choice_into_deploy(client: TestClient) -> None:
         "note_comm_pattern",
         "sizing",
     }
-    assert q["note_model_size"] == ["70.6B params"]
+    assert q["note_model_size"] == ["70.6B parameters"]
     assert q["note_token_budget"] == ["1T tokens"]
     assert q["note_node_count"] == q["nodes"]
     assert q["note_private_network"] == ["1" if int(q["nodes"][0]) > 1 else "0"]
@@ -101,6 +101,12 @@ def test_use_this_carries_the_choice_into_deploy(client: TestClient) -> None:
     assert sizing["model"] == ["llama-3.1-70b"] and sizing["tokens"] == ["1T"]
     # The GB300 rack never gets a self-serve link.
     assert not any("sku=gb300-nvl72" in link for link in links)
+    # The notes are prefilled in the reader's language (issue 19, defect 7).
+    client.cookies.set("lang", "zh_CN")
+    zh = parse_qs(
+        urlsplit(_use_links(client.get("/size?model=llama-3.1-70b&tokens=1T").text)[0]).query
+    )
+    assert zh["note_model_size"] == ["70.6B 参数"] and zh["note_token_budget"] == ["1T token"]
 
 
 def test_lora_points_to_single_gpu_offers(client: TestClient) -> None:
@@ -135,7 +141,10 @@ _values = st.one_of(
 def test_no_query_string_causes_a_server_error(
     client: TestClient, q: dict[str, str], htmx: bool
 ) -> None:
-    r = client.get("/size", params=q, headers=HX if htmx else {})
+    r = client.get("/size", params=q, headers=HX if htmx else {}, follow_redirects=False)
+    if r.status_code == 303:  # empty fields dropped from the address, once
+        assert not htmx
+        r = client.get(r.headers["location"], follow_redirects=False)
     assert r.status_code in (200, 422), (q, r.status_code)
 
 
@@ -184,3 +193,47 @@ def test_a_tight_option_has_a_badge_an_explanation_and_the_headline_a_warning(
     zh = client.get(TIGHT_Q, headers={"Accept-Language": "zh-CN"}).text
     assert "偏紧" in zh and "估计上限" in zh and "最可能需要" in zh
     assert "upper estimate" not in zh
+
+
+def test_a_form_sent_without_js_lands_on_the_short_shareable_url(client: TestClient) -> None:
+    """Issue 19, defect 10: the address a customer copies carries no empty parameters."""
+    query = {k: "" for k in forms.FIELDS} | {"model": "llama-3.1-70b", "tokens": "300B"}
+    r = client.get("/size", params=query, follow_redirects=False)
+    assert r.status_code == 303
+    target = r.headers["location"]
+    assert "=&" not in target and not target.endswith("=")
+    assert parse_qs(urlsplit(target).query)["tokens"] == ["300B"]
+    page = client.get(target)
+    assert page.status_code == 200 and 'value="300B"' in page.text
+    # htmx gets the same short address to push into the history.
+    r = client.get("/size", params=query, headers={"HX-Request": "true"})
+    assert r.status_code == 200
+    assert r.headers["HX-Push-Url"] == target
+
+
+def test_counts_use_plural_forms_not_s_in_brackets(client: TestClient) -> None:
+    """Issue 19, defect 7: "1 month per node", "2 nodes", never "month(s)" or "node(s)"."""
+    r = client.get("/size", params={"model": "llama-3.1-8b", "tokens": "1T"})
+    assert r.status_code == 200
+    assert "(s)" not in r.text
+    assert "1 month per node" in r.text and "month per node" in r.text
+    assert re.search(r"\b\d+ nodes?, \d+ GPUs", r.text)
+    client.cookies.set("lang", "zh_CN")
+    zh = client.get("/size", params={"model": "llama-3.1-8b", "tokens": "1T"}).text
+    assert "(s)" not in zh and "每个节点租 1 个月" in zh
+
+
+def test_break_even_that_rounds_to_100_percent_reads_all_month() -> None:
+    """Issue 19, defect 7: never "busy more than 100 % of the rented time"."""
+    from app.configurator.routes import _verdict
+    from app.web.i18n import set_locale
+
+    set_locale("en")
+    ok, text = _verdict(
+        {"rental_cost_usd": 100.0, "hourly_alternative_usd": 90.0, "break_even_utilisation": 0.998}
+    )
+    assert not ok and "busy all month" in text and "100 %" not in text
+    ok, text = _verdict(
+        {"rental_cost_usd": 100.0, "hourly_alternative_usd": 90.0, "break_even_utilisation": 0.8}
+    )
+    assert "more than 80 %" in text

@@ -190,3 +190,44 @@ def test_more_nodes_than_we_can_promise(
     assert r.status_code == 422 and "cannot promise a delivery date for this many nodes" in r.text
     with Session(engine) as s:
         assert s.exec(select(Order)).all() == []
+
+
+def test_password_is_kept_when_another_field_fails(client: TestClient, engine, stock) -> None:
+    """Issue 19, defect 10: the typed password survives an error elsewhere; a refused one
+    is never echoed."""
+    stock("hgx-b200", 1)
+    data = deploy_form(
+        client,
+        account_mode="signup",
+        email="keep@example.com",
+        password="a long passphrase 42",
+        image="no-such-image",
+    )
+    r = client.post("/deploy", data=data)
+    assert r.status_code == 422
+    assert 'value="a long passphrase 42"' in r.text
+    assert r.headers.get("cache-control") == "no-store"
+    data.update(password="short", image="ubuntu-24.04-cuda")
+    r = client.post("/deploy", data=data)
+    assert r.status_code == 422 and 'value="short"' not in r.text
+    with Session(engine) as s:
+        assert s.exec(select(Order)).all() == []
+
+
+def test_node_count_follows_the_one_number_rule(
+    client: TestClient, engine, make_user, login, stock
+) -> None:
+    """Issue 19, defect 10: full-width digits are a node count; other scripts' digits and
+    superscripts are a 422 that orders nothing."""
+    stock("hgx-b200", 2)
+    login(client, make_user())
+    for bad in ("١", "²", "1_0"):
+        r = client.post("/deploy", data=deploy_form(client, nodes=bad))
+        assert r.status_code == 422, bad
+        assert "Enter a node count between 1 and 16." in r.text
+    with Session(engine) as s:
+        assert s.exec(select(Order)).all() == []
+    r = client.post("/deploy", data=deploy_form(client, nodes="２"))
+    assert r.status_code == 303, r.text
+    with Session(engine) as s:
+        assert s.exec(select(Order)).one().quantity == 2

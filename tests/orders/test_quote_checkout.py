@@ -62,6 +62,7 @@ def test_quoted_price_until_expiry(
 
     # The quote runs out before the customer pays: the list price applies, shown first.
     page = client.get(f"/orders/{oid}/review").text
+    assert "Monthly renewals keep this price." in page  # issue 19, defect 9
     form = {
         "idempotency_key": form_value(page, "idempotency_key"),
         "promise_date": form_value(page, "promise_date"),
@@ -108,3 +109,28 @@ def test_quote_pays_at_the_quoted_price_and_only_once(
     with Session(engine) as s:
         o2 = s.get(Order, oid2)
         assert o2 is not None and o2.unit_price_cents == B200 and o2.quote_id is None
+
+
+def test_deploy_from_a_quote_prefills_the_prospect_and_states_the_terms(
+    client, engine, clock, make_user, stock
+) -> None:
+    """Issue 19, defect 9: signed out, /deploy from a quote carries the prospect's email,
+    the quoted term, that renewals keep the discount, and node names (not SKU ids)."""
+    stock("hgx-b200", 2)
+    token = make_quote(engine, clock, make_user)
+    page = client.get("/deploy", params={"quote": token}).text
+    assert 'value="ada@example.com"' in page  # the inline sign-up step
+    assert "Prefilled from quote Q-" in page and "Quoted term: 1 month." in page
+    quoted = f"{B200 * 95 // 100 // 100:,}"
+    assert "Monthly renewals keep the quoted price of" in page and quoted in page
+    # Another configuration than quoted: the note names the node, not its id.
+    other = client.get(
+        "/deploy/summary",
+        params={"quote": token, "sku": "hgx-b200", "nodes": "2"},
+        headers={"HX-Request": "true"},
+    )
+    assert "1 × HGX B200" in other.text and "hgx-b200;" not in other.text
+    assert "1 × hgx-b200" not in other.text
+    client.cookies.set("lang", "zh_CN")
+    zh = client.get("/deploy", params={"quote": token}).text
+    assert "每月续费沿用报价中的价格" in zh

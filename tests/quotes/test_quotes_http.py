@@ -8,6 +8,7 @@ from datetime import timedelta
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+import pytest
 from fastapi.testclient import TestClient
 from sqlmodel import Session, col, select
 
@@ -659,3 +660,29 @@ def test_builder_numbers_follow_the_number_rule(
     assert (q.quantity, q.months, q.discount_bp) == (2, 3, 500)
     r = sales_client.post("/staff/quotes/new", data={**BASE_FORM, "quantity": "2²"})
     assert r.status_code == 422 and 'id="e-quantity"' in r.text
+
+
+def test_english_pdf_prints_a_chinese_customer_name(
+    build_quote: Callable[..., int], sales_client: TestClient
+) -> None:
+    """Issue 19, defect 9: the English PDF keeps the Chinese characters of the name."""
+    import io
+    from pathlib import Path
+
+    from pypdf import PdfReader
+
+    cjk = Path("/usr/share/fonts/truetype/droid/DroidSansFallbackFull.ttf")
+    if not (cjk.exists() and Path("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf").exists()):
+        pytest.skip("needs DejaVu and fonts-droid-fallback")
+    qid = build_quote(prospect_name="张伟", prospect_company="深圳算力科技")
+    sales_client.cookies.set("lang", "en")
+    r = sales_client.get(f"/staff/quotes/{qid}/pdf")
+    assert r.status_code == 200
+    text = "\n".join(p.extract_text() or "" for p in PdfReader(io.BytesIO(r.content)).pages)
+    assert "张伟" in text and "深圳算力科技" in text
+    assert "Prepared for" in text  # still the English PDF
+    # plural forms (defect 7), read from a quote without the fallback font in play
+    other = build_quote(prospect_name="Lin Wei", prospect_company="Acme")
+    body = sales_client.get(f"/staff/quotes/{other}/pdf").content
+    text = "\n".join(p.extract_text() or "" for p in PdfReader(io.BytesIO(body)).pages)
+    assert "3 months" in text and "month(s)" not in text

@@ -98,3 +98,52 @@ def test_the_account_language_is_set_at_signup_and_changeable(
     assert 'id="account-language"' in page and 'href="/lang/en?next=/account"' in page
     assert client.get("/lang/en?next=/account").status_code == 303
     assert locale() == "en"
+
+
+@pytest.mark.parametrize("text", ["1e3", "١٢", "12_0", "1²", "-5"])
+def test_top_up_amounts_follow_the_one_number_rule(
+    client: TestClient,
+    engine: Any,
+    make_user: Callable[..., User],
+    login: Callable[[TestClient, User], TestClient],
+    text: str,
+) -> None:
+    """Issue 19, defect 10: exponents, ``_``, superscripts and other scripts' digits in a
+    money amount are a 422 that creates nothing; full-width digits are plain digits."""
+    from sqlmodel import Session, select
+
+    from app.money import parse_amount
+    from app.payments.models import Invoice
+
+    assert parse_amount("１２.５０") == 1250
+    login(client, make_user(email="amounts@example.com"))
+    r = client.post("/topups/new", data={"amount": text, "currency": "USDC"})
+    assert r.status_code == 422
+    with Session(engine) as s:
+        assert s.exec(select(Invoice)).all() == []
+
+
+def test_moving_the_simulated_clock_does_not_sign_everyone_out(
+    client: TestClient,
+    clock: Any,
+    make_user: Callable[..., User],
+    login: Callable[[TestClient, User], TestClient],
+) -> None:
+    """Issue 19, defect 10: a session expires on the wall clock too, so staff moving the
+    simulated clock a month ahead leave customers signed in."""
+    from datetime import timedelta
+
+    login(client, make_user(email="stays@example.com"))
+    clock.advance(timedelta(days=40))
+    r = client.get("/account")
+    assert r.status_code == 200 and "stays@example.com" in r.text
+
+
+@pytest.mark.parametrize("tokens", ["１T", "1万亿", "10000亿", "１０万"])
+def test_size_takes_full_width_digits_and_wan_yi(client: TestClient, tokens: str) -> None:
+    """Issue 19, defect 10: a product sold in Chinese takes the token count as typed there."""
+    r = client.get("/size", params={"tokens": tokens, "model": "llama-3.1-8b"})
+    assert r.status_code == 200
+    assert 'id="e-tokens"' not in r.text
+    bad = client.get("/size", params={"tokens": "1²T", "model": "llama-3.1-8b"})
+    assert 'id="e-tokens"' in bad.text
