@@ -30,6 +30,7 @@ from app.accounts.models import User
 from app.catalog.specs import SELF_SERVE_MAX_NODES
 from app.clock import utc
 from app.errors import N_, Conflict, InvalidInput, NotFound
+from app.numbers import NumberError, parse_int
 from app.orders.lifecycle import (
     LEASE_ACTIVE,
     PRE_DELIVERY,
@@ -156,15 +157,12 @@ def new_idempotency_key() -> str:
 
 
 def _int(value: Any) -> int | None:
-    if value is None or value == "":
+    """A whole number by the one number rule (app.numbers); None when absent or refused."""
+    if value is None or isinstance(value, bool) or not isinstance(value, (int, str)):
         return None
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
     try:
-        return int(str(value).strip())
-    except ValueError:
+        return parse_int(value)
+    except NumberError:
         return None
 
 
