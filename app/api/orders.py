@@ -63,7 +63,8 @@ def create(
         raise service.AboveSelfServe(
             quotes.cluster_request_path(sku=body.sku, nodes=body.nodes, sizing=body.sizing)
         )
-    draft, errors = service.parse_draft(body.as_form())
+    draft = _draft_of(body)
+    errors = service.check_draft(draft)
     if errors:
         raise InvalidInput(errors=errors, field=next(iter(errors)))
     order, created = service.create_order(
@@ -88,6 +89,26 @@ def create(
         except (service.PriceChanged, service.NotPromisable) as e:
             return _payment_failed(session, order, now, e, status=409)
     return JSONResponse(_out(session, order, now).model_dump(mode="json"), status_code=status)
+
+
+def _draft_of(body: OrderCreate) -> service.OrderDraft:
+    """The validated API model as the service's draft (typed already: no text to re-parse)."""
+    return service.OrderDraft(
+        sku_id=body.sku,
+        quantity=body.nodes,
+        image_id=body.image,
+        ssh_key_ids=list(body.ssh_key_ids),
+        new_key_name=body.ssh_key.name if body.ssh_key else "",
+        new_key_text=body.ssh_key.public_key if body.ssh_key else "",
+        note_model_size=body.notes.model_size,
+        note_token_budget=body.notes.token_budget,
+        note_node_count=body.notes.node_count,
+        note_private_network=body.notes.private_network,
+        note_comm_pattern=body.notes.comm_pattern,
+        note_free_text=body.notes.free_text,
+        sizing_query=body.sizing,
+        quote_token=body.quote,
+    )
 
 
 def _payment_failed(
