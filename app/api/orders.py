@@ -16,7 +16,7 @@ from fastapi.responses import JSONResponse
 from sqlmodel import Session
 
 from app.accounts.deps import CurrentUser
-from app.errors import N_, InsufficientBalance, InvalidInput
+from app.errors import N_, DomainError, InsufficientBalance, InvalidInput
 from app.orders import service
 from app.orders.schemas import EventOut, OrderCreate, OrderOut
 from app.quotes import service as quotes
@@ -121,7 +121,6 @@ def _payment_failed(
     extra: dict[str, Any] | None = None,
 ) -> JSONResponse:
     """The order stays (awaiting payment); the answer says why it was not paid."""
-    from app.errors import DomainError
 
     assert isinstance(e, DomainError)
     err: dict[str, Any] = {"code": e.code, "message": e.render_message(_), **(extra or {})}

@@ -11,17 +11,21 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from sqlmodel import Session
 
 from app.accounts import login
+from app.accounts import service as accounts
 from app.accounts.deps import CurrentUser, OptionalUser
 from app.accounts.models import User
 from app.accounts.sshkeys import looks_private
+from app.catalog import service as catalog
 from app.catalog import specs
 from app.clock import wall_now
 from app.errors import N_, DomainError, InsufficientBalance, InvalidInput
 from app.money import parse_amount
-from app.orders import service
+from app.notifications.service import mark_read, unread_for
+from app.orders import controls, service
 from app.orders.lifecycle import OrderStatus
 from app.orders.models import Order
 from app.orders.schemas import DeployForm, PayForm, TopupForm
+from app.payments import service as payments
 from app.payments.rates import CURRENCIES
 from app.quotes import service as quotes
 from app.web.deps import NowDep, SessionDep
@@ -76,7 +80,6 @@ def summary_context(
 ) -> dict[str, Any]:
     """Promised date, price and balance/shortfall for a SKU and node count (above the
     self-serve limit: the sales path)."""
-    from app.catalog import service as catalog
 
     ctx: dict[str, Any] = {"sum_ok": False, "sum_error": None, "sum_image_warning": ""}
     spec = _sku_or_none(sku_id)
@@ -177,8 +180,6 @@ def _render_deploy(
 ) -> HTMLResponse:
     saved_keys: list[Any] = []
     if user is not None and user.id is not None:
-        from app.accounts import service as accounts
-
         saved_keys = list(accounts.ssh_keys_for(session, user.id))
     translated = {k: _(m) for k, m in (errors or {}).items()}
     sizing_link = "/size?" + values["sizing"] if values.get("sizing") else ""
@@ -260,7 +261,6 @@ def deploy_submit(
         values["new_key_text"] = ""  # never echo a private key back into the page
     if user is None:
         # Show what is wrong with the account part together with the rest of the form.
-        from app.accounts import service as accounts
 
         for k, v in accounts.inline_errors(
             mode=values["account_mode"],
@@ -360,7 +360,6 @@ def _review_page(
     topup_errors: dict[str, str] | None = None,
     topup_amount: str | None = None,
 ) -> HTMLResponse:
-    from app.payments import service as payments
 
     rv = service.review(session, order, now)
     spec = specs.spec(order.sku_id)
@@ -448,7 +447,6 @@ def topup(
     user: CurrentUser,
     form: Annotated[TopupForm, Form()],
 ) -> Response:
-    from app.payments import service as payments
 
     order = service.get_order_for(session, user, order_id)
     if order.status != OrderStatus.awaiting_payment.value:
@@ -586,7 +584,6 @@ def status_badge(order: Order, now: datetime) -> tuple[str, str]:
 
 @router.get("/console", response_class=HTMLResponse)
 def console(request: Request, session: SessionDep, now: NowDep, user: CurrentUser) -> Response:
-    from app.notifications.service import mark_read, unread_for
 
     orders = service.visible_orders(session, user)
     available, held = service.balance_of(session, user)
@@ -643,8 +640,6 @@ def console_order(
 
 def controls_context(session: Session, order: Order, user: User) -> dict[str, Any]:
     """What the order page's node controls need (requests, saved keys, images, network)."""
-    from app.accounts import service as accounts
-    from app.orders import controls
 
     assert order.id is not None
     return {
@@ -662,7 +657,6 @@ def controls_context(session: Session, order: Order, user: User) -> dict[str, An
 
 def _promise_text(session: Session, order: Order) -> str:
     """The frozen promise's explanation in the reader's language (catalog re-renders it)."""
-    from app.catalog import service as catalog
 
     assert order.id is not None
     frozen = catalog.frozen_promise(session, order.id)

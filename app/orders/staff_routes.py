@@ -17,6 +17,7 @@ from sqlmodel import Session, col, select
 from app.accounts.audit import client_ip
 from app.accounts.deps import OpsUser, StaffUser
 from app.accounts.models import User
+from app.catalog import service as catalog
 from app.catalog import specs
 from app.errors import DomainError, InvalidInput, NotFound
 from app.orders import controls, desk, ops, service
@@ -96,7 +97,6 @@ def _detail_context(session: Session, order: Order, now: Any) -> dict[str, Any]:
     status = OrderStatus(order.status)
     pending = status in PRE_DELIVERY
     candidates = ops.candidate_nodes(session, order) if pending else []
-    from app.catalog import service as catalog
 
     waiting = catalog.waiting_units(session, order.id or 0) if pending else 0
     held_ids = {n.id for n in catalog.nodes_for_order(session, order.id or 0)}
