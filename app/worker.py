@@ -24,7 +24,7 @@ from app.accounts.throttle import prune as prune_throttle
 from app.clock import Clock, SimulatedClock, SystemClock
 from app.db import make_engine, transaction
 from app.notifications.service import send_outbox
-from app.orders.renewals import run_due_renewals_each, send_late_notices
+from app.orders import renewals as lease_renewals
 from app.payments.service import expire_due
 from app.settings import Settings
 from app.tables import import_models
@@ -59,11 +59,11 @@ def jobs(settings: Settings) -> list[tuple[str, Job]]:
 
     def renewals(engine: Engine, now: datetime) -> int:
         # One short transaction per lease (see run_due_renewals_each).
-        return run_due_renewals_each(engine, now).total()
+        return lease_renewals.run_due_renewals_each(engine, now).total()
 
     return [
         ("renewals", renewals),
-        ("late_notices", in_transaction(send_late_notices)),
+        ("late_notices", in_transaction(lease_renewals.send_late_notices)),
         ("invoice_expiry", in_transaction(expire_due)),
         ("outbox", outbox),
         ("throttle_prune", in_transaction(prune_throttle)),
