@@ -322,7 +322,7 @@ def deploy_submit(
             errs = {"ssh_keys": e.render_message(_)}
         page = _render_deploy(request, session, user, now, values, errs, idem_key, status_code=422)
         return _with_cookies(page, response)
-    response.headers["location"] = f"/orders/{order.id}/review"
+    response.headers["location"] = str(request.app.url_path_for("review_page", order_id=order.id))
     return response
 
 
@@ -363,7 +363,7 @@ def _review_page(
 
     rv = service.review(session, order, now)
     spec = specs.spec(order.sku_id)
-    back = f"/orders/{order.id}/review"
+    back = request.app.url_path_for("review_page", order_id=order.id)
     open_topups = [
         i
         for i in payments.invoices_for(session, order.user_id)
@@ -396,7 +396,9 @@ def review_page(
 ) -> Response:
     order = service.get_order_for(session, user, order_id)
     if order.status != OrderStatus.awaiting_payment.value:
-        return RedirectResponse(f"/console/orders/{order.id}", status_code=303)
+        return RedirectResponse(
+            request.app.url_path_for("console_order", order_id=order.id), status_code=303
+        )
     return _review_page(request, session, order, now)
 
 
@@ -435,7 +437,9 @@ def pay(
         _("Paid. Your order is confirmed; we will hand over the nodes by the promised date."),
         "success",
     )
-    return RedirectResponse(f"/console/orders/{order.id}", status_code=303)
+    return RedirectResponse(
+        request.app.url_path_for("console_order", order_id=order.id), status_code=303
+    )
 
 
 @router.post("/orders/{order_id}/topup", response_class=HTMLResponse)
@@ -450,7 +454,9 @@ def topup(
 
     order = service.get_order_for(session, user, order_id)
     if order.status != OrderStatus.awaiting_payment.value:
-        return RedirectResponse(f"/console/orders/{order.id}", status_code=303)
+        return RedirectResponse(
+            request.app.url_path_for("console_order", order_id=order.id), status_code=303
+        )
     rv = service.review(session, order, now)
     raw = form.amount
     currency = form.currency
@@ -475,7 +481,7 @@ def topup(
         amount_cents=cents,
         currency=currency,
         now=now,
-        return_to=f"/orders/{order.id}/review",
+        return_to=str(request.app.url_path_for("review_page", order_id=order.id)),
     )
     return RedirectResponse(_invoice_url(invoice), status_code=303)
 
@@ -492,7 +498,9 @@ def cancel_confirm(
     order = service.get_order_for(session, user, order_id)
     action = service.cancel_action(order, now)
     if action != "refund":
-        return RedirectResponse(f"/console/orders/{order_id}", status_code=303)
+        return RedirectResponse(
+            request.app.url_path_for("console_order", order_id=order_id), status_code=303
+        )
     assert order.id is not None
     return render(
         request,
@@ -517,7 +525,9 @@ def cancel(
     current = service.get_order_for(session, user, order_id)
     if service.cancel_action(current, now) == "refund" and confirm != "yes":
         # A refund-cancel of a paid order needs the confirmation step first.
-        return RedirectResponse(f"/orders/{order_id}/cancel", status_code=303)
+        return RedirectResponse(
+            request.app.url_path_for("cancel_confirm", order_id=order_id), status_code=303
+        )
     try:
         order = service.cancel_order(
             session,
@@ -528,7 +538,9 @@ def cancel(
         )
     except (service.NotCancellable, service.OrderChangedMeanwhile) as e:
         flash(request, e.render_message(_), "error")
-        return RedirectResponse(f"/console/orders/{order_id}", status_code=303)
+        return RedirectResponse(
+            request.app.url_path_for("console_order", order_id=order_id), status_code=303
+        )
     if order.status == OrderStatus.cancelled.value:
         flash(request, _("Cancelled. The first month is back in your balance in full."), "success")
     elif order.status == OrderStatus.abandoned.value:
@@ -540,7 +552,9 @@ def cancel(
             _("Your lease will end at the end of the paid month. Nothing more will be charged."),
             "success",
         )
-    return RedirectResponse(f"/console/orders/{order.id}", status_code=303)
+    return RedirectResponse(
+        request.app.url_path_for("console_order", order_id=order.id), status_code=303
+    )
 
 
 # ---------------------------------------------------------------------------------------

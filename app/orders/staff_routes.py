@@ -157,7 +157,9 @@ def ops_order(
 
 def _done(request: Request, order_id: int, message: str) -> Response:
     flash(request, message, "success")
-    return RedirectResponse(f"/staff/ops/orders/{order_id}", status_code=303)
+    return RedirectResponse(
+        request.app.url_path_for("ops_order", order_id=order_id), status_code=303
+    )
 
 
 def _failed(
@@ -184,7 +186,9 @@ def _failed(
         ctx.update(errors=errors, form=form, failed=which)
         return render(request, "staff/ops/order.html", ctx, status_code=422)
     flash(request, exc.render_message(_), "error")
-    return RedirectResponse(f"/staff/ops/orders/{order_id}", status_code=303)
+    return RedirectResponse(
+        request.app.url_path_for("ops_order", order_id=order_id), status_code=303
+    )
 
 
 @router.post("/ops/orders/{order_id}/acknowledge")
