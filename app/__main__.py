@@ -11,18 +11,19 @@ import argparse
 import sys
 from pathlib import Path
 
-from app import worker
+from app import i18n_tools, worker
 from app.accounts import cli as accounts_cli
 from app.catalog import cli as catalog_cli
 from app.ledger import cli as ledger_cli
+from app.migrate import upgrade
 from app.orders import cli as orders_cli
+from app.seed import seed_demo
+from app.settings import Settings
 
 CLI_MODULES = (accounts_cli, catalog_cli, ledger_cli, orders_cli, worker)
 
 
 def cmd_upgrade(args: argparse.Namespace) -> int:
-    from app.migrate import upgrade
-    from app.settings import Settings
 
     upgrade(Settings().database_url)
     print("database at the latest migration")
@@ -30,7 +31,6 @@ def cmd_upgrade(args: argparse.Namespace) -> int:
 
 
 def cmd_seed(args: argparse.Namespace) -> int:
-    from app.seed import seed_demo
 
     for line in seed_demo():
         print(line)
@@ -38,7 +38,6 @@ def cmd_seed(args: argparse.Namespace) -> int:
 
 
 def cmd_i18n(args: argparse.Namespace) -> int:
-    from app import i18n_tools
 
     if args.action == "compile":
         for p in i18n_tools.compile_all():

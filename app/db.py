@@ -15,11 +15,13 @@ import contextlib
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import MetaData, event
-from sqlalchemy.engine import Engine, make_url
+from sqlalchemy import DateTime, MetaData, event
+from sqlalchemy.engine import Dialect, Engine, make_url
+from sqlalchemy.types import TypeDecorator
 from sqlmodel import Session, SQLModel, create_engine
 
 NAMING_CONVENTION = {
@@ -31,6 +33,36 @@ NAMING_CONVENTION = {
 }
 SQLModel.metadata.naming_convention = NAMING_CONVENTION
 metadata: MetaData = SQLModel.metadata
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """The one timestamp column type: ``DateTime(timezone=True)`` that always hands back an
+    aware UTC datetime (SQLite returns naive ones; PostgreSQL ones in the session's zone)
+    and stores UTC (a naive value is taken to be UTC, as ``clock.utc`` does).
+
+    Declare a column with ``Field(sa_type=UTCDateTime)``: nullability follows the
+    annotation (``datetime | None`` is nullable, ``datetime`` is not); add ``index=True``
+    where queries filter or sort on it. Migrations render it as ``sa.DateTime(timezone=True)``
+    (``render_item`` in migrations/env.py)."""
+
+    impl = DateTime
+    cache_ok = True
+
+    def __init__(self) -> None:
+        super().__init__(timezone=True)
+
+    @staticmethod
+    def _utc(value: datetime | None) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        return self._utc(value)
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        return self._utc(value)
+
 
 # Execution option: this engine's SQLite transactions are deferred (reads: no write lock).
 READ_OPTION = "app_sqlite_read_only"

@@ -12,6 +12,10 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from app.ledger.models import JournalEntry
+from app.payments.models import Invoice
+from app.web.middleware import redact_path
+
 FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"
 SECRET_QUERY_WORDS = ("token", "key", "secret", "password", "sig", "code")
 
@@ -21,7 +25,6 @@ _configured = False
 
 def redact_target(target: str) -> str:
     """A request target (path + query) with secrets replaced by ``[redacted]``."""
-    from app.web.middleware import redact_path
 
     path, sep, query = target.partition("?")
     path = redact_path(path)
@@ -61,8 +64,6 @@ _installed = False
 
 
 def _after_flush(session: Any, _ctx: Any) -> None:
-    from app.ledger.models import JournalEntry
-    from app.payments.models import Invoice
 
     events: dict[tuple[str, int], tuple[str, tuple[Any, ...]]] = session.info.setdefault(
         _PENDING, {}

@@ -20,6 +20,7 @@ from datetime import date, datetime
 from typing import Any
 
 from app import i18n
+from app.money import format_cents
 
 log = logging.getLogger("app.messages")
 
@@ -66,8 +67,6 @@ def _decode(raw: str | dict[str, Any] | None) -> dict[str, Any]:
 def _value(v: Any, locale: str) -> Any:
     from babel.dates import format_date
     from babel.numbers import format_decimal
-
-    from app.money import format_cents
 
     if isinstance(v, dict) and "t" in v:
         kind = v.get("t")

@@ -44,6 +44,7 @@ MESSAGES_EN = {
     "number.too_small": "Enter at least {min}.",
     "number.too_large": "Enter at most {max}.",
     "money.decimals": "Use at most two decimal places.",
+    "number.decimals": "Use at most two decimal places.",
     "money.exponent": "Write the amount out in full (no exponent).",
     "tokens.unit": "Use a plain number, an exponent (1.5e12) or a suffix K, M, B, T, 万 or 亿.",
 }
@@ -158,6 +159,25 @@ def parse_money_cents(
     if max_cents is not None and cents > max_cents:
         raise NumberError("number.too_large", {"max": _fmt_cents(max_cents)})
     return cents
+
+
+def parse_percent_bp(text: str, *, max_bp: int | None = None) -> int:
+    """A percentage typed by a person → basis points: '12.5' → 1250, '12.5 %', '７.５',
+    '7,25' (a decimal comma) → 725, '.5' → 50. At most two decimals; no sign, no exponent."""
+    _check_digits(text)
+    cleaned = normalise(text).replace(" ", "").removesuffix("%")
+    if not cleaned:
+        raise NumberError("number.empty")
+    if cleaned.count(",") == 1 and "." not in cleaned:
+        cleaned = cleaned.replace(",", ".")
+    if cleaned.startswith("-") and _ASCII_DECIMAL.fullmatch(cleaned[1:]):
+        raise NumberError("number.negative")
+    if not _ASCII_DECIMAL.fullmatch(cleaned) or len(cleaned) > 12:
+        raise NumberError("number.invalid")
+    whole, _, frac = cleaned.partition(".")
+    if len(frac) > 2:
+        raise NumberError("number.decimals")
+    return _bounded(int(whole or "0") * 100 + int((frac + "00")[:2]), 0, max_bp)
 
 
 def parse_token_count(

@@ -20,9 +20,14 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from app import logs
+from app.accounts.throttle import prune as prune_throttle
 from app.clock import Clock, SimulatedClock, SystemClock
 from app.db import make_engine, transaction
+from app.notifications.service import send_outbox
+from app.orders import renewals as lease_renewals
+from app.payments.service import expire_due
 from app.settings import Settings
+from app.tables import import_models
 
 log = logging.getLogger("app.worker")
 
@@ -40,10 +45,6 @@ def in_transaction(job: Callable[[Session, datetime], Any]) -> Job:
 
 
 def jobs(settings: Settings) -> list[tuple[str, Job]]:
-    from app.accounts.throttle import prune as prune_throttle
-    from app.notifications.service import send_outbox
-    from app.orders.renewals import run_due_renewals_each, send_late_notices
-    from app.payments.service import expire_due
 
     def outbox(engine: Engine, now: datetime) -> int:
         # Claims, sends and marks in short transactions of its own: no lock is held
@@ -58,11 +59,11 @@ def jobs(settings: Settings) -> list[tuple[str, Job]]:
 
     def renewals(engine: Engine, now: datetime) -> int:
         # One short transaction per lease (see run_due_renewals_each).
-        return run_due_renewals_each(engine, now).total()
+        return lease_renewals.run_due_renewals_each(engine, now).total()
 
     return [
         ("renewals", renewals),
-        ("late_notices", in_transaction(send_late_notices)),
+        ("late_notices", in_transaction(lease_renewals.send_late_notices)),
         ("invoice_expiry", in_transaction(expire_due)),
         ("outbox", outbox),
         ("throttle_prune", in_transaction(prune_throttle)),
@@ -98,7 +99,6 @@ def run_forever(
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
-    from app.tables import import_models
 
     import_models()
     settings = Settings()

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from logging.config import fileConfig
+from typing import Any
 
 from alembic import context
 from sqlalchemy import engine_from_config, pool
 
-from app.db import metadata
+from app.db import UTCDateTime, metadata
 from app.settings import Settings
 from app.tables import import_models
 
@@ -22,8 +23,15 @@ url = config.get_main_option("sqlalchemy.url") or Settings().database_url
 config.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
 
 
+def render_item(type_: str, obj: Any, autogen_context: Any) -> str | bool:
+    """Render the app's UTCDateTime as the plain column type it stores."""
+    if type_ == "type" and isinstance(obj, UTCDateTime):
+        return "sa.DateTime(timezone=True)"
+    return False
+
+
 def run_migrations_offline() -> None:
-    context.configure(url=url, target_metadata=target_metadata, literal_binds=True, render_as_batch=True)
+    context.configure(url=url, target_metadata=target_metadata, literal_binds=True, render_as_batch=True, render_item=render_item)
     with context.begin_transaction():
         context.run_migrations()
 
@@ -31,7 +39,7 @@ def run_migrations_offline() -> None:
 def run_migrations_online() -> None:
     connectable = config.attributes.get("connection")
     if connectable is not None:
-        context.configure(connection=connectable, target_metadata=target_metadata, render_as_batch=True)
+        context.configure(connection=connectable, target_metadata=target_metadata, render_as_batch=True, render_item=render_item)
         with context.begin_transaction():
             context.run_migrations()
         return
@@ -42,6 +50,7 @@ def run_migrations_online() -> None:
             target_metadata=target_metadata,
             render_as_batch=connection.dialect.name == "sqlite",
             compare_type=True,
+            render_item=render_item,
         )
         with context.begin_transaction():
             context.run_migrations()

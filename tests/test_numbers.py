@@ -8,7 +8,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app.numbers import NumberError, parse_int, parse_money_cents, parse_token_count
+from app.numbers import (
+    NumberError,
+    parse_int,
+    parse_money_cents,
+    parse_percent_bp,
+    parse_token_count,
+)
 
 
 @pytest.mark.parametrize(
@@ -134,6 +140,30 @@ def test_money_roundtrip_whole_dollars(n: int) -> None:
 
 @given(st.text(max_size=20))
 def test_parsers_never_raise_anything_but_number_error(s: str) -> None:
-    for fn in (parse_int, parse_money_cents, parse_token_count):
+    for fn in (parse_int, parse_money_cents, parse_token_count, parse_percent_bp):
         with contextlib.suppress(NumberError):
             fn(s)
+
+
+@pytest.mark.parametrize(
+    ("text", "bp"), [("12.5", 1250), ("12.5 %", 1250), ("12.5％", 1250), ("7,25", 725), (".5", 50)]
+)
+def test_percent_accepts(text: str, bp: int) -> None:
+    assert parse_percent_bp(text) == bp
+
+
+@pytest.mark.parametrize(
+    ("text", "code"),
+    [
+        ("", "number.empty"),
+        ("-5", "number.negative"),
+        ("1e1", "number.invalid"),
+        ("²", "number.invalid"),
+        ("10.123", "number.decimals"),
+        ("51", "number.too_large"),
+    ],
+)
+def test_percent_refuses(text: str, code: str) -> None:
+    with pytest.raises(NumberError) as e:
+        parse_percent_bp(text, max_bp=5000)
+    assert e.value.code == code

@@ -6,14 +6,16 @@ import json
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Column, DateTime, Text
+from sqlalchemy import Column, Text
 from sqlmodel import Field, Session, SQLModel
+
+from app.db import UTCDateTime
 
 
 class AuditEvent(SQLModel, table=True):
     __tablename__ = "audit_events"
     id: int | None = Field(default=None, primary_key=True)
-    at: datetime = Field(sa_column=Column(DateTime(timezone=True), nullable=False, index=True))
+    at: datetime = Field(sa_type=UTCDateTime, index=True)
     actor_id: int | None = Field(default=None, foreign_key="users.id", index=True)
     actor_email: str = Field(default="", max_length=254)
     action: str = Field(max_length=64, index=True)  # e.g. "login.failed", "order.delivered"

@@ -5,12 +5,10 @@ from __future__ import annotations
 from datetime import datetime
 from enum import StrEnum
 
-from sqlalchemy import BigInteger, Column, DateTime, Index, String, Text, UniqueConstraint
+from sqlalchemy import BigInteger, Column, Index, String, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
-
-def utc_col(nullable: bool = False, index: bool = False) -> Column:  # type: ignore[type-arg]
-    return Column(DateTime(timezone=True), nullable=nullable, index=index)
+from app.db import UTCDateTime
 
 
 class Role(StrEnum):
@@ -39,9 +37,9 @@ class User(SQLModel, table=True):
     # enrolment until the first code confirms it; ``totp_last_step`` refuses a code twice.
     totp_secret: str = Field(default="", max_length=64)
     totp_pending_secret: str = Field(default="", max_length=64)
-    totp_enabled_at: datetime | None = Field(default=None, sa_column=utc_col(nullable=True))
+    totp_enabled_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
     totp_last_step: int = Field(default=0, sa_column=Column(BigInteger, nullable=False, default=0))
-    created_at: datetime = Field(sa_column=utc_col())
+    created_at: datetime = Field(sa_type=UTCDateTime)
 
     @property
     def is_staff(self) -> bool:
@@ -63,9 +61,9 @@ class UserSession(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     token_hash: str = Field(sa_column=Column(String(64), unique=True, nullable=False))
     user_id: int = Field(foreign_key="users.id", index=True)
-    created_at: datetime = Field(sa_column=utc_col())
-    expires_at: datetime = Field(sa_column=utc_col())
-    revoked_at: datetime | None = Field(default=None, sa_column=utc_col(nullable=True))
+    created_at: datetime = Field(sa_type=UTCDateTime)
+    expires_at: datetime = Field(sa_type=UTCDateTime)
+    revoked_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
     ip: str = Field(default="", max_length=64)
     user_agent: str = Field(default="", max_length=256)
 
@@ -79,9 +77,9 @@ class ApiToken(SQLModel, table=True):
     name: str = Field(max_length=80)
     prefix: str = Field(max_length=12)
     token_hash: str = Field(sa_column=Column(String(64), unique=True, nullable=False))
-    created_at: datetime = Field(sa_column=utc_col())
-    last_used_at: datetime | None = Field(default=None, sa_column=utc_col(nullable=True))
-    revoked_at: datetime | None = Field(default=None, sa_column=utc_col(nullable=True))
+    created_at: datetime = Field(sa_type=UTCDateTime)
+    last_used_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
+    revoked_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
 
 
 class SshKey(SQLModel, table=True):
@@ -96,7 +94,7 @@ class SshKey(SQLModel, table=True):
     bits: int
     public_key: str = Field(sa_column=Column(Text, nullable=False))  # "type base64", no comment
     fingerprint: str = Field(max_length=64)  # "SHA256:..." as ssh-keygen -lf prints it
-    created_at: datetime = Field(sa_column=utc_col())
+    created_at: datetime = Field(sa_type=UTCDateTime)
 
     @property
     def type_label(self) -> str:
@@ -116,9 +114,9 @@ class PasswordResetToken(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     user_id: int = Field(foreign_key="users.id", index=True)
     token_hash: str = Field(sa_column=Column(String(64), unique=True, nullable=False))
-    created_at: datetime = Field(sa_column=utc_col())
-    expires_at: datetime = Field(sa_column=utc_col())
-    used_at: datetime | None = Field(default=None, sa_column=utc_col(nullable=True))
+    created_at: datetime = Field(sa_type=UTCDateTime)
+    expires_at: datetime = Field(sa_type=UTCDateTime)
+    used_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
     ip: str = Field(default="", max_length=64)
 
 
@@ -134,7 +132,7 @@ class AuthFailure(SQLModel, table=True):
     __table_args__ = (Index("ix_auth_failures_key_at", "key", "at"),)
     id: int | None = Field(default=None, primary_key=True)
     key: str = Field(max_length=80)
-    at: datetime = Field(sa_column=utc_col())
+    at: datetime = Field(sa_type=UTCDateTime)
 
 
 class RecoveryCode(SQLModel, table=True):
@@ -144,5 +142,5 @@ class RecoveryCode(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     user_id: int = Field(foreign_key="users.id", index=True)
     code_hash: str = Field(sa_column=Column(String(64), unique=True, nullable=False))
-    created_at: datetime = Field(sa_column=utc_col())
-    used_at: datetime | None = Field(default=None, sa_column=utc_col(nullable=True))
+    created_at: datetime = Field(sa_type=UTCDateTime)
+    used_at: datetime | None = Field(default=None, sa_type=UTCDateTime)

@@ -16,7 +16,7 @@ from fastapi.responses import JSONResponse
 from sqlmodel import Session
 
 from app.accounts.deps import CurrentUser
-from app.errors import N_, InsufficientBalance, InvalidInput
+from app.errors import N_, DomainError, InsufficientBalance, InvalidInput
 from app.orders import service
 from app.orders.schemas import EventOut, OrderCreate, OrderOut
 from app.quotes import service as quotes
@@ -63,7 +63,8 @@ def create(
         raise service.AboveSelfServe(
             quotes.cluster_request_path(sku=body.sku, nodes=body.nodes, sizing=body.sizing)
         )
-    draft, errors = service.parse_draft(body.as_form())
+    draft = _draft_of(body)
+    errors = service.check_draft(draft)
     if errors:
         raise InvalidInput(errors=errors, field=next(iter(errors)))
     order, created = service.create_order(
@@ -90,6 +91,26 @@ def create(
     return JSONResponse(_out(session, order, now).model_dump(mode="json"), status_code=status)
 
 
+def _draft_of(body: OrderCreate) -> service.OrderDraft:
+    """The validated API model as the service's draft (typed already: no text to re-parse)."""
+    return service.OrderDraft(
+        sku_id=body.sku,
+        quantity=body.nodes,
+        image_id=body.image,
+        ssh_key_ids=list(body.ssh_key_ids),
+        new_key_name=body.ssh_key.name if body.ssh_key else "",
+        new_key_text=body.ssh_key.public_key if body.ssh_key else "",
+        note_model_size=body.notes.model_size,
+        note_token_budget=body.notes.token_budget,
+        note_node_count=body.notes.node_count,
+        note_private_network=body.notes.private_network,
+        note_comm_pattern=body.notes.comm_pattern,
+        note_free_text=body.notes.free_text,
+        sizing_query=body.sizing,
+        quote_token=body.quote,
+    )
+
+
 def _payment_failed(
     session: Session,
     order: Order,
@@ -100,7 +121,6 @@ def _payment_failed(
     extra: dict[str, Any] | None = None,
 ) -> JSONResponse:
     """The order stays (awaiting payment); the answer says why it was not paid."""
-    from app.errors import DomainError
 
     assert isinstance(e, DomainError)
     err: dict[str, Any] = {"code": e.code, "message": e.render_message(_), **(extra or {})}

@@ -5,7 +5,12 @@ from __future__ import annotations
 
 import argparse
 
+from app.catalog import service as svc
 from app.catalog.specs import all_specs
+from app.clock import SimulatedClock, SystemClock
+from app.db import make_engine, transaction
+from app.settings import Settings
+from app.tables import import_models
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -22,10 +27,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
 
 def _engine_and_now():  # type: ignore[no-untyped-def]
-    from app.clock import SimulatedClock, SystemClock
-    from app.db import make_engine
-    from app.settings import Settings
-    from app.tables import import_models
 
     import_models()
     settings = Settings()
@@ -35,8 +36,6 @@ def _engine_and_now():  # type: ignore[no-untyped-def]
 
 
 def cmd_stock(args: argparse.Namespace) -> int:
-    from app.catalog import service as svc
-    from app.db import transaction
 
     engine, now = _engine_and_now()
     with transaction(engine) as session:
@@ -51,8 +50,6 @@ def cmd_stock(args: argparse.Namespace) -> int:
 
 
 def cmd_promise(args: argparse.Namespace) -> int:
-    from app.catalog import service as svc
-    from app.db import transaction
 
     engine, now = _engine_and_now()
     with transaction(engine) as session:

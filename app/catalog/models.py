@@ -5,14 +5,11 @@ from __future__ import annotations
 from datetime import date, datetime
 from enum import StrEnum
 
-from sqlalchemy import Column, Date, DateTime, Text, UniqueConstraint
+from sqlalchemy import Column, Date, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
+from app.db import UTCDateTime
 from app.errors import N_
-
-
-def _dt(nullable: bool = False, index: bool = False) -> Column:  # type: ignore[type-arg]
-    return Column(DateTime(timezone=True), nullable=nullable, index=index)
 
 
 class NodeState(StrEnum):
@@ -48,7 +45,7 @@ class SkuStock(SQLModel, table=True):
     __tablename__ = "catalog_sku_stock"
     sku_id: str = Field(primary_key=True, max_length=32)
     lead_time_business_days: int = Field(default=2, ge=0)
-    updated_at: datetime = Field(sa_column=_dt())
+    updated_at: datetime = Field(sa_type=UTCDateTime)
 
 
 class Node(SQLModel, table=True):
@@ -61,8 +58,8 @@ class Node(SQLModel, table=True):
     order_id: int | None = Field(default=None, foreign_key="orders.id", index=True)
     batch_id: int | None = Field(default=None, index=True)
     note: str = Field(default="", max_length=300)
-    created_at: datetime = Field(sa_column=_dt())
-    updated_at: datetime = Field(sa_column=_dt())
+    created_at: datetime = Field(sa_type=UTCDateTime)
+    updated_at: datetime = Field(sa_type=UTCDateTime)
 
 
 class IncomingBatch(SQLModel, table=True):
@@ -74,8 +71,8 @@ class IncomingBatch(SQLModel, table=True):
     expected_on: date = Field(sa_column=Column(Date, nullable=False, index=True))
     status: str = Field(default=BatchStatus.expected.value, max_length=16, index=True)
     note: str = Field(default="", max_length=300)
-    created_at: datetime = Field(sa_column=_dt())
-    arrived_at: datetime | None = Field(default=None, sa_column=_dt(nullable=True))
+    created_at: datetime = Field(sa_type=UTCDateTime)
+    arrived_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
 
     @property
     def free(self) -> int:
@@ -95,13 +92,13 @@ class StockReservation(SQLModel, table=True):
     # JSON list of [batch_id, units] still waiting for their batch.
     batch_units_json: str = Field(default="[]", sa_column=Column(Text, nullable=False))
     promised_date: date = Field(sa_column=Column(Date, nullable=False))
-    ready_at: datetime = Field(sa_column=_dt())
+    ready_at: datetime = Field(sa_type=UTCDateTime)
     in_stock: bool = False
     explanation: str = Field(default="", max_length=300)
     message: str = Field(default="", max_length=200)
     params_json: str = Field(default="{}", sa_column=Column(Text, nullable=False))
-    created_at: datetime = Field(sa_column=_dt())
-    released_at: datetime | None = Field(default=None, sa_column=_dt(nullable=True))
+    created_at: datetime = Field(sa_type=UTCDateTime)
+    released_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
 
 
 class ListPrice(SQLModel, table=True):
@@ -110,7 +107,7 @@ class ListPrice(SQLModel, table=True):
     __tablename__ = "catalog_list_prices"
     sku_id: str = Field(primary_key=True, max_length=32)
     cents: int = Field(ge=0)
-    updated_at: datetime = Field(sa_column=_dt())
+    updated_at: datetime = Field(sa_type=UTCDateTime)
     updated_by_id: int | None = Field(default=None, foreign_key="users.id")
 
 
@@ -136,4 +133,4 @@ class PriceChange(SQLModel, table=True):
     reason: str = Field(max_length=300)
     actor_id: int | None = Field(default=None, foreign_key="users.id")
     actor_email: str = Field(default="", max_length=254)
-    at: datetime = Field(sa_column=_dt(index=True))
+    at: datetime = Field(sa_type=UTCDateTime, index=True)

@@ -12,13 +12,13 @@ from fastapi.responses import HTMLResponse, Response
 from app.catalog import pricing
 from app.catalog import service as svc
 from app.catalog.promise import zone
-from app.catalog.specs import NodeSpec, all_specs
+from app.catalog.specs import NodeSpec, all_images, all_specs
 from app.errors import N_
 from app.money import parse_amount
 from app.sizing import largest_full_training_model
 from app.web.deps import NowDep, SessionDep
 from app.web.i18n import gettext as _
-from app.web.templating import is_htmx, render
+from app.web.templating import is_htmx, render, tz_name
 
 router = APIRouter(include_in_schema=False)
 
@@ -44,7 +44,6 @@ DATA_STRINGS = (
 
 def customer_tz(request: Request) -> str:
     """The browser's time zone (cookie set by static/app.js), UTC when unknown."""
-    from app.web.templating import tz_name
 
     return zone(tz_name(request)).key
 
@@ -104,7 +103,6 @@ def node_detail(request: Request, sku_id: str, session: SessionDep, now: NowDep)
     s = svc.get_spec(sku_id)
     price = svc.list_price_cents(session, s.id)
     p = svc.current_promise(session, s.id, 1, now, customer_tz(request))
-    from app.catalog.specs import all_images
 
     images = [i for i in all_images() if i.id in s.images]
     return render(

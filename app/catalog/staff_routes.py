@@ -20,7 +20,7 @@ from app.catalog.models import NODE_STATE_LABELS, NodeState
 from app.catalog.specs import all_specs
 from app.errors import N_, InvalidInput
 from app.money import parse_amount
-from app.numbers import parse_int
+from app.numbers import NumberError, parse_int
 from app.web.deps import NowDep, SessionDep
 from app.web.flash import flash
 from app.web.forms import FormModel
@@ -110,9 +110,11 @@ def _echo(form: FormModel) -> dict[str, str]:
 
 
 def _int(value: str, field: str, message: str) -> int:
+    """A whole number typed by staff, by the one number rule (full-width digits accepted;
+    signs, decimals and other scripts' digits refused with ``message``)."""
     try:
         return parse_int(value, max_value=10**9)
-    except (ValueError, TypeError):
+    except NumberError:
         raise InvalidInput(errors={field: message}) from None
 
 

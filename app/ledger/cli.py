@@ -8,16 +8,16 @@ from typing import Any
 from sqlalchemy import func
 from sqlmodel import Session, select
 
+from app.db import make_engine
 from app.ledger.checks import Violation, describe, run_checks
+from app.ledger.models import Hold, JournalEntry, LedgerAccount, Posting
+from app.settings import Settings
+from app.tables import import_models
 
 __all__ = ["Violation", "register", "run_checks"]
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from app.db import make_engine
-    from app.ledger.models import Hold, JournalEntry, LedgerAccount, Posting
-    from app.settings import Settings
-    from app.tables import import_models
 
     import_models()
     engine = make_engine(args.database_url or Settings().database_url)

@@ -12,12 +12,10 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import BigInteger, CheckConstraint, Column, DateTime, String, UniqueConstraint
+from sqlalchemy import BigInteger, CheckConstraint, Column, String, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
-
-def _dt(nullable: bool = False, index: bool = False) -> Column:  # type: ignore[type-arg]
-    return Column(DateTime(timezone=True), nullable=nullable, index=index)
+from app.db import UTCDateTime
 
 
 class LedgerAccount(SQLModel, table=True):
@@ -40,7 +38,7 @@ class LedgerAccount(SQLModel, table=True):
     user_id: int | None = Field(default=None, foreign_key="users.id", index=True)
     name: str = Field(default="", max_length=120)
     balance_cents: int = Field(default=0, sa_column=Column(BigInteger, nullable=False, default=0))
-    created_at: datetime = Field(sa_column=_dt())
+    created_at: datetime = Field(sa_type=UTCDateTime)
 
 
 class JournalEntry(SQLModel, table=True):
@@ -65,7 +63,7 @@ class JournalEntry(SQLModel, table=True):
     crypto_amount: str = Field(default="", max_length=40)  # integer, smallest unit
     rate: str = Field(default="", max_length=40)  # decimal, US$ per whole coin
     amount_cents: int = Field(sa_column=Column(BigInteger, nullable=False))  # the moved amount
-    created_at: datetime = Field(sa_column=_dt(index=True))
+    created_at: datetime = Field(sa_type=UTCDateTime, index=True)
 
 
 class Posting(SQLModel, table=True):
@@ -81,7 +79,7 @@ class Posting(SQLModel, table=True):
     account_id: int = Field(foreign_key="ledger_accounts.id", index=True)
     amount_cents: int = Field(sa_column=Column(BigInteger, nullable=False))
     balance_after_cents: int | None = Field(default=None, sa_column=Column(BigInteger))
-    created_at: datetime = Field(sa_column=_dt())
+    created_at: datetime = Field(sa_type=UTCDateTime)
 
 
 class Hold(SQLModel, table=True):
@@ -98,8 +96,8 @@ class Hold(SQLModel, table=True):
     entry_id: int | None = Field(default=None)  # the hold entry (available → held)
     resolve_entry_id: int | None = Field(default=None)  # the post/void entry
     resolve_reason: str = Field(default="", max_length=300)
-    created_at: datetime = Field(sa_column=_dt())
-    resolved_at: datetime | None = Field(default=None, sa_column=_dt(nullable=True))
+    created_at: datetime = Field(sa_type=UTCDateTime)
+    resolved_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
     actor_id: int | None = Field(default=None)
     resolved_by: int | None = Field(default=None)
 
@@ -116,7 +114,7 @@ class IdempotencyRecord(SQLModel, table=True):
     fingerprint: str = Field(max_length=64)
     hold_id: int | None = None
     entry_id: int | None = None
-    created_at: datetime = Field(sa_column=_dt())
+    created_at: datetime = Field(sa_type=UTCDateTime)
 
 
 class DeclinedAttempt(SQLModel, table=True):
@@ -131,7 +129,7 @@ class DeclinedAttempt(SQLModel, table=True):
     available_cents: int = Field(sa_column=Column(BigInteger, nullable=False))
     order_id: int | None = None
     reason: str = Field(default="", max_length=300)
-    created_at: datetime = Field(sa_column=_dt(index=True))
+    created_at: datetime = Field(sa_type=UTCDateTime, index=True)
 
 
 class ReceiptCounter(SQLModel, table=True):
@@ -172,4 +170,4 @@ class Receipt(SQLModel, table=True):
     bill_company: str = Field(default="", max_length=120)
     bill_address: str = Field(default="", max_length=500)
     bill_tax_id: str = Field(default="", max_length=64)
-    created_at: datetime = Field(sa_column=_dt(index=True))
+    created_at: datetime = Field(sa_type=UTCDateTime, index=True)

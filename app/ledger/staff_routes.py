@@ -34,7 +34,9 @@ def journal_page(
     if email.strip():
         found = session.exec(select(User).where(User.email == email.strip().lower())).first()
         if found is not None:
-            return RedirectResponse(f"/staff/ledger/customers/{found.id}", status_code=303)
+            return RedirectResponse(
+                request.app.url_path_for("customer_page", customer_id=found.id), status_code=303
+            )
         flash(request, _("No customer with that email."), "error")
     page = max(1, page)
     total = ledger.journal_count(session)
@@ -142,7 +144,9 @@ def adjust(
             errs = {k: _(v) for k, v in e.errors.items()} or {"amount": e.render_message(_)}
         else:
             flash(request, _("Adjustment recorded."), "success")
-            return RedirectResponse(f"/staff/ledger/customers/{customer_id}", status_code=303)
+            return RedirectResponse(
+                request.app.url_path_for("customer_page", customer_id=customer_id), status_code=303
+            )
     if errs:
         session.rollback()
     return _customer_page(request, session, customer_id, 1, form, errs, status_code=422)

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import Column, DateTime, Text
+from sqlalchemy import Column, Text
 from sqlmodel import Field, SQLModel
+
+from app.db import UTCDateTime
 
 
 class OutboxEmail(SQLModel, table=True):
@@ -17,17 +19,15 @@ class OutboxEmail(SQLModel, table=True):
     subject: str = Field(max_length=200)
     body: str = Field(sa_column=Column(Text, nullable=False))
     kind: str = Field(default="", max_length=40)
-    created_at: datetime = Field(sa_column=Column(DateTime(timezone=True), nullable=False))
-    sent_at: datetime | None = Field(
-        default=None, sa_column=Column(DateTime(timezone=True), index=True)
-    )
+    created_at: datetime = Field(sa_type=UTCDateTime)
+    sent_at: datetime | None = Field(default=None, sa_type=UTCDateTime, index=True)
     attempts: int = 0
     last_error: str = Field(default="", max_length=500)
     # A worker's claim on the row until this instant (sent outside any transaction; a
     # crash between send and mark resends it once the claim lapses, never loses it).
-    claimed_until: datetime | None = Field(default=None, sa_column=Column(DateTime(timezone=True)))
+    claimed_until: datetime | None = Field(default=None, sa_type=UTCDateTime)
     # Set when the message can never be sent (malformed) or ran out of attempts.
-    failed_at: datetime | None = Field(default=None, sa_column=Column(DateTime(timezone=True)))
+    failed_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
 
 
 class Notification(SQLModel, table=True):
@@ -42,5 +42,5 @@ class Notification(SQLModel, table=True):
     msgid: str = Field(default="", sa_column=Column(Text, nullable=False, server_default=""))
     params: str = Field(default="", sa_column=Column(Text, nullable=False, server_default=""))
     link: str = Field(default="", max_length=300)
-    created_at: datetime = Field(sa_column=Column(DateTime(timezone=True), nullable=False))
-    read_at: datetime | None = Field(default=None, sa_column=Column(DateTime(timezone=True)))
+    created_at: datetime = Field(sa_type=UTCDateTime)
+    read_at: datetime | None = Field(default=None, sa_type=UTCDateTime)

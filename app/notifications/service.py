@@ -13,6 +13,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
 from app import messages
+from app.accounts.models import User
 from app.db import transaction
 from app.notifications.models import Notification, OutboxEmail
 
@@ -47,7 +48,6 @@ def notify(
     ``message`` (and ``email_subject``) are English msgids with ``{name}`` parameters: the
     notification is stored as that code and shown in the reader's language; the email is
     written in the recipient's language (their account's language)."""
-    from app.accounts.models import User
 
     user = session.get(User, user_id)
     locale = user.locale if user is not None and user.locale else "en"

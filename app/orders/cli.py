@@ -8,15 +8,16 @@ import time
 from pathlib import Path
 from typing import Any
 
+from app.db import make_engine
+from app.ledger.cli import describe, run_checks
+from app.migrate import upgrade
+from app.orders.models import Order
+from app.orders.simulate import Simulation, revenue_cents, summary
 from app.settings import ROOT
+from app.tables import import_models
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
-    from app.db import make_engine
-    from app.ledger.cli import describe, run_checks
-    from app.migrate import upgrade
-    from app.orders.simulate import Simulation, revenue_cents, summary
-    from app.tables import import_models
 
     import_models()
     url = args.database_url
@@ -33,8 +34,6 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     upgrade(url)
     engine = make_engine(url)
     from sqlmodel import Session, select
-
-    from app.orders.models import Order
 
     with Session(engine) as session:
         if session.exec(select(Order.id).limit(1)).first() is not None:

@@ -60,8 +60,10 @@ def _optional_id(raw: str, field: str) -> int | None:
         raise InvalidInput(N_("Choose one of the options."), field=field) from None
 
 
-def _order_page(order_id: int) -> RedirectResponse:
-    return RedirectResponse(f"/console/orders/{order_id}#controls", status_code=303)
+def _order_page(request: Request, order_id: int) -> RedirectResponse:
+    return RedirectResponse(
+        request.app.url_path_for("console_order", order_id=order_id) + "#controls", status_code=303
+    )
 
 
 @router.post("/orders/{order_id}/tasks")
@@ -95,9 +97,9 @@ def request_task(
     except DomainError as e:
         session.rollback()
         flash(request, e.render_message(_), "error")
-        return _order_page(order_id)
+        return _order_page(request, order_id)
     flash(request, _("Request sent to our operations team. Its status shows below."), "success")
-    return _order_page(order_id)
+    return _order_page(request, order_id)
 
 
 @router.post("/staff/ops/tasks/{task_id}")
@@ -126,10 +128,13 @@ def update_task(
         flash(request, e.render_message(_), "error")
         row = session.get(controls.OrderTask, task_id)
         return RedirectResponse(
-            f"/staff/ops/orders/{row.order_id if row else ''}#tasks", status_code=303
+            request.app.url_path_for("ops_order", order_id=row.order_id if row else "") + "#tasks",
+            status_code=303,
         )
     flash(request, _("Request updated; the customer sees it on their order."), "success")
-    return RedirectResponse(f"/staff/ops/orders/{task.order_id}#tasks", status_code=303)
+    return RedirectResponse(
+        request.app.url_path_for("ops_order", order_id=task.order_id) + "#tasks", status_code=303
+    )
 
 
 @router.post("/staff/ops/orders/{order_id}/network")
@@ -156,6 +161,10 @@ def set_network(
     except DomainError as e:
         session.rollback()
         flash(request, e.render_message(_), "error")
-        return RedirectResponse(f"/staff/ops/orders/{order_id}#network", status_code=303)
+        return RedirectResponse(
+            request.app.url_path_for("ops_order", order_id=order_id) + "#network", status_code=303
+        )
     flash(request, _("Private network status saved."), "success")
-    return RedirectResponse(f"/staff/ops/orders/{order_id}#network", status_code=303)
+    return RedirectResponse(
+        request.app.url_path_for("ops_order", order_id=order_id) + "#network", status_code=303
+    )

@@ -29,7 +29,9 @@ from sqlmodel import Session, col, select
 
 from app import messages
 from app.accounts import audit
+from app.accounts import service as accounts
 from app.accounts.models import SshKey, User
+from app.accounts.sshkeys import SshKeyError, parse_public_key
 from app.catalog import specs
 from app.errors import N_, Conflict, InvalidInput, NotFound
 from app.notifications.service import notify
@@ -140,8 +142,6 @@ def _key(
     new_key_name: str,
     now: datetime,
 ) -> dict[str, str]:
-    from app.accounts import service as accounts
-    from app.accounts.sshkeys import SshKeyError, parse_public_key
 
     key: SshKey | None
     if new_key_text.strip():

@@ -4,14 +4,11 @@ from __future__ import annotations
 
 from datetime import date, datetime
 
-from sqlalchemy import Column, Date, DateTime, String, Text, UniqueConstraint
+from sqlalchemy import Column, Date, String, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
+from app.db import UTCDateTime
 from app.orders.lifecycle import OrderStatus
-
-
-def _dt(nullable: bool = True, index: bool = False) -> Column:  # type: ignore[type-arg]
-    return Column(DateTime(timezone=True), nullable=nullable, index=index)
 
 
 class Order(SQLModel, table=True):
@@ -47,7 +44,7 @@ class Order(SQLModel, table=True):
     unit_price_cents: int  # per node per month
     monthly_total_cents: int
     quote_id: int | None = Field(default=None, index=True)
-    quote_expires_at: datetime | None = Field(default=None, sa_column=_dt())
+    quote_expires_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
     first_hold_id: int | None = None
     pay_attempts: int = 0
 
@@ -60,27 +57,27 @@ class Order(SQLModel, table=True):
     end_reason: str = Field(default="", max_length=300)  # ops ended the lease early: why
     delay_estimate: date | None = Field(default=None, sa_column=Column(Date, nullable=True))
 
-    created_at: datetime = Field(sa_column=_dt(nullable=False, index=True))
-    paid_at: datetime | None = Field(default=None, sa_column=_dt())
-    acknowledged_at: datetime | None = Field(default=None, sa_column=_dt())
-    provisioning_at: datetime | None = Field(default=None, sa_column=_dt())
-    delivered_at: datetime | None = Field(default=None, sa_column=_dt())
-    cancelled_at: datetime | None = Field(default=None, sa_column=_dt())
-    ended_at: datetime | None = Field(default=None, sa_column=_dt())
-    wiped_at: datetime | None = Field(default=None, sa_column=_dt())
+    created_at: datetime = Field(sa_type=UTCDateTime, index=True)
+    paid_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
+    acknowledged_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
+    provisioning_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
+    delivered_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
+    cancelled_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
+    ended_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
+    wiped_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
 
     # The lease's billing period (set at delivery; advanced by each renewal).
-    period_start: datetime | None = Field(default=None, sa_column=_dt())
-    period_end: datetime | None = Field(default=None, sa_column=_dt(index=True))
+    period_start: datetime | None = Field(default=None, sa_type=UTCDateTime)
+    period_end: datetime | None = Field(default=None, sa_type=UTCDateTime, index=True)
     periods_paid: int = 0
     cancel_at_period_end: bool = False
-    grace_until: datetime | None = Field(default=None, sa_column=_dt())
+    grace_until: datetime | None = Field(default=None, sa_type=UTCDateTime)
     # The private network between the order's nodes (multi-node orders), set by ops:
     # "" (none asked) | requested | configuring | ready, with its subnet once ready.
     network_status: str = Field(default="", max_length=16)
     network_subnet: str = Field(default="", max_length=43)
     # The one "your order is late" notice (sent by the worker once per order).
-    late_notified_at: datetime | None = Field(default=None, sa_column=_dt())
+    late_notified_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
 
 
 class OrderHost(SQLModel, table=True):
@@ -106,7 +103,7 @@ class OrderEvent(SQLModel, table=True):
     __tablename__ = "order_events"
     id: int | None = Field(default=None, primary_key=True)
     order_id: int = Field(foreign_key="orders.id", index=True)
-    at: datetime = Field(sa_column=_dt(nullable=False))
+    at: datetime = Field(sa_type=UTCDateTime)
     kind: str = Field(max_length=40)
     message: str = Field(default="", max_length=1000)  # as written (rows before msgid)
     # The message as a code: the English msgid and JSON parameters (app/notifications/
@@ -126,7 +123,7 @@ class RenewalCharge(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     order_id: int = Field(foreign_key="orders.id", index=True)
     period_index: int  # 1 = the first renewal (second month)
-    attempted_at: datetime = Field(sa_column=_dt(nullable=False))
+    attempted_at: datetime = Field(sa_type=UTCDateTime)
     status: str = Field(
         default="pending", sa_column=Column(String(16), nullable=False)
     )  # paid | short
@@ -149,7 +146,7 @@ class OrderTask(SQLModel, table=True):
     status: str = Field(default="requested", max_length=16, index=True)
     customer_note: str = Field(default="", max_length=500)
     ops_note: str = Field(default="", max_length=500)  # shown to the customer
-    created_at: datetime = Field(sa_column=_dt(nullable=False, index=True))
-    updated_at: datetime = Field(sa_column=_dt(nullable=False))
-    done_at: datetime | None = Field(default=None, sa_column=_dt())
+    created_at: datetime = Field(sa_type=UTCDateTime, index=True)
+    updated_at: datetime = Field(sa_type=UTCDateTime)
+    done_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
     acted_by: int | None = Field(default=None, foreign_key="users.id")

@@ -23,6 +23,8 @@ from app.catalog.service import Node, NodeState
 from app.clock import utc
 from app.errors import N_, Conflict, InvalidInput, NotFound
 from app.i18n import LOCALES, translations_for
+from app.ledger import service as ledger
+from app.ledger.postings import unused_days_credit
 from app.notifications.service import notify
 from app.orders.lifecycle import (
     LEASE_ACTIVE,
@@ -458,7 +460,6 @@ def mark_delivered(
     session: Session, *, actor: User, order_id: int, now: datetime, ip: str = ""
 ) -> Order:
     """Hand-over: the first month's hold is posted and the lease starts now."""
-    from app.ledger import service as ledger
 
     order = load_order(session, order_id)
     _require(order, PRE_DELIVERY)
@@ -599,7 +600,6 @@ class EarlyEndCredit:
 def early_end_credit(order: Order, now: datetime) -> EarlyEndCredit:
     """What ending the lease now gives back: the unused whole days of the paid month, pro
     rata, rounded down to the cent (nothing for a suspended lease: its month is unpaid)."""
-    from app.ledger.postings import unused_days_credit
 
     if (
         order.status not in (OrderStatus.delivered.value, OrderStatus.ending.value)
@@ -626,7 +626,6 @@ def end_lease(
     """Ops end a lease before its paid month is over: they confirm and give the reason the
     customer reads (order page, notification, email); the unused whole days of the paid
     month go back to the customer's balance as one ledger entry named for the order."""
-    from app.ledger import service as ledger
 
     order = load_order(session, order_id)
     _require(order, LEASE_ACTIVE | {OrderStatus.suspended})

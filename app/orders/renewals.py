@@ -27,6 +27,7 @@ from sqlmodel import Session, col, select
 from app.clock import utc
 from app.db import is_postgres, transaction
 from app.errors import N_, InsufficientBalance
+from app.ledger import service as ledger
 from app.orders import ops
 from app.orders.lifecycle import GRACE_DAYS, PRE_DELIVERY, OrderStatus
 from app.orders.models import Order, RenewalCharge
@@ -142,7 +143,6 @@ def run_due_renewals_each(engine: Engine, now: datetime, *, limit: int = 500) ->
 
 
 def _renew_one(session: Session, order: Order, now: datetime) -> str:
-    from app.ledger import service as ledger
 
     assert order.period_end is not None and order.id is not None
     period_end = utc(order.period_end)

@@ -11,17 +11,21 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from sqlmodel import Session
 
 from app.accounts import login
+from app.accounts import service as accounts
 from app.accounts.deps import CurrentUser, OptionalUser
 from app.accounts.models import User
 from app.accounts.sshkeys import looks_private
+from app.catalog import service as catalog
 from app.catalog import specs
 from app.clock import wall_now
 from app.errors import N_, DomainError, InsufficientBalance, InvalidInput
+from app.notifications.service import mark_read, unread_for
 from app.numbers import NumberError, parse_money_cents
-from app.orders import service
+from app.orders import controls, service
 from app.orders.lifecycle import OrderStatus
 from app.orders.models import Order
 from app.orders.schemas import DeployForm, PayForm, TopupForm
+from app.payments import service as payments
 from app.payments.rates import CURRENCIES
 from app.quotes import service as quotes
 from app.web.deps import NowDep, SessionDep
@@ -77,7 +81,6 @@ def summary_context(
 ) -> dict[str, Any]:
     """Promised date, price and balance/shortfall for a SKU and node count (above the
     self-serve limit: the sales path)."""
-    from app.catalog import service as catalog
 
     ctx: dict[str, Any] = {"sum_ok": False, "sum_error": None, "sum_image_warning": ""}
     spec = _sku_or_none(sku_id)
@@ -179,8 +182,6 @@ def _render_deploy(
 ) -> HTMLResponse:
     saved_keys: list[Any] = []
     if user is not None and user.id is not None:
-        from app.accounts import service as accounts
-
         saved_keys = list(accounts.ssh_keys_for(session, user.id))
     translated = {k: _(m) for k, m in (errors or {}).items()}
     sizing_link = "/size?" + values["sizing"] if values.get("sizing") else ""
@@ -263,7 +264,6 @@ def deploy_submit(
         values["new_key_text"] = ""  # never echo a private key back into the page
     if user is None:
         # Show what is wrong with the account part together with the rest of the form.
-        from app.accounts import service as accounts
 
         for k, v in accounts.inline_errors(
             mode=values["account_mode"],
@@ -331,7 +331,7 @@ def deploy_submit(
             errs = {"ssh_keys": e.render_message(_)}
         page = _render_deploy(request, session, user, now, values, errs, idem_key, status_code=422)
         return _with_cookies(page, response)
-    response.headers["location"] = f"/orders/{order.id}/review"
+    response.headers["location"] = str(request.app.url_path_for("review_page", order_id=order.id))
     return response
 
 
@@ -369,11 +369,10 @@ def _review_page(
     topup_errors: dict[str, str] | None = None,
     topup_amount: str | None = None,
 ) -> HTMLResponse:
-    from app.payments import service as payments
 
     rv = service.review(session, order, now)
     spec = specs.spec(order.sku_id)
-    back = f"/orders/{order.id}/review"
+    back = request.app.url_path_for("review_page", order_id=order.id)
     open_topups = [
         i
         for i in payments.invoices_for(session, order.user_id)
@@ -406,7 +405,9 @@ def review_page(
 ) -> Response:
     order = service.get_order_for(session, user, order_id)
     if order.status != OrderStatus.awaiting_payment.value:
-        return RedirectResponse(f"/console/orders/{order.id}", status_code=303)
+        return RedirectResponse(
+            request.app.url_path_for("console_order", order_id=order.id), status_code=303
+        )
     return _review_page(request, session, order, now)
 
 
@@ -445,7 +446,9 @@ def pay(
         _("Paid. Your order is confirmed; we will hand over the nodes by the promised date."),
         "success",
     )
-    return RedirectResponse(f"/console/orders/{order.id}", status_code=303)
+    return RedirectResponse(
+        request.app.url_path_for("console_order", order_id=order.id), status_code=303
+    )
 
 
 @router.post("/orders/{order_id}/topup", response_class=HTMLResponse)
@@ -457,11 +460,12 @@ def topup(
     user: CurrentUser,
     form: Annotated[TopupForm, Form()],
 ) -> Response:
-    from app.payments import service as payments
 
     order = service.get_order_for(session, user, order_id)
     if order.status != OrderStatus.awaiting_payment.value:
-        return RedirectResponse(f"/console/orders/{order.id}", status_code=303)
+        return RedirectResponse(
+            request.app.url_path_for("console_order", order_id=order.id), status_code=303
+        )
     rv = service.review(session, order, now)
     raw = form.amount
     currency = form.currency
@@ -486,7 +490,7 @@ def topup(
         amount_cents=cents,
         currency=currency,
         now=now,
-        return_to=f"/orders/{order.id}/review",
+        return_to=str(request.app.url_path_for("review_page", order_id=order.id)),
         provider=request.app.state.payment_provider,
     )
     return RedirectResponse(_invoice_url(invoice), status_code=303)
@@ -504,7 +508,9 @@ def cancel_confirm(
     order = service.get_order_for(session, user, order_id)
     action = service.cancel_action(order, now)
     if action != "refund":
-        return RedirectResponse(f"/console/orders/{order_id}", status_code=303)
+        return RedirectResponse(
+            request.app.url_path_for("console_order", order_id=order_id), status_code=303
+        )
     assert order.id is not None
     return render(
         request,
@@ -529,7 +535,9 @@ def cancel(
     current = service.get_order_for(session, user, order_id)
     if service.cancel_action(current, now) == "refund" and confirm != "yes":
         # A refund-cancel of a paid order needs the confirmation step first.
-        return RedirectResponse(f"/orders/{order_id}/cancel", status_code=303)
+        return RedirectResponse(
+            request.app.url_path_for("cancel_confirm", order_id=order_id), status_code=303
+        )
     try:
         order = service.cancel_order(
             session,
@@ -540,7 +548,9 @@ def cancel(
         )
     except (service.NotCancellable, service.OrderChangedMeanwhile) as e:
         flash(request, e.render_message(_), "error")
-        return RedirectResponse(f"/console/orders/{order_id}", status_code=303)
+        return RedirectResponse(
+            request.app.url_path_for("console_order", order_id=order_id), status_code=303
+        )
     if order.status == OrderStatus.cancelled.value:
         flash(request, _("Cancelled. The first month is back in your balance in full."), "success")
     elif order.status == OrderStatus.abandoned.value:
@@ -552,7 +562,9 @@ def cancel(
             _("Your lease will end at the end of the paid month. Nothing more will be charged."),
             "success",
         )
-    return RedirectResponse(f"/console/orders/{order.id}", status_code=303)
+    return RedirectResponse(
+        request.app.url_path_for("console_order", order_id=order.id), status_code=303
+    )
 
 
 # ---------------------------------------------------------------------------------------
@@ -596,7 +608,6 @@ def status_badge(order: Order, now: datetime) -> tuple[str, str]:
 
 @router.get("/console", response_class=HTMLResponse)
 def console(request: Request, session: SessionDep, now: NowDep, user: CurrentUser) -> Response:
-    from app.notifications.service import mark_read, unread_for
 
     orders = service.visible_orders(session, user)
     available, held = service.balance_of(session, user)
@@ -653,8 +664,6 @@ def console_order(
 
 def controls_context(session: Session, order: Order, user: User) -> dict[str, Any]:
     """What the order page's node controls need (requests, saved keys, images, network)."""
-    from app.accounts import service as accounts
-    from app.orders import controls
 
     assert order.id is not None
     return {
@@ -672,7 +681,6 @@ def controls_context(session: Session, order: Order, user: User) -> dict[str, An
 
 def _promise_text(session: Session, order: Order) -> str:
     """The frozen promise's explanation in the reader's language (catalog re-renders it)."""
-    from app.catalog import service as catalog
 
     assert order.id is not None
     frozen = catalog.frozen_promise(session, order.id)

@@ -38,24 +38,6 @@ class OrderCreate(BaseModel):
     )
     pay: bool = Field(default=False, description="pay the first month from the balance now")
 
-    def as_form(self) -> dict[str, Any]:
-        return {
-            "sku": self.sku,
-            "nodes": self.nodes,
-            "image": self.image,
-            "ssh_key_ids": list(self.ssh_key_ids),
-            "new_key_name": self.ssh_key.name if self.ssh_key else "",
-            "new_key_text": self.ssh_key.public_key if self.ssh_key else "",
-            "note_model_size": self.notes.model_size,
-            "note_token_budget": self.notes.token_budget,
-            "note_node_count": self.notes.node_count,
-            "note_private_network": self.notes.private_network,
-            "note_comm_pattern": self.notes.comm_pattern,
-            "note_free_text": self.notes.free_text,
-            "sizing": self.sizing,
-            "quote": self.quote,
-        }
-
 
 class HostOut(BaseModel):
     hostname: str

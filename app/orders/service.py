@@ -30,7 +30,7 @@ from app.accounts.models import User
 from app.catalog.specs import SELF_SERVE_MAX_NODES
 from app.clock import utc
 from app.errors import N_, Conflict, InvalidInput, NotFound
-from app.numbers import parse_int
+from app.numbers import NumberError, parse_int
 from app.orders.lifecycle import (
     LEASE_ACTIVE,
     PRE_DELIVERY,
@@ -157,15 +157,12 @@ def new_idempotency_key() -> str:
 
 
 def _int(value: Any) -> int | None:
-    if value is None or value == "":
+    """A whole number by the one number rule (app.numbers); None when absent or refused."""
+    if value is None or isinstance(value, bool) or not isinstance(value, (int, str)):
         return None
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
     try:
-        return parse_int(str(value), max_value=10**9)
-    except ValueError:
+        return parse_int(value, max_value=10**9)
+    except NumberError:
         return None
 
 
@@ -174,13 +171,40 @@ def _truthy(value: Any) -> bool:
 
 
 def parse_draft(data: dict[str, Any]) -> tuple[OrderDraft, dict[str, str]]:
-    """Normalise and validate raw input (form or JSON). Returns the draft and field errors
-    (English msgids; translate at render time). Never touches the database."""
+    """Raw input (the deploy form's text, the simulator) → a typed draft, then
+    ``check_draft``. A number that does not parse becomes 0 ("not a valid count or key"),
+    which ``check_draft`` refuses with the field's message. Never touches the database."""
+    raw_ids = data.get("ssh_key_ids") or []
+    if isinstance(raw_ids, (str, int)):
+        raw_ids = [raw_ids]
+    raw_nc = data.get("note_node_count")
+    d = OrderDraft(
+        sku_id=str(data.get("sku") or ""),
+        quantity=_int(data.get("nodes")) or 0,
+        image_id=str(data.get("image") or ""),
+        ssh_key_ids=[_int(v) or 0 for v in raw_ids],
+        new_key_name=str(data.get("new_key_name") or ""),
+        new_key_text=str(data.get("new_key_text") or ""),
+        note_model_size=str(data.get("note_model_size") or ""),
+        note_token_budget=str(data.get("note_token_budget") or ""),
+        note_node_count=None if raw_nc in (None, "") else (_int(raw_nc) or 0),
+        note_private_network=_truthy(data.get("note_private_network")),
+        note_comm_pattern=str(data.get("note_comm_pattern") or ""),
+        note_free_text=str(data.get("note_free_text") or ""),
+        sizing_query=str(data.get("sizing") or ""),
+        quote_token=str(data.get("quote") or ""),
+    )
+    return d, check_draft(d)
+
+
+def check_draft(d: OrderDraft) -> dict[str, str]:
+    """The one validation of a draft, however it arrived (the form via ``parse_draft``, the
+    API's typed ``OrderCreate``): field errors as English msgids (translate at render
+    time). Trims ``d`` in place and clamps what would be echoed back. No database."""
     from app.catalog import specs
 
     errors: dict[str, str] = {}
-    d = OrderDraft()
-    d.sku_id = str(data.get("sku") or "").strip()
+    d.sku_id = d.sku_id.strip()
     try:
         sku = specs.spec(d.sku_id)
     except KeyError:
@@ -190,16 +214,13 @@ def parse_draft(data: dict[str, Any]) -> tuple[OrderDraft, dict[str, str]]:
         errors["sku"] = N_(
             "This rack is sold through our sales team, not self-serve checkout. Ask for a quote."
         )
-    q = _int(data.get("nodes"))
-    if q is not None and q > MAX_NODES:
+    if d.quantity > MAX_NODES:
         errors["nodes"] = ABOVE_SELF_SERVE
         d.quantity = 1
-    elif q is None or q < 1:
+    elif d.quantity < 1:
         errors["nodes"] = N_("Enter a node count between 1 and 16.")
         d.quantity = 1
-    else:
-        d.quantity = q
-    d.image_id = str(data.get("image") or "").strip()
+    d.image_id = d.image_id.strip()
     image_ids = {i.id for i in specs.all_images()}
     if d.image_id not in image_ids:
         errors["image"] = N_("Choose an operating system image.")
@@ -209,17 +230,11 @@ def parse_draft(data: dict[str, Any]) -> tuple[OrderDraft, dict[str, str]]:
             if sku.vendor == "amd"
             else N_("ROCm images run only on AMD MI355X; choose an Ubuntu image with CUDA.")
         )
-    raw_ids = data.get("ssh_key_ids") or []
-    if isinstance(raw_ids, (str, int)):
-        raw_ids = [raw_ids]
-    for v in raw_ids:
-        i = _int(v)
-        if i is None:
-            errors["ssh_keys"] = N_("Choose one of your saved keys.")
-        else:
-            d.ssh_key_ids.append(i)
-    d.new_key_name = str(data.get("new_key_name") or "").strip()[:80]
-    d.new_key_text = str(data.get("new_key_text") or "").strip()
+    if any(i < 1 for i in d.ssh_key_ids):
+        errors["ssh_keys"] = N_("Choose one of your saved keys.")
+        d.ssh_key_ids = [i for i in d.ssh_key_ids if i >= 1]
+    d.new_key_name = d.new_key_name.strip()[:80]
+    d.new_key_text = d.new_key_text.strip()
     if d.new_key_text and not d.new_key_name:
         errors["new_key_name"] = N_("Give the new key a name, for example “laptop”.")
     if d.new_key_text:
@@ -243,19 +258,14 @@ def parse_draft(data: dict[str, Any]) -> tuple[OrderDraft, dict[str, str]]:
             "Add at least one SSH public key: choose a saved key or paste a new one."
         )
     for name in ("note_model_size", "note_token_budget"):
-        value = str(data.get(name) or "").strip()
+        value = str(getattr(d, name)).strip()
         if len(value) > NOTE_MAX:
             errors[name] = N_("Keep this under 80 characters.")
         setattr(d, name, value[:NOTE_MAX])
-    raw_nc = data.get("note_node_count")
-    if raw_nc not in (None, ""):
-        nc = _int(raw_nc)
-        if nc is None or nc < 1 or nc > 10000:
-            errors["note_node_count"] = N_("Enter a whole number of nodes, or leave it empty.")
-        else:
-            d.note_node_count = nc
-    d.note_private_network = _truthy(data.get("note_private_network"))
-    d.note_comm_pattern = str(data.get("note_comm_pattern") or "").strip()
+    if d.note_node_count is not None and not 1 <= d.note_node_count <= 10000:
+        errors["note_node_count"] = N_("Enter a whole number of nodes, or leave it empty.")
+        d.note_node_count = None
+    d.note_comm_pattern = d.note_comm_pattern.strip()
     if len(d.note_comm_pattern) > 300:
         errors["note_comm_pattern"] = N_("Keep this under 300 characters.")
         d.note_comm_pattern = d.note_comm_pattern[:300]
@@ -265,13 +275,13 @@ def parse_draft(data: dict[str, Any]) -> tuple[OrderDraft, dict[str, str]]:
             "Describe the job's communication pattern so we can plan the private network "
             "(for example: data parallel all-reduce across nodes, tensor parallel inside)."
         )
-    d.note_free_text = str(data.get("note_free_text") or "").strip()
+    d.note_free_text = d.note_free_text.strip()
     if len(d.note_free_text) > FREE_TEXT_MAX:
         errors["note_free_text"] = N_("Keep the notes under 4,000 characters.")
         d.note_free_text = d.note_free_text[:FREE_TEXT_MAX]
-    d.sizing_query = str(data.get("sizing") or "").strip().lstrip("?")[:2000]
-    d.quote_token = str(data.get("quote") or "").strip()[:200]
-    return d, errors
+    d.sizing_query = d.sizing_query.strip().lstrip("?")[:2000]
+    d.quote_token = d.quote_token.strip()[:200]
+    return errors
 
 
 # ---------------------------------------------------------------------------------------

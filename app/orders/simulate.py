@@ -17,11 +17,19 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
 from app.accounts.models import Role, User
+from app.accounts.security import hash_password
+from app.catalog import service as catalog
+from app.catalog.seed import seed as seed_catalog
 from app.clock import FixedClock, utc
 from app.db import transaction
 from app.errors import DomainError
+from app.ledger import service as ledger
+from app.orders import ops, renewals
+from app.orders import service as orders
 from app.orders.lifecycle import PRE_DELIVERY, OrderStatus
 from app.orders.models import Order
+from app.payments import service as payments
+from app.sizing import size
 
 START = datetime(2027, 1, 4, 9, 0, tzinfo=UTC)  # a Monday
 PRESETS = ("llama-3.1-8b", "qwen2.5-7b", "qwen2.5-14b", "qwen2.5-32b", "llama-3.1-70b")
@@ -101,8 +109,6 @@ class Simulation:
     # --- set-up ----------------------------------------------------------------------
 
     def setup(self) -> None:
-        from app.accounts.security import hash_password
-        from app.catalog.seed import seed as seed_catalog
 
         now = self.clock.now()
         self._hash = hash_password("simulated-customer-password")
@@ -157,7 +163,6 @@ class Simulation:
         return self._try(what, lambda s: fn(s, actor=self._ops(s), now=self.clock.now(), **kw))
 
     def _topup(self, user_id: int, cents: int, *, pay: bool = True) -> bool:
-        from app.payments import service as payments
 
         now = self.clock.now()
 
@@ -176,7 +181,6 @@ class Simulation:
         return ok
 
     def _available(self, user_id: int) -> int:
-        from app.ledger import service as ledger
 
         with Session(self.engine) as s:
             return ledger.available_cents(s, user_id)
@@ -184,8 +188,6 @@ class Simulation:
     # --- the customer's side -----------------------------------------------------------
 
     def arrive(self, c: Customer) -> None:
-        from app.orders import service as orders
-        from app.sizing import size
 
         now = self.clock.now()
         self.stats.customers += 1
@@ -272,7 +274,6 @@ class Simulation:
         self.stats.paid += 1
 
     def _first_promisable(self, choices: list[tuple[str, int]], now: datetime) -> tuple[str, int]:
-        from app.catalog import service as catalog
 
         with Session(self.engine) as s:
             for sku, nodes in choices:
@@ -292,7 +293,6 @@ class Simulation:
                 self.customer_day(c, o)
 
     def customer_day(self, c: Customer, o: Order) -> None:
-        from app.orders import service as orders
 
         if c.order_id is None or c.user_id is None:
             return
@@ -332,8 +332,6 @@ class Simulation:
     # --- ops -----------------------------------------------------------------------------
 
     def ops_day(self) -> None:
-        from app.catalog import service as catalog
-        from app.orders import ops
 
         now = self.clock.now()
         today = now.date()
@@ -378,8 +376,6 @@ class Simulation:
             self._op("wipe", ops.confirm_wipe, order_id=oid or 0)
 
     def _deliver(self, order_id: int) -> None:
-        from app.catalog import service as catalog
-        from app.orders import ops
 
         now = self.clock.now()
         rng = self.rng
@@ -424,8 +420,6 @@ class Simulation:
     # --- the worker ------------------------------------------------------------------------
 
     def worker(self) -> None:
-        from app.orders import renewals
-        from app.payments import service as payments
 
         now = self.clock.now()
         rep = self._try("renewals", lambda s: renewals.run_due_renewals(s, now))
@@ -474,7 +468,6 @@ class Simulation:
 
 def revenue_cents(engine: Engine) -> int:
     """Money recognised: posted first months and renewal charges (from the ledger)."""
-    from app.ledger import service as ledger
 
     with Session(engine) as s:
         return ledger.recognised_revenue_cents(s)

@@ -17,6 +17,7 @@ from sqlmodel import Session, col, select
 from app.accounts.audit import client_ip
 from app.accounts.deps import OpsUser, StaffUser
 from app.accounts.models import User
+from app.catalog import service as catalog
 from app.catalog import specs
 from app.errors import DomainError, InvalidInput, NotFound
 from app.numbers import parse_int
@@ -97,7 +98,6 @@ def _detail_context(session: Session, order: Order, now: Any) -> dict[str, Any]:
     status = OrderStatus(order.status)
     pending = status in PRE_DELIVERY
     candidates = ops.candidate_nodes(session, order) if pending else []
-    from app.catalog import service as catalog
 
     waiting = catalog.waiting_units(session, order.id or 0) if pending else 0
     held_ids = {n.id for n in catalog.nodes_for_order(session, order.id or 0)}
@@ -158,7 +158,9 @@ def ops_order(
 
 def _done(request: Request, order_id: int, message: str) -> Response:
     flash(request, message, "success")
-    return RedirectResponse(f"/staff/ops/orders/{order_id}", status_code=303)
+    return RedirectResponse(
+        request.app.url_path_for("ops_order", order_id=order_id), status_code=303
+    )
 
 
 def _failed(
@@ -185,7 +187,9 @@ def _failed(
         ctx.update(errors=errors, form=form, failed=which)
         return render(request, "staff/ops/order.html", ctx, status_code=422)
     flash(request, exc.render_message(_), "error")
-    return RedirectResponse(f"/staff/ops/orders/{order_id}", status_code=303)
+    return RedirectResponse(
+        request.app.url_path_for("ops_order", order_id=order_id), status_code=303
+    )
 
 
 @router.post("/ops/orders/{order_id}/acknowledge")

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import BigInteger, Column, DateTime, String
+from sqlalchemy import BigInteger, Column, String
 from sqlmodel import Field, SQLModel
 
-
-def _dt(nullable: bool = False, index: bool = False) -> Column:  # type: ignore[type-arg]
-    return Column(DateTime(timezone=True), nullable=nullable, index=index)
+from app.db import UTCDateTime
 
 
 class Invoice(SQLModel, table=True):
@@ -36,11 +34,11 @@ class Invoice(SQLModel, table=True):
     credited_cents: int | None = Field(default=None, sa_column=Column(BigInteger))
     credit_entry_id: int | None = Field(default=None)
     return_to: str = Field(default="", max_length=500)
-    created_at: datetime = Field(sa_column=_dt(index=True))
-    expires_at: datetime = Field(sa_column=_dt(index=True))
-    monitoring_until: datetime = Field(sa_column=_dt(index=True))
-    updated_at: datetime = Field(sa_column=_dt())
-    settled_at: datetime | None = Field(default=None, sa_column=_dt(nullable=True))
+    created_at: datetime = Field(sa_type=UTCDateTime, index=True)
+    expires_at: datetime = Field(sa_type=UTCDateTime, index=True)
+    monitoring_until: datetime = Field(sa_type=UTCDateTime, index=True)
+    updated_at: datetime = Field(sa_type=UTCDateTime)
+    settled_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
 
 
 class ChainPayment(SQLModel, table=True):
@@ -51,7 +49,7 @@ class ChainPayment(SQLModel, table=True):
     invoice_id: int = Field(foreign_key="payments_invoices.id", index=True)
     txid: str = Field(sa_column=Column(String(80), unique=True, nullable=False))
     units: str = Field(max_length=40)
-    seen_at: datetime = Field(sa_column=_dt())
+    seen_at: datetime = Field(sa_type=UTCDateTime)
     confirmed: bool = False
 
 
@@ -64,7 +62,7 @@ class WebhookDelivery(SQLModel, table=True):
     original_delivery_id: str = Field(default="", max_length=64, index=True)
     event_type: str = Field(max_length=40)
     provider_invoice_id: str = Field(max_length=32, index=True)
-    received_at: datetime = Field(sa_column=_dt())
+    received_at: datetime = Field(sa_type=UTCDateTime)
     is_redelivery: bool = False
     outcome: str = Field(default="", max_length=200)
 

@@ -12,12 +12,10 @@ from __future__ import annotations
 from datetime import date, datetime
 from enum import StrEnum
 
-from sqlalchemy import BigInteger, Column, Date, DateTime, String, Text
+from sqlalchemy import BigInteger, Column, Date, String, Text
 from sqlmodel import Field, SQLModel
 
-
-def _dt(nullable: bool = True, index: bool = False) -> Column:  # type: ignore[type-arg]
-    return Column(DateTime(timezone=True), nullable=nullable, index=index)
+from app.db import UTCDateTime
 
 
 class Quote(SQLModel, table=True):
@@ -69,25 +67,25 @@ class Quote(SQLModel, table=True):
     promise_params_json: str = Field(default="{}", max_length=1000)
 
     valid_days: int = 7
-    created_at: datetime = Field(sa_column=_dt(nullable=False, index=True))
-    updated_at: datetime = Field(sa_column=_dt(nullable=False))
-    sent_at: datetime | None = Field(default=None, sa_column=_dt())
-    expires_at: datetime | None = Field(default=None, sa_column=_dt(index=True))
-    viewed_at: datetime | None = Field(default=None, sa_column=_dt())
-    accepted_at: datetime | None = Field(default=None, sa_column=_dt())
-    expired_at: datetime | None = Field(default=None, sa_column=_dt())
-    withdrawn_at: datetime | None = Field(default=None, sa_column=_dt())
+    created_at: datetime = Field(sa_type=UTCDateTime, index=True)
+    updated_at: datetime = Field(sa_type=UTCDateTime)
+    sent_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
+    expires_at: datetime | None = Field(default=None, sa_type=UTCDateTime, index=True)
+    viewed_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
+    accepted_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
+    expired_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
+    withdrawn_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
 
     # Discount approval (above the sales limit): who, when, why.
-    approval_requested_at: datetime | None = Field(default=None, sa_column=_dt())
+    approval_requested_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
     approved_by_id: int | None = Field(default=None, foreign_key="users.id")
-    approved_at: datetime | None = Field(default=None, sa_column=_dt())
+    approved_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
     approval_reason: str = Field(default="", max_length=500)
     approved_discount_bp: int | None = None
 
     # Set by checkout when an order is created from this quote.
     used_order_id: int | None = Field(default=None, index=True)
-    used_at: datetime | None = Field(default=None, sa_column=_dt())
+    used_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
 
 
 class ClusterRequestStatus(StrEnum):
@@ -119,4 +117,4 @@ class ClusterRequest(SQLModel, table=True):
     user_id: int | None = Field(default=None, foreign_key="users.id", index=True)
     status: str = Field(default=ClusterRequestStatus.new.value, max_length=16, index=True)
     staff_note: str = Field(default="", sa_column=Column(Text, nullable=False, server_default=""))
-    created_at: datetime = Field(sa_column=_dt(nullable=False, index=True))
+    created_at: datetime = Field(sa_type=UTCDateTime, index=True)

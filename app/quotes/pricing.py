@@ -20,7 +20,8 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 
 from app.catalog.specs import SELF_SERVE_MAX_NODES
-from app.errors import N_, InvalidInput
+from app.errors import N_
+from app.numbers import NumberError, parse_int
 
 SALES_DISCOUNT_LIMIT_BP = 1000  # 10 %: sales may give this much on their own
 MAX_DISCOUNT_BP = 5000  # 50 %: nobody quotes below half the list price
@@ -72,30 +73,6 @@ class Totals:
     total_cents: int  # the whole term
     list_total_cents: int  # the whole term at list price
     saving_cents: int
-
-
-def parse_discount(text: str) -> int:
-    """'12.5' / '12.5%' / '' → basis points (1250 / 1250 / 0). At most two decimals."""
-    cleaned = (text or "").strip().rstrip("%").strip().replace(",", ".")
-    if not cleaned:
-        return 0
-    whole, _, frac = cleaned.partition(".")
-    if not whole:
-        whole = "0"
-    if (
-        not (whole.isascii() and whole.isdigit())
-        or (frac and not (frac.isascii() and frac.isdigit()))
-        or len(frac) > 2
-        or len(whole) > 6
-    ):
-        raise InvalidInput(
-            N_("Enter the discount as a percentage, e.g. 7.5 (at most two decimals)."),
-            field="discount",
-        )
-    bp = int(whole) * 100 + int((frac + "00")[:2])
-    if bp > MAX_DISCOUNT_BP:
-        raise InvalidInput(N_("The discount cannot exceed 50 %."), field="discount")
-    return bp
 
 
 def format_discount(bp: int) -> str:
@@ -170,10 +147,13 @@ def reference(quote_id: int) -> str:
 
 
 def parse_reference(text: str) -> int | None:
+    """'Q-000042' / 'q42' / '#42' / '４２' → 42; None when it is not a quote reference."""
     t = text.strip().upper()
     if t.startswith("Q-"):
         t = t[2:]
     elif t.startswith("Q"):
         t = t[1:]
-    t = t.lstrip("#")
-    return int(t) if t.isascii() and t.isdigit() and len(t) < 10 else None
+    try:
+        return parse_int(t.lstrip("#"), min_value=1, max_value=10**9 - 1)
+    except NumberError:
+        return None

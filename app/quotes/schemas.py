@@ -9,8 +9,8 @@ from typing import Annotated, Any, ClassVar
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo, field_validator
 
 from app.catalog.specs import all_specs, spec
-from app.errors import N_, InvalidInput
-from app.numbers import NumberError, parse_int
+from app.errors import N_
+from app.numbers import NumberError, parse_int, parse_percent_bp
 from app.quotes import pricing
 from app.text import multi_line, single_line
 
@@ -138,7 +138,8 @@ class QuoteIn(BaseModel):
     sku: str = ""
     quantity: TypedInt
     months: OptionalTypedInt = None
-    discount: str = Field(default="", max_length=12)
+    # Typed as a percentage under the form field "discount"; held in basis points.
+    discount_bp: int = Field(default=0, validation_alias="discount")
     valid_days: OptionalTypedInt = Field(default=None, ge=1, le=30)
     sizing: str = Field(default="", max_length=2000)
     sizing_notes: str = Field(default="", max_length=4000)
@@ -203,14 +204,19 @@ class QuoteIn(BaseModel):
                 raise ValueError(problem)
         return v
 
-    @field_validator("discount")
+    @field_validator("discount_bp", mode="before")
     @classmethod
-    def _discount(cls, v: str) -> str:
+    def _discount(cls, v: Any) -> int:
+        if v is None or (isinstance(v, str) and not v.strip()):
+            return 0
         try:
-            pricing.parse_discount(v)
-        except InvalidInput as e:
-            raise ValueError(e.message) from None
-        return v
+            return parse_percent_bp(str(v), max_bp=pricing.MAX_DISCOUNT_BP)
+        except NumberError as e:
+            if e.code == "number.too_large":
+                raise ValueError(N_("The discount cannot exceed 50 %.")) from None
+            raise ValueError(
+                N_("Enter the discount as a percentage, e.g. 7.5 (at most two decimals).")
+            ) from None
 
 
 def _kind(info: ValidationInfo) -> str | None:

@@ -178,11 +178,6 @@ def quote_input(session: Session, form: QuoteIn) -> QuoteInput:
     months = form.months if form.months is not None else default_months
     for k, v in pricing.check_terms(kind, quantity, months).items():
         errors.setdefault(k, v)
-    discount_bp = 0
-    try:
-        discount_bp = pricing.parse_discount(form.discount)
-    except InvalidInput as e:
-        errors["discount"] = e.message
     valid_days = form.valid_days if form.valid_days is not None else pricing.DEFAULT_VALID_DAYS
     raw_sizing = form.sizing
     data = QuoteInput(
@@ -192,7 +187,7 @@ def quote_input(session: Session, form: QuoteIn) -> QuoteInput:
         sku_id=sku_id,
         quantity=quantity,
         months=months,
-        discount_bp=discount_bp,
+        discount_bp=form.discount_bp,
         valid_days=valid_days,
         sizing_query="",
         sizing_notes=form.sizing_notes,

@@ -12,9 +12,12 @@ from starlette.datastructures import MutableHeaders
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from app.accounts.login import set_session_cookie
+from app.accounts.security import SESSION_COOKIE
 from app.clock import monotonic
 from app.errors import N_
 from app.web import flash, i18n
+from app.web.csrf import COOKIE, cookie_value
 
 log = logging.getLogger("app.request")
 
@@ -45,8 +48,6 @@ def _queue_session_cookie(request: Request, headers: MutableHeaders, extra: Resp
     returns; skipped when the handler already set it."""
     if not hasattr(request.state, "auth_cookie"):
         return
-    from app.accounts.login import set_session_cookie
-    from app.accounts.security import SESSION_COOKIE
 
     prefix = SESSION_COOKIE + "="
     if any(v.startswith(prefix) for v in headers.getlist("set-cookie")):
@@ -106,8 +107,6 @@ class AppMiddleware:
                 extra = Response()
                 flash.apply(request, extra)
                 if getattr(request.state, "csrf_new", False):
-                    from app.web.csrf import COOKIE, cookie_value
-
                     extra.set_cookie(
                         COOKIE,
                         cookie_value(request),

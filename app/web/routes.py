@@ -18,7 +18,10 @@ from fastapi.responses import (
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from sqlalchemy import text
 
+from app.accounts.deps import get_optional_user
+from app.catalog import service as catalog
 from app.catalog.specs import all_specs
+from app.migrate import current_revision, head_revision
 from app.web import i18n
 from app.web.deps import SessionDep
 from app.web.templating import render
@@ -40,7 +43,6 @@ def safe_next(target: str | None, default: str = "/") -> str:
 
 @router.get("/", response_class=HTMLResponse, include_in_schema=False)
 def home(request: Request, session: SessionDep) -> Response:
-    from app.catalog import service as catalog
 
     specs = [s for s in all_specs()]
     prices = {s.id: catalog.list_price_cents(session, s.id) for s in specs}
@@ -69,7 +71,6 @@ def set_language(
 def _remember_language(request: Request, session: SessionDep, code: str) -> None:
     """A signed-in user's choice is also their account's language: notifications and
     emails are written in it (shown on /account)."""
-    from app.accounts.deps import get_optional_user
 
     try:
         user = get_optional_user(request, session)
@@ -87,7 +88,6 @@ def healthz() -> dict[str, str]:
 
 @router.get("/readyz", include_in_schema=False)
 def readyz(request: Request) -> Response:
-    from app.migrate import current_revision, head_revision
 
     try:
         with request.app.state.engine.connect() as conn:

@@ -23,7 +23,8 @@ from app.clock import utc
 from app.money import format_cents
 from app.sizing.messages import render as _render_msg
 from app.web import i18n
-from app.web.csrf import current_token
+from app.web.csrf import csrf_token, current_token
+from app.web.flash import pop_flashes
 
 TEMPLATES_DIR = Path(__file__).resolve().parents[2] / "templates"
 STATIC_DIR = Path(__file__).resolve().parents[2] / "static"
@@ -182,8 +183,6 @@ def is_htmx(request: Request) -> bool:
 
 
 def base_context(request: Request) -> dict[str, Any]:
-    from app.web.csrf import csrf_token
-    from app.web.flash import pop_flashes
 
     tz = _tz(request)
     user = getattr(request.state, "user", None)

@@ -2,7 +2,7 @@
 
 Revision ID: 0001
 Revises: 
-Create Date: 2026-11-30 18:07:26.462015
+Create Date: 2026-11-30 18:38:46.000495
 """
 from collections.abc import Sequence
 

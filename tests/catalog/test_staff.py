@@ -158,3 +158,26 @@ def test_a_node_of_an_order_cannot_be_freed_by_hand(
         s.commit()
     login(client, make_user("ops"))
     assert client.post(f"/staff/nodes/{node_id}", data={"state": "available"}).status_code == 409
+
+
+def test_staff_numbers_follow_the_one_number_rule(client, seeded, make_user, login, engine) -> None:  # type: ignore[no-untyped-def]
+    """Full-width digits (a Chinese input method) are accepted; superscripts, signs and
+    decimals are refused with the field's message, and nothing changes."""
+    login(client, make_user("ops"))
+    for days in ("²", "-3", "4.5", "1_0", "四"):
+        before = _snapshot(engine)
+        r = client.post("/staff/lead-times/hgx-h100", data={"days": days})
+        assert r.status_code == 422, days
+        assert "Enter a whole number of business days." in r.text
+        assert _snapshot(engine) == before
+    for qty in ("³", "+2", "2.0"):
+        before = _snapshot(engine)
+        r = client.post(
+            "/staff/batches/add",
+            data={"sku_id": "hgx-b300", "quantity": qty, "expected_on": "2026-12-20"},
+        )
+        assert r.status_code == 422 and "Enter a whole number of nodes." in r.text, qty
+        assert _snapshot(engine) == before
+    assert client.post("/staff/lead-times/hgx-h100", data={"days": "６"}).status_code == 303
+    with Session(engine) as s:
+        assert svc.lead_time_days(s, "hgx-h100") == 6

@@ -21,7 +21,10 @@ from pathlib import Path
 import httpx
 import pytest
 from sqlalchemy import create_engine
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, col, func, select
 
+from app.orders.models import Order
 from tests.support.servers import app_processes
 from tests.support.storm import arrange, storm, verify
 
@@ -59,11 +62,17 @@ def test_kill_9_mid_storm_loses_and_doubles_nothing(pg_url: str, tmp_path: Path)
     setup = arrange(engine, customers=20, affords=lambda i: 1 + i % 3, seed=3)
     with app_processes(pg_url, 3, tmp_path) as procs:
         victim = procs[0]
+        paid_at_kill: list[int] = []
 
         def assassin() -> None:
-            time.sleep(1.5)
+            # Kill once the storm is visibly under way (an order is paid), not after a
+            # guessed sleep; the count at the kill proves it landed mid-run.
+            deadline = time.monotonic() + 60
+            while _paid(engine) == 0 and time.monotonic() < deadline:
+                time.sleep(0.02)
+            paid_at_kill.append(_paid(engine))
             victim.kill9()
-            time.sleep(1.0)
+            time.sleep(1.0)  # down for a moment: clients retry against the others
             victim.start()
 
         t = threading.Thread(target=assassin)
@@ -72,10 +81,19 @@ def test_kill_9_mid_storm_loses_and_doubles_nothing(pg_url: str, tmp_path: Path)
             [p.url for p in procs], setup, attempts=400, concurrency=32, retry_seconds=60, seed=5
         )
         t.join()
+    assert paid_at_kill and 0 < paid_at_kill[0] < setup.expected_paid, (
+        f"the kill did not land mid-storm: {paid_at_kill} of {setup.expected_paid} paid"
+    )
     assert result.statuses[-1] == 0, result
-    verify(engine, setup)
+    assert verify(engine, setup)["paid"] == setup.expected_paid
     engine.dispose()
     assert _ledger_check_cli(pg_url).returncode == 0
+
+
+def _paid(engine: Engine) -> int:
+    with Session(engine) as s:
+        n = s.exec(select(func.count()).select_from(Order).where(col(Order.status) == "paid"))
+        return int(n.one())
 
 
 def _pg_cluster() -> tuple[str, str] | None:

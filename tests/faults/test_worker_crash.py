@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import create_engine
+from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, func, select
 
 from app.accounts.models import User
@@ -37,6 +38,11 @@ def _worker(url: str, log: Path) -> subprocess.Popen[bytes]:
         stderr=subprocess.STDOUT,
         start_new_session=True,
     )
+
+
+def _charges(engine: Engine) -> int:
+    with Session(engine) as s:
+        return int(s.exec(select(func.count()).select_from(RenewalCharge)).one())
 
 
 def test_killed_worker_then_two_workers_charge_each_period_once(
@@ -89,9 +95,15 @@ def test_killed_worker_then_two_workers_charge_each_period_once(
         s.commit()
 
     victim = _worker(pg_url, log)
-    time.sleep(1.2)  # start-up plus part of the renewal run
+    # Kill it once the renewal run has visibly begun (a charge is committed), not after a
+    # guessed sleep; then prove the kill landed mid-run: some periods charged, not all.
+    deadline = time.monotonic() + 120
+    while _charges(engine) == 0 and victim.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
     os.killpg(victim.pid, 9)
     victim.wait(10)
+    at_kill = _charges(engine)
+    assert 0 < at_kill < ORDERS, f"the kill did not land mid-run: {at_kill} of {ORDERS} charged"
     a, b = _worker(pg_url, log), _worker(pg_url, log)
     assert (a.wait(120), b.wait(120)) == (0, 0), log.read_text()[-3000:]
 

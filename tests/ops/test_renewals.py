@@ -13,47 +13,20 @@ from app.clock import utc
 from app.db import make_engine
 from app.ledger import service as ledger
 from app.notifications.models import Notification, OutboxEmail
-from app.orders import ops, renewals
+from app.orders import renewals
 from app.orders import service as orders
 from app.orders.models import Order, OrderEvent, RenewalCharge
 from app.orders.periods import add_months
 from tests.ops.helpers import fingerprint, paid_order, seed_catalog
+from tests.support import factories
 
 
 def deliver(engine, customer, now, *, extra_cents=0, key="k1", day=None) -> Order:  # type: ignore[no-untyped-def]
     order = paid_order(engine, customer, now, key=key)
-    with Session(engine, expire_on_commit=False) as s:
-        staff = s.exec(select(User).where(User.role == "ops")).first()
-        if staff is None:
-            staff = User(
-                email=f"ops-{key}@example.com", password_hash="x", role="ops", created_at=now
-            )
-            s.add(staff)
-            s.flush()
-        ops.set_credentials(
-            s,
-            actor=staff,
-            order_id=order.id,
-            data=ops.CredentialsInput(
-                ssh_user="ubuntu",
-                hosts=[ops.HostInput(ip="203.0.113.9", fingerprints=fingerprint(key))],
-            ),
-            now=now,
-        )
-        ops.mark_delivered(s, actor=staff, order_id=order.id, now=now)
-        if extra_cents:
-            ledger.grant_promotion(
-                s,
-                user_id=customer.id,
-                amount_cents=extra_cents,
-                reason="top-up",
-                now=now,
-                idempotency_key=f"extra-{key}",
-            )
-        s.commit()
-        o = s.get(Order, order.id)
-        assert o is not None
-        return o
+    delivered = factories.deliver(engine, order.id, now, fingerprints=fingerprint(key))
+    if extra_cents:
+        factories.fund(engine, customer, extra_cents, now, f"extra-{key}", reason="top-up")
+    return delivered
 
 
 def run(engine, now):  # type: ignore[no-untyped-def]

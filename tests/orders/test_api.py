@@ -77,6 +77,20 @@ def test_bad_input_names_the_field(raw_client: TestClient, engine, clock, make_u
         headers=h,
     )
     assert r.status_code == 422 and "note_comm_pattern" in r.json()["error"]["fields"]
+    # The typed model goes straight to the draft's rules (no form round trip).
+    for over, field in [
+        ({"nodes": 0}, "nodes"),
+        ({"nodes": -3}, "nodes"),
+        ({"ssh_key_ids": [0], "ssh_key": None}, "ssh_keys"),
+        ({"notes": {"node_count": 0}}, "note_node_count"),
+        ({"notes": {"node_count": 10_001}}, "note_node_count"),
+        ({"notes": {"model_size": "x" * 81}}, "note_model_size"),
+        ({"ssh_key": {"name": " ", "public_key": KEY}}, "new_key_name"),
+    ]:
+        r = raw_client.post("/api/v1/orders", json=body(**over), headers=h)
+        assert r.status_code == 422 and field in r.json()["error"]["fields"], (over, r.text)
+    r = raw_client.post("/api/v1/orders", json=body(nodes="two"), headers=h)
+    assert r.status_code == 422 and "nodes" in r.text
     with Session(engine) as s:
         assert s.exec(select(Order)).all() == []
 

@@ -16,6 +16,7 @@ from app.notifications.models import Notification, OutboxEmail
 from app.orders import renewals, service
 from app.orders.models import Order, OrderEvent
 from tests.orders.conftest import deploy_form, form_value, new_public_key
+from tests.support import factories
 
 B200 = 3_490_000  # list price of one HGX B200 node a month, in cents
 
@@ -51,22 +52,7 @@ def holds_of(engine: Any, order_id: int) -> list[Hold]:
 
 def deliver(engine: Any, clock: Any, make_user: Any, order_id: int, ip: str = "10.20.0.5") -> None:
     """Ops hands over: credentials, then delivered (posts the hold)."""
-    from app.orders import ops
-
-    ops_user = make_user(role="ops")
-    fp = "256 SHA256:" + "A" * 43 + " root@node (ED25519)"
-    with Session(engine, expire_on_commit=False) as s:
-        ops.set_credentials(
-            s,
-            actor=ops_user,
-            order_id=order_id,
-            data=ops.CredentialsInput(
-                ssh_user="ubuntu", hosts=[ops.HostInput(ip=ip, fingerprints=fp)]
-            ),
-            now=clock.now(),
-        )
-        ops.mark_delivered(s, actor=ops_user, order_id=order_id, now=clock.now())
-        s.commit()
+    factories.deliver(engine, order_id, clock.now(), actor=make_user(role="ops"), ip=ip)
 
 
 def test_paid_on_time_and_delivered(

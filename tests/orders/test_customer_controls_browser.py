@@ -18,11 +18,11 @@ from sqlmodel import Session, select
 
 from app.accounts.models import User
 from app.clock import FixedClock
-from app.orders import ops
 from app.orders.models import Order, OrderTask
 from tests.accounts.helpers import STRONG
 from tests.ops.helpers import paid_order, seed_catalog
 from tests.support.browser import requires_chromium
+from tests.support.factories import deliver
 
 SHOTS = os.environ.get("CUSTOMER_SCREENSHOTS")  # a folder: save screenshots there for review
 
@@ -35,22 +35,6 @@ def _shot(page: Any, name: str) -> None:
         page.screenshot(path=str(Path(SHOTS) / f"{name}.png"), full_page=True)
 
 
-def _deliver(engine: Engine, ops_user: User, order_id: int, now: Any) -> None:
-    fp = "256 SHA256:" + "B" * 43 + " root@node (ED25519)"
-    with Session(engine, expire_on_commit=False) as s:
-        ops.set_credentials(
-            s,
-            actor=ops_user,
-            order_id=order_id,
-            data=ops.CredentialsInput(
-                ssh_user="ubuntu", hosts=[ops.HostInput(ip="10.20.0.7", fingerprints=fp)]
-            ),
-            now=now,
-        )
-        ops.mark_delivered(s, actor=ops_user, order_id=order_id, now=now)
-        s.commit()
-
-
 def test_two_factor_cancel_controls_and_receipts(
     live_url: str, browser: Any, engine: Engine, clock: FixedClock, make_user: Callable[..., User]
 ) -> None:
@@ -58,7 +42,7 @@ def test_two_factor_cancel_controls_and_receipts(
     customer = make_user(email="mei@lab.example", password=STRONG)
     running = paid_order(engine, customer, clock.now(), key="run")
     undelivered = paid_order(engine, customer, clock.now(), key="wait")
-    _deliver(engine, make_user(role="ops"), running.id or 0, clock.now())
+    deliver(engine, running.id or 0, clock.now(), actor=make_user(role="ops"), ip="10.20.0.7")
 
     ctx = browser.new_context(viewport={"width": 390, "height": 860})
     page = ctx.new_page()

@@ -7,26 +7,53 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from pydantic import ValidationError
 
-from app.errors import InvalidInput
 from app.quotes import pricing
+from app.quotes.schemas import QuoteIn
+from app.web.forms import field_errors
 
 T0 = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 
 
+BUILDER = {"prospect_email": "p@example.com", "sku": "hgx-b200", "quantity": "1"}
+
+
 @pytest.mark.parametrize(
     ("text", "bp"),
-    [("", 0), ("0", 0), ("10", 1000), ("12.5", 1250), ("12.5 %", 1250), ("7,25", 725), (".5", 50)],
+    [
+        ("", 0),
+        ("0", 0),
+        ("10", 1000),
+        ("12.5", 1250),
+        ("12.5 %", 1250),
+        ("7,25", 725),
+        (".5", 50),
+        ("７.５", 750),
+        ("50", 5000),
+    ],
 )
-def test_parse_discount(text: str, bp: int) -> None:
-    assert pricing.parse_discount(text) == bp
+def test_discount_is_read_once_into_basis_points(text: str, bp: int) -> None:
+    assert QuoteIn.model_validate({**BUILDER, "discount": text}).discount_bp == bp
 
 
-@pytest.mark.parametrize("text", ["-5", "abc", "10.123", "51", "1e1", "10..5"])
-def test_parse_discount_rejects(text: str) -> None:
-    with pytest.raises(InvalidInput) as e:
-        pricing.parse_discount(text)
-    assert e.value.field == "discount"
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("-5", "Enter the discount as a percentage, e.g. 7.5 (at most two decimals)."),
+        ("abc", "Enter the discount as a percentage, e.g. 7.5 (at most two decimals)."),
+        ("10.123", "Enter the discount as a percentage, e.g. 7.5 (at most two decimals)."),
+        ("1e1", "Enter the discount as a percentage, e.g. 7.5 (at most two decimals)."),
+        ("10..5", "Enter the discount as a percentage, e.g. 7.5 (at most two decimals)."),
+        ("²", "Enter the discount as a percentage, e.g. 7.5 (at most two decimals)."),
+        ("51", "The discount cannot exceed 50 %."),
+        ("50.01", "The discount cannot exceed 50 %."),
+    ],
+)
+def test_discount_rejects(text: str, message: str) -> None:
+    with pytest.raises(ValidationError) as e:
+        QuoteIn.model_validate({**BUILDER, "discount": text})
+    assert field_errors(e.value, QuoteIn.FIELD_MESSAGES) == {"discount": message}
 
 
 def test_sales_limit_is_ten_percent() -> None:
@@ -86,3 +113,6 @@ def test_reference_round_trip() -> None:
     assert pricing.parse_reference("q-000042") == 42
     assert pricing.parse_reference("Q42") == 42
     assert pricing.parse_reference("acme") is None
+    assert pricing.parse_reference("Q-０００４２") == 42
+    assert pricing.parse_reference("Q²") is None  # str.isdigit() would have let it through
+    assert pricing.parse_reference("Q-0") is None
