@@ -42,6 +42,7 @@ from app.catalog.models import (
     StockReservation,
 )
 from app.catalog.specs import NodeSpec, all_specs, spec
+from app.db import reader
 from app.errors import N_, Conflict, InvalidInput, NotFound
 
 Promise = pr.Promise
@@ -168,7 +169,7 @@ class PriceCache:
         with self._lock:
             if v == self._version:
                 return self._prices
-        with Session(engine) as session:
+        with Session(reader(engine)) as session:  # deferred on SQLite: never waits for a writer
             prices = MappingProxyType(list_prices(session))
         with self._lock:
             self._version, self._prices = v, prices

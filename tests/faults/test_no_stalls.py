@@ -37,6 +37,7 @@ from app.accounts.security import SESSION_COOKIE, create_session, hash_password
 from app.clock import SimulatedClock
 from app.db import make_engine
 from app.orders.models import Order
+from app.web.csrf import bind as csrf_bind
 from tests.ops.helpers import paid_order, seed_catalog, ssh_public_key
 from tests.support.servers import AppProcess, app_env, free_port
 from tests.web.test_limits_and_busy import awaiting_order
@@ -56,6 +57,7 @@ class Arranged:
     topup_id: int  # awaiting payment
     cancel_id: int  # paid, late: cancelling refunds the first month in full
     funded_cents: int
+    token: str = CSRF  # the form token for the signed-in clients (bound to their session)
 
 
 def arrange(engine: Engine) -> Arranged:
@@ -86,6 +88,7 @@ def arrange(engine: Engine) -> Arranged:
     return Arranged(
         user_id=u.id,
         cookies={SESSION_COOKIE: cookie, "csrftoken": signer.dumps(CSRF)},
+        token=csrf_bind(SECRET, cookie, CSRF),
         pay_id=to_pay.id,
         topup_id=to_top_up.id,
         cancel_id=late.id,
@@ -97,9 +100,9 @@ def browser(url: str, a: Arranged) -> httpx.Client:
     return httpx.Client(base_url=url, cookies=a.cookies, follow_redirects=False, timeout=60)
 
 
-def deploy_form(idem: str) -> dict[str, Any]:
+def deploy_form(idem: str, token: str = CSRF) -> dict[str, Any]:
     return {
-        "csrf_token": CSRF,
+        "csrf_token": token,
         "sku": "hgx-h100",
         "nodes": "1",
         "image": "ubuntu-24.04-cuda",
@@ -236,15 +239,17 @@ def test_healthz_answers_while_a_lock_holds_deploy_pay_topup_and_cancel(
         }
         posts = {
             "deploy_signup": lambda: anon.post("/deploy", data=signup),
-            "deploy": lambda: b.post("/deploy", data=deploy_form("locked-deploy")),
+            "deploy": lambda: b.post("/deploy", data=deploy_form("locked-deploy", a.token)),
             "pay": lambda: b.post(
-                f"/orders/{a.pay_id}/pay", data={"csrf_token": CSRF, "idempotency_key": "lp"}
+                f"/orders/{a.pay_id}/pay", data={"csrf_token": a.token, "idempotency_key": "lp"}
             ),
             "topup": lambda: b.post(
                 f"/orders/{a.topup_id}/topup",
-                data={"csrf_token": CSRF, "amount": "100000.00", "currency": "BTC"},
+                data={"csrf_token": a.token, "amount": "100000.00", "currency": "BTC"},
             ),
-            "cancel": lambda: b.post(f"/orders/{a.cancel_id}/cancel", data={"csrf_token": CSRF}),
+            "cancel": lambda: b.post(
+                f"/orders/{a.cancel_id}/cancel", data={"csrf_token": a.token, "confirm": "yes"}
+            ),
         }
 
         def run(name: str) -> None:
@@ -305,7 +310,7 @@ def test_parallel_form_posts_all_finish_and_take_effect_once(
                 clients[i]
                 .post(
                     f"/orders/{a.pay_id}/pay",
-                    data={"csrf_token": CSRF, "idempotency_key": f"pay-{i % 3}"},
+                    data={"csrf_token": a.token, "idempotency_key": f"pay-{i % 3}"},
                 )
                 .status_code
             ),
@@ -314,12 +319,16 @@ def test_parallel_form_posts_all_finish_and_take_effect_once(
             20,
             lambda i: (
                 clients[i]
-                .post(f"/orders/{a.cancel_id}/cancel", data={"csrf_token": CSRF})
+                .post(
+                    f"/orders/{a.cancel_id}/cancel",
+                    data={"csrf_token": a.token, "confirm": "yes"},
+                )
                 .status_code
             ),
         )
         deploy = parallel(
-            20, lambda i: clients[i].post("/deploy", data=deploy_form("double")).status_code
+            20,
+            lambda i: clients[i].post("/deploy", data=deploy_form("double", a.token)).status_code,
         )
         nodes = clients[0].get("/nodes").status_code
         for c in clients:
