@@ -57,7 +57,7 @@ from app.accounts.security import (
 from app.accounts.sshkeys import SshKeyError, parse_public_key
 from app.clock import utc
 from app.errors import N_, Conflict, DomainError, Forbidden, InvalidInput, NotFound, TooManyRequests
-from app.text import single_line
+from app.text import multi_line, single_line
 
 log = logging.getLogger("app.accounts")
 
@@ -841,22 +841,6 @@ def is_domain_error(exc: BaseException) -> bool:
 BILLING_LIMITS = {"company": 120, "billing_address": 500, "tax_id": 64}
 
 
-def _clean_billing(value: str, *, multiline: bool) -> str:
-    """Printable text only: no NUL, no bidi overrides or other control characters; the
-    address keeps its line breaks (at most six lines), the other fields are one line."""
-    import unicodedata
-
-    lines = []
-    for raw in value.replace("\r\n", "\n").replace("\r", "\n").split("\n"):
-        kept = "".join(
-            ch for ch in raw if ch == "\t" or not unicodedata.category(ch).startswith("C")
-        )
-        lines.append(" ".join(kept.split()))
-    if not multiline:
-        return " ".join(x for x in lines if x)
-    return "\n".join(x for x in lines if x)
-
-
 def update_billing(
     session: Session,
     user: User,
@@ -869,9 +853,12 @@ def update_billing(
 ) -> User:
     """Company, address and tax id for receipts issued from now on (issued ones keep theirs)."""
     values = {
-        "company": _clean_billing(company, multiline=False),
-        "billing_address": _clean_billing(billing_address, multiline=True),
-        "tax_id": _clean_billing(tax_id, multiline=False),
+        "company": single_line(company),
+        # The address keeps its line breaks; blank lines and runs of spaces go.
+        "billing_address": "\n".join(
+            single_line(line) for line in multi_line(billing_address).split("\n") if line.strip()
+        ),
+        "tax_id": single_line(tax_id),
     }
     for name, limit in BILLING_LIMITS.items():
         if len(values[name]) > limit:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import ipaddress
 import json
-import unicodedata
 from datetime import datetime
 from typing import Any
 
@@ -38,6 +37,7 @@ from app.notifications.service import notify
 from app.orders.lifecycle import LEASE_ACTIVE, OrderStatus
 from app.orders.models import Order, OrderHost, OrderTask
 from app.orders.service import add_event, get_order_for, ssh_keys_of
+from app.text import multi_line
 
 KINDS = ("ssh_key", "reboot", "reinstall", "rescue")
 KIND_LABELS = {
@@ -81,14 +81,6 @@ class TaskAlreadyOpen(Conflict):
 class TaskStateConflict(Conflict):
     code = "task_state"
     default_message = N_("This request is already {status}.")
-
-
-def clean_note(text: str) -> str:
-    """Printable text only (no control or bidi characters), lines kept, at most 500 chars."""
-    lines = []
-    for raw in text.replace("\r\n", "\n").replace("\r", "\n").split("\n"):
-        lines.append("".join(ch for ch in raw if not unicodedata.category(ch).startswith("C")))
-    return "\n".join(lines).strip()
 
 
 def params_of(task: OrderTask) -> dict[str, Any]:
@@ -187,7 +179,7 @@ def request_task(
     if kind not in KINDS:
         raise InvalidInput(N_("Choose what you need done."), field="kind")
     host = _host(session, order, host_id)
-    note = clean_note(note)
+    note = multi_line(note)
     if len(note) > NOTE_MAX:
         raise InvalidInput(N_("Use at most {n} characters."), field="note", n=NOTE_MAX)
     params: dict[str, Any] = {}
@@ -276,7 +268,7 @@ def update_task(
     session.refresh(task)  # re-read under the order's lock
     if status not in NEXT.get(task.status, frozenset()):
         raise TaskStateConflict(status=STATUS_LABELS.get(task.status, task.status))
-    note = clean_note(ops_note)
+    note = multi_line(ops_note)
     if len(note) > NOTE_MAX:
         raise InvalidInput(N_("Use at most {n} characters."), field="ops_note", n=NOTE_MAX)
     if status == "failed" and not note:
