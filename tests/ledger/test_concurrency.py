@@ -115,7 +115,7 @@ def servers(pg_url: str) -> Iterator[list[int]]:
             cwd=ROOT,
             env=env,
             stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,  # never read: a full pipe would block the server
         )
         for p in ports
     ]
