@@ -34,6 +34,12 @@ def day(d: date | datetime) -> dict[str, Any]:
     return {"t": "date", "v": d.isoformat()}
 
 
+def format_day(d: date | datetime, locale: str | None = None) -> str:
+    """One calendar date as every customer-visible date is shown: Babel's "medium" format of
+    the reader's language ("Dec 9, 2026" / "2026年12月9日")."""
+    return str(_value(day(d), locale or i18n.current_locale()))
+
+
 def money(cents: int, currency: str = "USD") -> dict[str, Any]:
     return {"t": "money", "v": int(cents), "c": currency}
 

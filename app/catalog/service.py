@@ -21,13 +21,12 @@ from datetime import date, datetime
 from types import MappingProxyType
 from typing import Any
 
-from babel.dates import format_date as _babel_date
 from sqlalchemy import func, update
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
-from app import i18n
+from app import i18n, messages
 from app.accounts import audit
 from app.catalog import promise as pr
 from app.catalog.models import (
@@ -59,7 +58,7 @@ class StockChanged(Conflict):
     )
 
     def __init__(self, promise: pr.Promise, **kw: Any) -> None:
-        super().__init__(date=promise.date.isoformat() if promise.date else "—", **kw)
+        super().__init__(date=messages.format_day(promise.date) if promise.date else "—", **kw)
         self.promise = promise
 
 
@@ -291,13 +290,7 @@ def stock_summary(session: Session) -> dict[str, dict[str, int]]:
 def _translate_and_format() -> tuple[Any, Any]:
 
     def fmt(d: date) -> str:
-        return str(
-            _babel_date(
-                d,
-                format="d MMM" if i18n.current_locale() == "en" else "M月d日",
-                locale=i18n.babel_locale(),
-            )
-        )
+        return messages.format_day(d)  # the same format as every other date a customer reads
 
     return i18n.gettext, fmt
 

@@ -10,10 +10,13 @@ Droid Sans Fallback (``fonts-droid-fallback``, installed by ``make run`` and ``.
 from __future__ import annotations
 
 from collections.abc import Callable
+from decimal import Decimal
 from pathlib import Path
 
+from babel.numbers import format_decimal
 from fpdf import FPDF
 
+from app.i18n import babel_locale
 from app.ledger.models import Receipt
 from app.ledger.postings import EntryKind
 from app.ledger.receipts import title_msgid
@@ -104,7 +107,11 @@ def render_receipt_pdf(
             width,
             6,
             _("Paid {amount} {currency} at US${rate} per coin (the invoice's locked rate).").format(
-                amount=paid, currency=receipt.crypto_currency, rate=receipt.rate
+                amount=paid,
+                currency=receipt.crypto_currency,
+                rate=format_decimal(
+                    Decimal(receipt.rate), locale=babel_locale(lang), decimal_quantization=False
+                ),
             ),
             new_x="LMARGIN",
             new_y="NEXT",

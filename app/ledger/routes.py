@@ -14,7 +14,7 @@ from app.ledger import receipts
 from app.ledger import service as ledger
 from app.ledger.receipt_pdf import render_receipt_pdf
 from app.payments import service as payments
-from app.payments.rates import CURRENCIES, format_units
+from app.payments.rates import CURRENCIES, format_units_for_reading
 from app.web.deps import SessionDep
 from app.web.i18n import current_locale, translations_for
 from app.web.templating import pdf_datetime_formatter, render
@@ -67,11 +67,12 @@ def statement_context(session: SessionDep, user_id: int, page: int) -> dict[str,
     }
 
 
-def coin(units: str, currency: str) -> str:
-    """Smallest units of a crypto receipt as whole coins (e.g. 2584732 sat → 0.02584732)."""
+def coin(units: str, currency: str, locale: str | None = None) -> str:
+    """Smallest units of a crypto receipt as whole coins for reading (2584732 sat →
+    0.02584732; an 18-decimal ETH amount → at most eight decimals, the reader's separators)."""
     cur = CURRENCIES.get(currency)
     try:
-        return format_units(int(units), cur.decimals) if cur else units
+        return format_units_for_reading(int(units), cur.decimals, locale) if cur else units
     except ValueError:
         return units
 
@@ -141,7 +142,7 @@ def receipt_pdf(
         lang=language,
         gettext=translations_for(language).gettext,
         fmt_datetime=pdf_datetime_formatter(request, language),
-        coin=coin,
+        coin=lambda units, currency: coin(units, currency, language),
     )
     return RawResponse(
         body,

@@ -81,7 +81,7 @@ class PromiseChanged(Conflict):
     default_message = N_("The delivery date changed to {date}; check it and pay again.")
 
     def __init__(self, new_date: date, explanation: str = "") -> None:
-        super().__init__(date=new_date.isoformat())
+        super().__init__(date=messages.format_day(new_date))
         self.new_date = new_date
         self.explanation = explanation
 

@@ -8,6 +8,10 @@ from datetime import datetime
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Protocol
 
+from babel.numbers import format_decimal
+
+from app import i18n
+
 
 @dataclass(frozen=True)
 class Currency:
@@ -86,3 +90,19 @@ def format_units(units: int, decimals: int) -> str:
     s = str(abs(units)).rjust(decimals + 1, "0")
     whole, frac = s[: len(s) - decimals], s[len(s) - decimals :].rstrip("0")
     return f"{sign}{whole}.{frac}" if frac else f"{sign}{whole}"
+
+
+READING_DECIMALS = 8  # enough to tell any two real-world ETH payments apart when reading
+
+
+def format_units_for_reading(units: int, decimals: int, locale: str | None = None) -> str:
+    """Smallest units → whole coins for reading: at most eight decimals (rounded half up,
+    marked "≈" when rounded), trailing zeros trimmed, the reader's separators
+    ("1,234.56789012"). Not for an amount someone must send: use format_units for that."""
+    exact = Decimal(units).scaleb(-decimals)
+    step = Decimal(1).scaleb(-min(decimals, READING_DECIMALS))
+    shown = exact.quantize(step, rounding=ROUND_HALF_UP)
+    text = format_decimal(
+        shown.normalize(), locale=i18n.babel_locale(locale), decimal_quantization=False
+    )
+    return text if shown == exact else f"≈{text}"

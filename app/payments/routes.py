@@ -22,7 +22,7 @@ from app.numbers import NumberError, parse_money_cents
 from app.payments import rules
 from app.payments import service as payments
 from app.payments.models import ChainPayment, Invoice, WebhookDelivery
-from app.payments.rates import CURRENCIES, format_units
+from app.payments.rates import CURRENCIES, format_units, format_units_for_reading
 from app.web.deps import NowDep, SessionDep
 from app.web.flash import flash
 from app.web.i18n import gettext as _
@@ -80,8 +80,9 @@ def invoice_view(inv: Invoice, now: datetime) -> dict[str, Any]:
         "inv": inv,
         "cur": cur,
         "due_text": format_units(due, cur.decimals),
-        "received_text": format_units(received, cur.decimals),
-        "remaining_text": format_units(max(0, due - received), cur.decimals),
+        # Exact (the customer sends it), trailing zeros trimmed; the rest is for reading.
+        "due_read": format_units_for_reading(due, cur.decimals),
+        "received_text": format_units_for_reading(received, cur.decimals),
         "expires_iso": expires.isoformat(),
         "lock_active": now < expires and not inv.final,
         # The simulated clock may run ahead of the browser's: the countdown adds this.

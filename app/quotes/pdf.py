@@ -21,6 +21,7 @@ from fpdf import FPDF
 
 from app.clock import utc
 from app.i18n import translations_for
+from app.messages import format_day
 from app.money import format_cents
 from app.quotes import pricing
 from app.quotes.models import Quote
@@ -170,7 +171,7 @@ def build_pdf(
     line(_("Delivery estimate"), 11, True, 7)
     promise = promise_text(q, _)
     if q.promise_available and q.promise_date:
-        line(q.promise_date.isoformat() + (f" — {promise}" if promise else ""))
+        line(format_day(q.promise_date, lang) + (f" — {promise}" if promise else ""))
     else:
         line(promise or _("Agreed with sales when the contract is signed."))
     line(_("This is an estimate, not a reservation: nodes are held only when an order is paid."), 8)

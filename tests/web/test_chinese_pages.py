@@ -4,6 +4,7 @@ including events written while an English-speaking ops user worked the order."""
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
@@ -185,3 +186,62 @@ def test_chinese_wording_of_the_order_balance_and_invoice(
 
     rate = re.search(r"1 BTC = US\$([0-9,.]+)", invoice)
     assert rate is not None and "," in rate.group(1)  # 96,909.14, not 96909.14
+
+
+ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+@pytest.mark.parametrize("lang", ["en", "zh_CN"])
+def test_dates_read_in_one_format_of_the_readers_language(
+    client: TestClient,
+    seeded: Seeded,
+    engine: Engine,
+    clock: FixedClock,
+    login: Callable[[TestClient, User], TestClient],
+    lang: str,
+) -> None:
+    """A delay estimate and a late notice: no ISO date in the visible text, and the promised
+    date, the new estimate and the notices all use Babel's medium format of the language."""
+    from babel.dates import format_date
+
+    from app.orders.renewals import send_late_notices
+
+    with Session(engine) as s:
+        order = s.get(Order, seeded.delayed.id)
+        assert order is not None and order.promised_date and order.delay_estimate
+        promised, estimate = order.promised_date, order.delay_estimate
+        assert send_late_notices(s, clock.now() + timedelta(days=60)) >= 1
+        s.commit()
+    login(client, seeded.customer)
+    client.cookies.set("lang", lang)
+    locale = "zh_Hans_CN" if lang == "zh_CN" else "en_US"
+    for url in ("/console", f"/console/orders/{seeded.delayed.id}"):
+        text = visible_text(client.get(url).text)
+        assert not ISO_DATE.findall(text), (url, ISO_DATE.findall(text))
+        assert format_date(promised, "medium", locale=locale) in text, url
+        assert format_date(estimate, "medium", locale=locale) in text, url
+        assert format_date(promised, "long", locale=locale) not in text or lang == "zh_CN", url
+
+
+@pytest.mark.parametrize(("lang", "shown"), [("en", "Dec 9, 2026"), ("zh_CN", "2026年12月9日")])
+def test_changed_date_messages_use_the_readers_date_format(lang: str, shown: str) -> None:
+    """ "The delivery date changed to …" (pay) and "Stock changed … now …" (confirm) are read
+    by the customer: the date in the reader's format, not 2026-12-09."""
+    from datetime import date
+
+    from app import i18n
+    from app.catalog.promise import Promise
+    from app.catalog.service import StockChanged
+    from app.orders.service import PromiseChanged
+
+    i18n.set_locale(lang)
+    try:
+        day = date(2026, 12, 9)
+        changed = PromiseChanged(day).render_message(i18n.gettext)
+        stock = StockChanged(Promise("hgx-h200", 1, True, True, day, None, "")).render_message(
+            i18n.gettext
+        )
+    finally:
+        i18n.set_locale("en")
+    for text in (changed, stock):
+        assert shown in text and not ISO_DATE.search(text), text
