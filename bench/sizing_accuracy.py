@@ -336,6 +336,7 @@ GROUPS = {
     "megatron": "Megatron-LM PR #482 / tools/get_training_info README (allocator peak)",
     "tune": "torchtune README / recipes",
     "tt": "torchtitan issue and PR threads (FSDP2)",
+    "atorch": "ATorch (dlrover) Llama 2 README: DeepSpeed TP x PP x ZeRO-1 (allocator peak)",
 }
 
 
@@ -429,6 +430,7 @@ def evaluate() -> dict[str, Any]:
         "mean_abs_error_pct": statistics.fmean(errs),
         "n_compared": len(errs),
         "n_public": len(load_public()),
+        "n_excluded": len(json.loads(PUBLIC.read_text(encoding="utf-8")).get("excluded", [])),
         "inside_share": sum(1 for r in done if r["inside"]) / len(done),
         "max_range_ratio": max(ratios),
         "fit_agreement": sum(1 for r in ran if r["fit"] != "does_not_fit")
@@ -466,8 +468,9 @@ def render(res: dict[str, Any]) -> str:
         f"plus the widened public set `bench/data/memory-public.json` ({res['n_public']} "
         "published runs read from GitHub issue and PR threads and framework docs: FSDP2 / "
         "torchtitan with op-level selective checkpointing, context parallel, TP + FSDP, "
-        "float8 and torch.compile, one stated out-of-memory run, and Megatron-LM TP/PP runs; "
-        "two more runs were read and left out, with the reason, below).",
+        "float8 and torch.compile, one stated out-of-memory run, Megatron-LM TP/PP runs and "
+        "DeepSpeed TP x 1F1B-pipeline x ZeRO-1 runs; "
+        f"{res['n_excluded']} more runs were read and left out, with the reason, below).",
         "",
         f"- cases compared: **{res['n_compared']}**; median absolute error "
         f"**{res['median_abs_error_pct']:.1f} %** (mean {res['mean_abs_error_pct']:.1f} %)",
