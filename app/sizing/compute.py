@@ -8,7 +8,7 @@ from functools import lru_cache
 from app.catalog.pricing import HOURS_PER_MONTH
 from app.catalog.specs import NodeSpec
 from app.money import cents_to_usd as cents_to_usd  # re-exported for the engine
-from app.sizing.memory import Job, Layout
+from app.sizing.memory import Job, Layout, offloaded_activation_bytes
 from app.sizing.params import Architecture, ParamCounts
 from app.sizing.throughput import Hardware, Setup, Throughput, hardware_from_spec, predict
 
@@ -139,6 +139,7 @@ def predicted_mfu(
         m,
         job.pp_schedule,
         job.virtual_stages,
+        offloaded_activation_bytes(job, lay),
     )
 
 
@@ -154,6 +155,7 @@ def _predicted(
     num_microbatches: int | None,
     pp_schedule: str,
     virtual_stages: int,
+    activation_offload_bytes: float = 0.0,
 ) -> tuple[float, Throughput]:
     hw, spec = _HW[sku]
     setup = Setup(
@@ -171,6 +173,7 @@ def _predicted(
         num_microbatches=num_microbatches,
         pp_schedule=pp_schedule,
         virtual_stages=virtual_stages,
+        activation_offload_bytes=activation_offload_bytes,
     )
     tp = predict(arch, counts, seq_len, precision, setup, hw)
     per_token = 6.0 * counts.active

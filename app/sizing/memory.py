@@ -446,6 +446,35 @@ def activation_bytes(job: Job, lay: Layout, *, first_stage: bool) -> tuple[int, 
     return hit  # type: ignore[return-value]
 
 
+def offloaded_activation_bytes(job: Job, lay: Layout) -> float:
+    """Bytes of one micro-batch's saved activations that activation offload sends to host
+    memory during the forward and brings back for the backward (each way), on the first
+    pipeline stage; 0 without offload. The time model prices this traffic on the host link
+    (throughput.Setup.activation_offload_bytes)."""
+    if not job.activation_offload:
+        return 0.0
+    a = job.arch
+    s_local = job.seq_len / lay.cp
+    stage_layers = math.ceil(a.num_layers / lay.pp)
+    n_moe = a.moe.moe_layers_in(0, stage_layers) if a.moe is not None else 0
+    per_tok = 0.0
+    for is_moe, n in ((False, stage_layers - n_moe), (True, n_moe)):
+        if n:
+            per_tok += n * layer_activation_bytes_per_token(
+                a,
+                moe_layer=is_moe,
+                tp=lay.tp,
+                kv_len=int(s_local),
+                flash=job.flash_attention,
+                recompute=lay.recompute,
+                selective=job.fw.selective,
+                compiled=job.compile,
+                tp_gathered=job.fw.tp_gathered_inputs,
+            )
+    resident = min(1.0, OFFLOAD_RESIDENT_BLOCKS / stage_layers)
+    return per_tok * lay.micro_batch_size * s_local * (1.0 - resident)
+
+
 def _activation_bytes(job: Job, lay: Layout, *, first_stage: bool) -> tuple[int, int]:
     a = job.arch
     fw = job.fw

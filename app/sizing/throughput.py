@@ -74,7 +74,10 @@ ROUTING_IMBALANCE = 0.1455
 # Recompute: full recomputes the forward (GEMMs + attention); selective the attention core.
 # Optimizer step: bytes touched per local parameter (fp32 master, two moments, grads, bf16).
 OPT_BYTES_PER_PARAM = 18.0
-# Host-side optimizer with offload: bytes/s of host memory per GPU, PCIe bytes/s per GPU.
+# Host-side optimizer with offload: bytes/s of host memory per GPU, PCIe bytes/s per GPU
+# (one direction; also what activation offload gets: its device-to-host copies run beside
+# the forward, the host-to-device copies beside the backward, and what they cannot hide
+# stalls the step).
 HOST_OPT_BPS = 20e9
 PCIE_BPS = 25e9
 # Default global batch when the request does not give one (tokens per optimizer step).
@@ -134,6 +137,9 @@ class Setup:
     num_microbatches: int | None = None  # per optimizer step per pipeline (grad accumulation)
     pp_schedule: str = "1f1b"  # 1f1b | interleaved | gpipe | dualpipe
     virtual_stages: int = 1
+    # activation offload: bytes of one micro-batch's saved activations sent to host memory
+    # and brought back (each way) on the busiest GPU; 0 = no offload
+    activation_offload_bytes: float = 0.0
 
     @property
     def dp(self) -> int:
@@ -285,6 +291,12 @@ def predict(
     if pp > 1:
         p2p = 2.0 * tokens_local / tp * h * act_bytes
         comm_mb += p2p / _nic(hw) * 0.5
+    offload_mb = 0.0
+    if s.activation_offload_bytes > 0:
+        # copies out beside the forward (~1/3 of the compute), back beside the backward
+        xfer = s.activation_offload_bytes / PCIE_BPS
+        offload_mb = max(0.0, xfer - compute_mb / 3.0) + max(0.0, xfer - 2.0 * compute_mb / 3.0)
+        comm_mb += offload_mb
     pipe = m * (compute_mb + comm_mb) * (1.0 + bubble)
     if s.pp_schedule == "gpipe":
         pipe = m * (compute_mb + comm_mb) + (pp - 1) * (compute_mb + comm_mb)
@@ -345,7 +357,8 @@ def predict(
             "attention": m * t_attn * tok_gpu_mb,
             "memory_bound": m * t_mem * tok_gpu_mb,
             "host_floor": m * max(0.0, host_mb - t_token * tok_gpu_mb),
-            "collectives_exposed": m * comm_mb,
+            "collectives_exposed": m * (comm_mb - offload_mb),
+            "activation_offload_exposed": m * offload_mb,
             "pipeline_bubble": pipe - m * (compute_mb + comm_mb),
             "data_parallel_exposed": dp_exposed,
             "optimizer": opt_t,
