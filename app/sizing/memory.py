@@ -68,6 +68,9 @@ class Framework:
     fragmentation: float
     default_recompute: str
     doc: str
+    # the router's probabilities multiply the routed experts' activation output (not the
+    # un-permuted result): Megatron-LM's TEGroupedMLP; see layer_activation_bytes_per_token
+    moe_probs_in_act: bool = False
 
 
 FRAMEWORKS: dict[str, Framework] = {
@@ -85,6 +88,7 @@ FRAMEWORKS: dict[str, Framework] = {
         doc="BF16 weights and FP32 main-grad buffer on every DP rank; the distributed "
         "optimizer shards FP32 master + Adam over DP x CP; selective recompute = core "
         "attention; fused vocab-parallel cross-entropy; SP re-gathers inputs in backward",
+        moe_probs_in_act=True,
     ),
     "fsdp2": Framework(
         "fsdp2",
@@ -343,6 +347,7 @@ def layer_activation_bytes_per_token(
     selective: str = "attention",
     compiled: bool = False,
     tp_gathered: bool = False,
+    moe_probs_in_act: bool = False,
 ) -> float:
     """Bytes stored per token for one transformer block's backward (16-bit activations).
 
@@ -356,7 +361,9 @@ def layer_activation_bytes_per_token(
     output (wq, wv, w1, w2) are kept. ``compiled``: torch.compile's partitioner recomputes
     pointwise ops, so norm outputs and the gated product are not stored. ``tp_gathered``:
     with DTensor sequence parallelism the all-gathered inputs of the column-parallel
-    matmuls are saved whole on every TP rank.
+    matmuls are saved whole on every TP rank. ``moe_probs_in_act``: the routing
+    probabilities multiply the routed experts' activation output (Megatron-LM), which
+    keeps one more expert-width tensor per routed copy when the experts are not gated.
     """
     h = a.hidden_size
     if recompute == "full":
@@ -376,6 +383,7 @@ def layer_activation_bytes_per_token(
                 recompute="none",
                 compiled=compiled,
                 tp_gathered=tp_gathered,
+                moe_probs_in_act=moe_probs_in_act,
             ),
         )
     norm_tensors = 1 if compiled else 2
@@ -396,6 +404,16 @@ def layer_activation_bytes_per_token(
         # across TP ranks, so these are not split by TP
         gathered += routed * 2.0 * h
         tp_part += routed * branches + moe.shared_experts * branches
+        if moe_probs_in_act and act_store and not a.gated_mlp:
+            # Megatron-LM TEGroupedMLP (core_r0.14.0 moe/experts.py lines 902-904):
+            # act(fc1) * permuted_probs; a non-gated activation never takes the fused
+            # weighted kernel (experts.py line 872 accepts SwiGLU only, and arguments.py
+            # line 888 turns GeLU fusion off without biases), so autograd keeps fc1's
+            # output (for the activation), the activation output (for the probs' gradient,
+            # the router's probs require grad, even RandomSTE's forced balancing) and the
+            # weighted product (fc2's input): one expert-width tensor more than a dense
+            # MLP. The fused SwiGLU kernel saves only its input and the probs.
+            tp_part += routed * 2.0 * f
         tp_part += 4.0 * moe.num_experts  # router logits (fp32)
     else:
         f = a.intermediate_size
@@ -470,6 +488,7 @@ def offloaded_activation_bytes(job: Job, lay: Layout) -> float:
                 selective=job.fw.selective,
                 compiled=job.compile,
                 tp_gathered=job.fw.tp_gathered_inputs,
+                moe_probs_in_act=job.fw.moe_probs_in_act,
             )
     resident = min(1.0, OFFLOAD_RESIDENT_BLOCKS / stage_layers)
     return per_tok * lay.micro_batch_size * s_local * (1.0 - resident)
@@ -501,6 +520,7 @@ def _activation_bytes(job: Job, lay: Layout, *, first_stage: bool) -> tuple[int,
             selective=fw.selective,
             compiled=job.compile,
             tp_gathered=fw.tp_gathered_inputs,
+            moe_probs_in_act=fw.moe_probs_in_act,
         )
 
     per_tok = 0.0

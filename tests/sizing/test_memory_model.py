@@ -16,10 +16,11 @@ from app.sizing.memory import (
     Layout,
     activation_bytes,
     fit_verdict,
+    layer_activation_bytes_per_token,
     memory,
     memory_range,
 )
-from app.sizing.params import count
+from app.sizing.params import Architecture, count
 
 FAST = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 PRESET_IDS = sorted(PRESETS)
@@ -244,3 +245,29 @@ def test_kimi_k2_fp4_on_eight_b300_nodes_fits_with_expert_parallel() -> None:
     mem = memory(job, lay)
     assert mem.total < 268e9  # B300: 288 GB HBM3e
     assert job.arch.moe is not None and job.arch.moe.num_experts == 384
+
+
+def test_megatron_non_gated_experts_keep_the_probs_weighted_product() -> None:
+    """Megatron multiplies the router's probs into a GeLU expert's activation output without
+    a fused kernel: one more expert-width tensor per routed copy; gated SwiGLU experts (fused
+    kernel) and other frameworks are unchanged."""
+    gated = PRESETS["mixtral-8x7b"].arch
+    assert gated.moe is not None
+    gelu = replace(gated, gated_mlp=False)
+    k, f = gated.moe.experts_per_token, gated.moe.expert_intermediate_size
+
+    def per_token(arch: Architecture, probs_in_act: bool) -> float:
+        return layer_activation_bytes_per_token(
+            arch,
+            moe_layer=True,
+            tp=1,
+            kv_len=4096,
+            flash=True,
+            recompute="none",
+            moe_probs_in_act=probs_in_act,
+        )
+
+    assert per_token(gelu, True) - per_token(gelu, False) == pytest.approx(k * 2.0 * f)
+    assert per_token(gated, True) == per_token(gated, False)
+    assert FRAMEWORKS["megatron"].moe_probs_in_act
+    assert not FRAMEWORKS["fsdp2"].moe_probs_in_act
