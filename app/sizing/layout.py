@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from app.sizing.memory import SAFETY_MARGIN, Job, Layout, Memory, fit_verdict, memory
 from app.sizing.messages import Msg
@@ -66,7 +66,18 @@ def _pows(limit: int) -> list[int]:
 
 
 def shapes(job: Job, nodes: int, g: int) -> list[Shape]:
-    """Parallel shapes in the page's rule order for this model size."""
+    """Parallel shapes in the page's rule order for this model size (memoised per job;
+    the list is shared: do not mutate it)."""
+    key = ("shapes", nodes, g)
+    got: list[Shape] | None = job.cache.get(key)
+    if got is None:
+        got = _shapes(job, nodes, g)
+        if len(job.cache) < 20000:
+            job.cache[key] = got
+    return got
+
+
+def _shapes(job: Job, nodes: int, g: int) -> list[Shape]:
     a = job.arch
     w = nodes * g
     big = job.counts.total >= 60e9
@@ -237,6 +248,51 @@ def shape_efficiency(s: Shape, g: int) -> float:
     return e
 
 
+# A shard group no real layout reaches: the states divided by it round to nothing, so a
+# layout's memory at this group is a floor for the same layout at every group of two or more.
+FLOOR_SHARD_GROUP = 1 << 40
+
+
+def memory_floor(job: Job, lay: Layout) -> Memory | None:
+    """A lower bound on ``memory(job, lay)`` that no other shard group can undercut.
+
+    Per-GPU memory never grows with the shard group (monotonicity, locked in by
+    tests/sizing/test_search_pruning.py): states are divided by it, everything else
+    (activations, context, NCCL groups, gather buffers) depends only on whether the group
+    has two or more ranks. So the same layout with an unreachably large group holds at most
+    what ``lay`` holds for every group ≥ 2 — and it is one memo entry per shape *kind*,
+    shared by every node count (the world size is not in the memo key). None when the group
+    is 1 (``ddp`` or a single rank), whose memory is already world-independent.
+    """
+    if lay.sharding == "ddp" or lay.shard_group < 2:
+        return None
+    return memory(job, replace(lay, shard_group=FLOOR_SHARD_GROUP))
+
+
+def _over(job: Job, s: Shape, world: int, mbs: int, rc: str, off: bool, limit: float) -> bool:
+    """True when shape ``s`` in this variant surely overflows the GPU at any shard group ≥ 2
+    (its :func:`memory_floor` does), found without building the layout."""
+    if s.sharding == "ddp" or s.shard_group < 2:
+        return False
+    dp = world // (s.tp * s.pp * s.cp)
+    # what the floor's memory depends on besides the shape kind and variant: whether there
+    # is data parallelism (an NCCL group) and, when a global batch sets the pipeline's
+    # micro-batch count, the data-parallel size itself
+    per_dp = s.pp > 1 and job.global_batch_size and not job.num_microbatches
+    key = ("floor", s.sharding, s.tp, s.pp, s.ep, s.cp, dp if per_dp else dp > 1, mbs, rc, off)
+    total: int | None = job.cache.get(key)
+    if total is None:
+        lay = make_layout(
+            s, world=world, mbs=mbs, recompute=rc, offload_opt=off, offload_params=False
+        )
+        floor = memory_floor(job, lay)
+        assert floor is not None
+        total = floor.total
+        if len(job.cache) < 20000:
+            job.cache[key] = total
+    return total > limit
+
+
 def best_layouts(
     job: Job,
     *,
@@ -249,21 +305,32 @@ def best_layouts(
     offload_options: list[bool],
     want: int = 2,
 ) -> list[Candidate]:
-    """The best ``want`` fitting layouts (distinct shapes) for this node count, best first."""
+    """The best ``want`` fitting layouts (distinct shapes) for this node count, best first.
+
+    A combination whose memory floor (:func:`memory_floor`) already overflows the GPU is
+    treated as the miss it is without evaluating its memory at this count: the answer is
+    the one the plain walk gives, with most evaluations shared across node counts.
+    """
     world = nodes * g
     if host_ram is None:
         offload_options = [o for o in offload_options if not o] or offload_options
-    combos: list[tuple[float, int, int, str, bool]] = []
     all_shapes = shapes(job, nodes, g)
-    for rank, s in enumerate(all_shapes):
-        se = shape_efficiency(s, g)
-        for mbs in mbs_options:
-            for rc in recompute_options:
-                re = se * RECOMPUTE_EFF[rc]
-                for off in offload_options:
-                    combos.append((re * (OFFLOAD_OPT_EFF if off else 1.0), rank, mbs, rc, off))
-    # most efficient first; on ties, the page's rule order, then larger micro-batch
-    combos.sort(key=lambda c: (-c[0], c[1], -c[2]))
+    ck: tuple[object, ...] = ("combos", nodes, g, tuple(mbs_options))
+    ck += (tuple(recompute_options), tuple(offload_options))
+    combos: list[tuple[float, int, int, str, bool]] | None = job.cache.get(ck)
+    if combos is None:
+        combos = []
+        for rank, s in enumerate(all_shapes):
+            se = shape_efficiency(s, g)
+            for mbs in mbs_options:
+                for rc in recompute_options:
+                    re = se * RECOMPUTE_EFF[rc]
+                    for off in offload_options:
+                        combos.append((re * (OFFLOAD_OPT_EFF if off else 1.0), rank, mbs, rc, off))
+        # most efficient first; on ties, the page's rule order, then larger micro-batch
+        combos.sort(key=lambda c: (-c[0], c[1], -c[2]))
+        if len(job.cache) < 20000:
+            job.cache[ck] = combos
     found: list[Candidate] = []
     # a variant whose upper memory estimate also fits beats a tight one (issue 16); the
     # first tight variant of each shape is kept in case nothing fits for sure
@@ -271,41 +338,49 @@ def best_layouts(
     limit = usable * (1 - SAFETY_MARGIN)
     dead: set[int] = set()
     lean_rc, lean_off, lean_mbs = recompute_options[-1], offload_options[-1], min(mbs_options)
-    leans: dict[int, Memory] = {}
+    leans: dict[int, Memory | None] = {}
 
-    def lean_memory(rank: int) -> Memory:
-        """The leanest variant's memory of a shape, computed once per shape."""
+    def lean_memory(rank: int) -> Memory | None:
+        """The leanest variant's memory of a shape, computed once per shape (None: its
+        floor already overflows the GPU, so it neither fits nor is worth computing)."""
         if rank not in leans:
-            lean = make_layout(
-                all_shapes[rank],
-                world=world,
-                mbs=lean_mbs,
-                recompute=lean_rc,
-                offload_opt=lean_off,
-                offload_params=False,
-            )
-            leans[rank] = memory(job, lean)
+            s = all_shapes[rank]
+            if _over(job, s, world, lean_mbs, lean_rc, lean_off, limit):
+                leans[rank] = None
+            else:
+                lean = make_layout(
+                    s,
+                    world=world,
+                    mbs=lean_mbs,
+                    recompute=lean_rc,
+                    offload_opt=lean_off,
+                    offload_params=False,
+                )
+                leans[rank] = memory(job, lean)
         return leans[rank]
 
     for eff, rank, mbs, rc, off in combos:
         if rank in dead:
             continue
-        if lean_memory(rank).total > limit:
+        lean_mem = lean_memory(rank)
+        if lean_mem is None or lean_mem.total > limit:
             # the leanest variant holds the least on the GPU: if even it overflows the GPU,
             # no variant of this shape fits (one memory evaluation instead of two)
             dead.add(rank)
             continue
         s = all_shapes[rank]
-        lay = make_layout(
-            s, world=world, mbs=mbs, recompute=rc, offload_opt=off, offload_params=False
-        )
-        mem = memory(job, lay)
-        if fits(mem, usable, host_ram, g):
+        lay = mem = None
+        if not _over(job, s, world, mbs, rc, off, limit):
+            lay = make_layout(
+                s, world=world, mbs=mbs, recompute=rc, offload_opt=off, offload_params=False
+            )
+            mem = memory(job, lay)
+        if lay is not None and mem is not None and fits(mem, usable, host_ram, g):
             cand = Candidate(lay, mem, eff, s.label, rank)
             if fit_verdict(mem, limit) == "tight":
                 tight.setdefault(rank, cand)
                 # if even the leanest variant of this shape is tight, none is sure
-                if fit_verdict(lean_memory(rank), limit) != "fits":
+                if fit_verdict(lean_mem, limit) != "fits":
                     dead.add(rank)
                 continue
             found.append(cand)
@@ -314,7 +389,7 @@ def best_layouts(
                 break
         elif (rc, off, mbs) != (lean_rc, lean_off, lean_mbs):
             # if the leanest variant of this shape does not fit, none will
-            if not fits(lean_memory(rank), usable, host_ram, g):
+            if not fits(lean_mem, usable, host_ram, g):
                 dead.add(rank)
         else:
             dead.add(rank)
@@ -343,14 +418,13 @@ def any_fits(
     world = nodes * g
     if host_ram is None:
         offload_options = [o for o in offload_options if not o] or offload_options
+    limit = usable * (1 - SAFETY_MARGIN)
+    mbs, rc, off = min(mbs_options), recompute_options[-1], offload_options[-1]
     for s in shapes(job, nodes, g):
+        if _over(job, s, world, mbs, rc, off, limit):
+            continue
         lean = make_layout(
-            s,
-            world=world,
-            mbs=min(mbs_options),
-            recompute=recompute_options[-1],
-            offload_opt=offload_options[-1],
-            offload_params=False,
+            s, world=world, mbs=mbs, recompute=rc, offload_opt=off, offload_params=False
         )
         if fits(memory(job, lean), usable, host_ram, g):
             return True
