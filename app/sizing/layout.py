@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass, replace
 
 from app.sizing.memory import SAFETY_MARGIN, Job, Layout, Memory, fit_verdict, memory
@@ -269,28 +270,124 @@ def memory_floor(job: Job, lay: Layout) -> Memory | None:
     return memory(job, replace(lay, shard_group=FLOOR_SHARD_GROUP))
 
 
-def _over(job: Job, s: Shape, world: int, mbs: int, rc: str, off: bool, limit: float) -> bool:
-    """True when shape ``s`` in this variant surely overflows the GPU at any shard group ≥ 2
-    (its :func:`memory_floor` does), found without building the layout."""
+class _Kind:
+    """What is known about one shape kind in one variant (every count, one job): its
+    memory floor and its evaluations so far, by shard group (ascending)."""
+
+    __slots__ = ("by", "groups", "floor")
+
+    def __init__(self, floor: int) -> None:
+        self.floor = floor  # GPU bytes at FLOOR_SHARD_GROUP
+        self.groups: list[int] = []
+        self.by: dict[int, tuple[int, int]] = {}  # group -> (GPU bytes, host bytes)
+
+
+def _kind(job: Job, s: Shape, world: int, mbs: int, rc: str, off: bool) -> _Kind | None:
+    """The shared record of shape ``s`` (group ≥ 2) in this variant, None for ``ddp`` or a
+    single-rank group (their memory does not depend on the count)."""
     if s.sharding == "ddp" or s.shard_group < 2:
-        return False
+        return None
     dp = world // (s.tp * s.pp * s.cp)
-    # what the floor's memory depends on besides the shape kind and variant: whether there
-    # is data parallelism (an NCCL group) and, when a global batch sets the pipeline's
+    # what memory depends on besides the shape kind, the variant and the group: whether
+    # there is data parallelism (an NCCL group) and, when a global batch sets the pipeline's
     # micro-batch count, the data-parallel size itself
     per_dp = s.pp > 1 and job.global_batch_size and not job.num_microbatches
-    key = ("floor", s.sharding, s.tp, s.pp, s.ep, s.cp, dp if per_dp else dp > 1, mbs, rc, off)
-    total: int | None = job.cache.get(key)
-    if total is None:
+    key = ("kind", s.sharding, s.tp, s.pp, s.ep, s.cp, dp if per_dp else dp > 1, mbs, rc, off)
+    got: _Kind | None = job.cache.get(key)
+    if got is None:
         lay = make_layout(
             s, world=world, mbs=mbs, recompute=rc, offload_opt=off, offload_params=False
         )
         floor = memory_floor(job, lay)
         assert floor is not None
-        total = floor.total
+        got = _Kind(floor.total)
         if len(job.cache) < 20000:
-            job.cache[key] = total
-    return total > limit
+            job.cache[key] = got
+    return got
+
+
+class _Probe:
+    """Memory questions about the layouts of one node count, answered without evaluating
+    ``memory()`` where the answer already follows from other evaluations.
+
+    The monotonicity behind :func:`memory_floor` (per-GPU memory and host offload never
+    grow with the shard group, for groups ≥ 2) means one evaluation at group ``d'`` bounds
+    every other group ``d`` of the same shape kind and variant: ``d ≥ d'`` holds at most as
+    much, ``d ≤ d'`` at least as much, and no group holds less than the floor. Each
+    kind+variant keeps its evaluations in the job's memo (:class:`_Kind`); a question is
+    answered from the floor and the nearest known groups on either side, or by one
+    evaluation that joins them. Every answer is the one ``memory()`` itself gives.
+    """
+
+    def __init__(self, job: Job, world: int, limit: float, host_ram: int | None, g: int):
+        self.job, self.world, self.limit, self.host, self.g = job, world, limit, host_ram, g
+        self._kinds: dict[tuple[int, int, str, bool], _Kind | None] = {}
+        self._mem: dict[tuple[int, int, str, bool], Memory] = {}
+
+    def _kind(self, s: Shape, mbs: int, rc: str, off: bool) -> _Kind | None:
+        k = (id(s), mbs, rc, off)
+        if k not in self._kinds:
+            self._kinds[k] = _kind(self.job, s, self.world, mbs, rc, off)
+        return self._kinds[k]
+
+    def _fits(self, total: int, cpu: int) -> bool:
+        if total > self.limit:
+            return False
+        if cpu:
+            return self.host is not None and cpu * self.g <= self.host * 0.9
+        return True
+
+    @staticmethod
+    def _neighbours(kind: _Kind, d: int) -> tuple[tuple[int, int] | None, tuple[int, int] | None]:
+        """Known (GPU, host) bytes at the largest group ≤ ``d`` and the smallest ≥ ``d``."""
+        ds, by = kind.groups, kind.by
+        if d in by:
+            return by[d], by[d]
+        i = bisect.bisect_left(ds, d)
+        return (by[ds[i - 1]] if i > 0 else None), (by[ds[i]] if i < len(ds) else None)
+
+    def over(self, s: Shape, mbs: int, rc: str, off: bool, *, sure: bool = False) -> bool:
+        """Whether this variant overflows the GPU (``sure``: False unless already known)."""
+        kind = self._kind(s, mbs, rc, off)
+        if kind is not None:
+            if kind.floor > self.limit:
+                return True
+            below, above = self._neighbours(kind, s.shard_group)
+            if above is not None and above[0] > self.limit:
+                return True
+            if below is not None and below[0] <= self.limit:
+                return False
+        if sure:
+            return False
+        return self.memory(s, mbs, rc, off).total > self.limit
+
+    def fits(self, s: Shape, mbs: int, rc: str, off: bool) -> bool:
+        """``fits()`` of this variant (GPU and host memory)."""
+        kind = self._kind(s, mbs, rc, off)
+        if kind is not None:
+            if kind.floor > self.limit:
+                return False
+            below, above = self._neighbours(kind, s.shard_group)
+            if below is not None and self._fits(*below):
+                return True
+            if above is not None and not self._fits(*above):
+                return False
+        m = self.memory(s, mbs, rc, off)
+        return self._fits(m.total, m.cpu_offload_per_gpu)
+
+    def memory(self, s: Shape, mbs: int, rc: str, off: bool) -> Memory:
+        k = (id(s), mbs, rc, off)
+        m = self._mem.get(k)
+        if m is None:
+            lay = make_layout(
+                s, world=self.world, mbs=mbs, recompute=rc, offload_opt=off, offload_params=False
+            )
+            m = self._mem[k] = memory(self.job, lay)
+            kind = self._kind(s, mbs, rc, off)
+            if kind is not None and s.shard_group not in kind.by:
+                bisect.insort(kind.groups, s.shard_group)
+                kind.by[s.shard_group] = (m.total, m.cpu_offload_per_gpu)
+        return m
 
 
 def best_layouts(
@@ -315,13 +412,14 @@ def best_layouts(
     if host_ram is None:
         offload_options = [o for o in offload_options if not o] or offload_options
     all_shapes = shapes(job, nodes, g)
-    ck: tuple[object, ...] = ("combos", nodes, g, tuple(mbs_options))
-    ck += (tuple(recompute_options), tuple(offload_options))
+    # the order depends only on the shapes' efficiencies (and the options): one sort per
+    # distinct sequence, shared by every count that has it
+    effs = tuple(shape_efficiency(s, g) for s in all_shapes)
+    ck = ("combos", effs, tuple(mbs_options), tuple(recompute_options), tuple(offload_options))
     combos: list[tuple[float, int, int, str, bool]] | None = job.cache.get(ck)
     if combos is None:
         combos = []
-        for rank, s in enumerate(all_shapes):
-            se = shape_efficiency(s, g)
+        for rank, se in enumerate(effs):
             for mbs in mbs_options:
                 for rc in recompute_options:
                     re = se * RECOMPUTE_EFF[rc]
@@ -336,51 +434,32 @@ def best_layouts(
     # first tight variant of each shape is kept in case nothing fits for sure
     tight: dict[int, Candidate] = {}
     limit = usable * (1 - SAFETY_MARGIN)
+    probe = _Probe(job, world, limit, host_ram, g)
     dead: set[int] = set()
+    alive: set[int] = set()  # shapes whose leanest variant fits on the GPU
     lean_rc, lean_off, lean_mbs = recompute_options[-1], offload_options[-1], min(mbs_options)
-    leans: dict[int, Memory | None] = {}
-
-    def lean_memory(rank: int) -> Memory | None:
-        """The leanest variant's memory of a shape, computed once per shape (None: its
-        floor already overflows the GPU, so it neither fits nor is worth computing)."""
-        if rank not in leans:
-            s = all_shapes[rank]
-            if _over(job, s, world, lean_mbs, lean_rc, lean_off, limit):
-                leans[rank] = None
-            else:
-                lean = make_layout(
-                    s,
-                    world=world,
-                    mbs=lean_mbs,
-                    recompute=lean_rc,
-                    offload_opt=lean_off,
-                    offload_params=False,
-                )
-                leans[rank] = memory(job, lean)
-        return leans[rank]
+    lean = (lean_mbs, lean_rc, lean_off)
 
     for eff, rank, mbs, rc, off in combos:
         if rank in dead:
             continue
-        lean_mem = lean_memory(rank)
-        if lean_mem is None or lean_mem.total > limit:
+        s = all_shapes[rank]
+        if rank not in alive and probe.over(s, *lean):
             # the leanest variant holds the least on the GPU: if even it overflows the GPU,
             # no variant of this shape fits (one memory evaluation instead of two)
             dead.add(rank)
             continue
-        s = all_shapes[rank]
-        lay = mem = None
-        if not _over(job, s, world, mbs, rc, off, limit):
+        alive.add(rank)
+        mem = None if probe.over(s, mbs, rc, off, sure=True) else probe.memory(s, mbs, rc, off)
+        if mem is not None and fits(mem, usable, host_ram, g):
             lay = make_layout(
                 s, world=world, mbs=mbs, recompute=rc, offload_opt=off, offload_params=False
             )
-            mem = memory(job, lay)
-        if lay is not None and mem is not None and fits(mem, usable, host_ram, g):
             cand = Candidate(lay, mem, eff, s.label, rank)
             if fit_verdict(mem, limit) == "tight":
                 tight.setdefault(rank, cand)
                 # if even the leanest variant of this shape is tight, none is sure
-                if fit_verdict(lean_mem, limit) != "fits":
+                if fit_verdict(probe.memory(s, *lean), limit) != "fits":
                     dead.add(rank)
                 continue
             found.append(cand)
@@ -389,7 +468,7 @@ def best_layouts(
                 break
         elif (rc, off, mbs) != (lean_rc, lean_off, lean_mbs):
             # if the leanest variant of this shape does not fit, none will
-            if not fits(lean_mem, usable, host_ram, g):
+            if not probe.fits(s, *lean):
                 dead.add(rank)
         else:
             dead.add(rank)
@@ -419,16 +498,9 @@ def any_fits(
     if host_ram is None:
         offload_options = [o for o in offload_options if not o] or offload_options
     limit = usable * (1 - SAFETY_MARGIN)
-    mbs, rc, off = min(mbs_options), recompute_options[-1], offload_options[-1]
-    for s in shapes(job, nodes, g):
-        if _over(job, s, world, mbs, rc, off, limit):
-            continue
-        lean = make_layout(
-            s, world=world, mbs=mbs, recompute=rc, offload_opt=off, offload_params=False
-        )
-        if fits(memory(job, lean), usable, host_ram, g):
-            return True
-    return False
+    probe = _Probe(job, world, limit, host_ram, g)
+    lean = (min(mbs_options), recompute_options[-1], offload_options[-1])
+    return any(probe.fits(s, *lean) for s in shapes(job, nodes, g))
 
 
 def node_candidates(max_nodes: int = 1024) -> list[int]:
