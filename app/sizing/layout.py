@@ -282,17 +282,26 @@ class _Kind:
         self.by: dict[int, tuple[int, int]] = {}  # group -> (GPU bytes, host bytes)
 
 
-def _kind(job: Job, s: Shape, world: int, mbs: int, rc: str, off: bool) -> _Kind | None:
-    """The shared record of shape ``s`` (group ≥ 2) in this variant, None for ``ddp`` or a
-    single-rank group (their memory does not depend on the count)."""
+def _kind_key(job: Job, s: Shape, world: int) -> tuple[object, ...] | None:
+    """What memory depends on besides the variant and the shard group, for shape ``s`` at
+    this world size; None for ``ddp`` or a single-rank group (their memory does not depend
+    on the count at all)."""
     if s.sharding == "ddp" or s.shard_group < 2:
         return None
     dp = world // (s.tp * s.pp * s.cp)
-    # what memory depends on besides the shape kind, the variant and the group: whether
-    # there is data parallelism (an NCCL group) and, when a global batch sets the pipeline's
-    # micro-batch count, the data-parallel size itself
+    # whether there is data parallelism (an NCCL group) and, when a global batch sets the
+    # pipeline's micro-batch count, the data-parallel size itself
     per_dp = s.pp > 1 and job.global_batch_size and not job.num_microbatches
-    key = ("kind", s.sharding, s.tp, s.pp, s.ep, s.cp, dp if per_dp else dp > 1, mbs, rc, off)
+    return (s.sharding, s.tp, s.pp, s.ep, s.cp, dp if per_dp else dp > 1)
+
+
+def _kind(job: Job, s: Shape, world: int, mbs: int, rc: str, off: bool) -> _Kind | None:
+    """The shared record of shape ``s`` (group ≥ 2) in this variant, None for ``ddp`` or a
+    single-rank group."""
+    kk = _kind_key(job, s, world)
+    if kk is None:
+        return None
+    key = ("kind", kk, mbs, rc, off)
     got: _Kind | None = job.cache.get(key)
     if got is None:
         lay = make_layout(
@@ -329,6 +338,11 @@ class _Probe:
         if k not in self._kinds:
             self._kinds[k] = _kind(self.job, s, self.world, mbs, rc, off)
         return self._kinds[k]
+
+    def floor_over(self, s: Shape, mbs: int, rc: str, off: bool) -> bool:
+        """Whether this variant overflows the GPU at every shard group (its floor does)."""
+        kind = self._kind(s, mbs, rc, off)
+        return kind is not None and kind.floor > self.limit
 
     def _fits(self, total: int, cpu: int) -> bool:
         if total > self.limit:
@@ -435,22 +449,38 @@ def best_layouts(
     tight: dict[int, Candidate] = {}
     limit = usable * (1 - SAFETY_MARGIN)
     probe = _Probe(job, world, limit, host_ram, g)
-    dead: set[int] = set()
-    alive: set[int] = set()  # shapes whose leanest variant fits on the GPU
     lean_rc, lean_off, lean_mbs = recompute_options[-1], offload_options[-1], min(mbs_options)
     lean = (lean_mbs, lean_rc, lean_off)
+    # which combinations overflow at any group (their floor does) depends on the shapes'
+    # kinds and the limit only: found once, shared by every count with the same kinds
+    kinds = tuple(_kind_key(job, s, world) for s in all_shapes)
+    wk = ("walk", ck, kinds, limit)
+    walk: tuple[frozenset[int], list[bool]] | None = job.cache.get(wk)
+    if walk is None:
+        over_lean = frozenset(r for r, s in enumerate(all_shapes) if probe.floor_over(s, *lean))
+        misses = [probe.floor_over(all_shapes[r], m, rc, o) for _e, r, m, rc, o in combos]
+        walk = (over_lean, misses)
+        if len(job.cache) < 20000:
+            job.cache[wk] = walk
+    dead: set[int] = set(walk[0])
+    alive: set[int] = set()  # shapes whose leanest variant fits on the GPU
+    lean_fits: dict[int, bool] = {}
 
-    for eff, rank, mbs, rc, off in combos:
+    for (eff, rank, mbs, rc, off), miss in zip(combos, walk[1], strict=True):
         if rank in dead:
             continue
         s = all_shapes[rank]
-        if rank not in alive and probe.over(s, *lean):
-            # the leanest variant holds the least on the GPU: if even it overflows the GPU,
-            # no variant of this shape fits (one memory evaluation instead of two)
-            dead.add(rank)
-            continue
-        alive.add(rank)
-        mem = None if probe.over(s, mbs, rc, off, sure=True) else probe.memory(s, mbs, rc, off)
+        if rank not in alive:
+            if probe.over(s, *lean):
+                # the leanest variant holds the least on the GPU: if even it overflows the
+                # GPU, no variant of this shape fits (one memory evaluation instead of two)
+                dead.add(rank)
+                continue
+            alive.add(rank)
+        if miss or probe.over(s, mbs, rc, off, sure=True):
+            mem = None
+        else:
+            mem = probe.memory(s, mbs, rc, off)
         if mem is not None and fits(mem, usable, host_ram, g):
             lay = make_layout(
                 s, world=world, mbs=mbs, recompute=rc, offload_opt=off, offload_params=False
@@ -468,7 +498,9 @@ def best_layouts(
                 break
         elif (rc, off, mbs) != (lean_rc, lean_off, lean_mbs):
             # if the leanest variant of this shape does not fit, none will
-            if not probe.fits(s, *lean):
+            if rank not in lean_fits:
+                lean_fits[rank] = probe.fits(s, *lean)
+            if not lean_fits[rank]:
                 dead.add(rank)
         else:
             dead.add(rank)
