@@ -455,28 +455,35 @@ def best_layouts(
     # kinds and the limit only: found once, shared by every count with the same kinds
     kinds = tuple(_kind_key(job, s, world) for s in all_shapes)
     wk = ("walk", ck, kinds, limit)
-    walk: tuple[frozenset[int], list[bool]] | None = job.cache.get(wk)
+    # filled as the walks reach them: rank -> its leanest variant's floor overflows;
+    # combination index -> its floor overflows
+    walk: tuple[dict[int, bool], dict[int, bool]] | None = job.cache.get(wk)
     if walk is None:
-        over_lean = frozenset(r for r, s in enumerate(all_shapes) if probe.floor_over(s, *lean))
-        misses = [probe.floor_over(all_shapes[r], m, rc, o) for _e, r, m, rc, o in combos]
-        walk = (over_lean, misses)
+        walk = ({}, {})
         if len(job.cache) < 20000:
             job.cache[wk] = walk
-    dead: set[int] = set(walk[0])
+    lean_floor, floor = walk
+    dead: set[int] = set()
     alive: set[int] = set()  # shapes whose leanest variant fits on the GPU
     lean_fits: dict[int, bool] = {}
 
-    for (eff, rank, mbs, rc, off), miss in zip(combos, walk[1], strict=True):
+    for i, (eff, rank, mbs, rc, off) in enumerate(combos):
         if rank in dead:
             continue
         s = all_shapes[rank]
         if rank not in alive:
-            if probe.over(s, *lean):
+            over = lean_floor.get(rank)
+            if over is None:
+                over = lean_floor[rank] = probe.floor_over(s, *lean)
+            if over or probe.over(s, *lean):
                 # the leanest variant holds the least on the GPU: if even it overflows the
                 # GPU, no variant of this shape fits (one memory evaluation instead of two)
                 dead.add(rank)
                 continue
             alive.add(rank)
+        miss = floor.get(i)
+        if miss is None:
+            miss = floor[i] = probe.floor_over(s, mbs, rc, off)
         if miss or probe.over(s, mbs, rc, off, sure=True):
             mem = None
         else:
