@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass, replace
+from typing import Any
 
 from app.sizing.memory import SAFETY_MARGIN, Job, Layout, Memory, fit_verdict, memory
 from app.sizing.messages import Msg
@@ -328,20 +329,32 @@ class _Probe:
     evaluation that joins them. Every answer is the one ``memory()`` itself gives.
     """
 
-    def __init__(self, job: Job, world: int, limit: float, host_ram: int | None, g: int):
+    def __init__(
+        self,
+        job: Job,
+        world: int,
+        limit: float,
+        host_ram: int | None,
+        g: int,
+        shapes_: list[Shape],
+        kinds: dict[tuple[int, int, str, bool], _Kind | None] | None = None,
+    ) -> None:
         self.job, self.world, self.limit, self.host, self.g = job, world, limit, host_ram, g
-        self._kinds: dict[tuple[int, int, str, bool], _Kind | None] = {}
+        self.shapes = shapes_
+        # (rank, variant) -> its record; shared by the counts whose shapes have the same kinds
+        self._kinds = {} if kinds is None else kinds
         self._mem: dict[tuple[int, int, str, bool], Memory] = {}
 
-    def _kind(self, s: Shape, mbs: int, rc: str, off: bool) -> _Kind | None:
-        k = (id(s), mbs, rc, off)
-        if k not in self._kinds:
-            self._kinds[k] = _kind(self.job, s, self.world, mbs, rc, off)
-        return self._kinds[k]
+    def _kind(self, rank: int, mbs: int, rc: str, off: bool) -> _Kind | None:
+        k = (rank, mbs, rc, off)
+        if k in self._kinds:
+            return self._kinds[k]
+        got = self._kinds[k] = _kind(self.job, self.shapes[rank], self.world, mbs, rc, off)
+        return got
 
-    def floor_over(self, s: Shape, mbs: int, rc: str, off: bool) -> bool:
+    def floor_over(self, rank: int, mbs: int, rc: str, off: bool) -> bool:
         """Whether this variant overflows the GPU at every shard group (its floor does)."""
-        kind = self._kind(s, mbs, rc, off)
+        kind = self._kind(rank, mbs, rc, off)
         return kind is not None and kind.floor > self.limit
 
     def _fits(self, total: int, cpu: int) -> bool:
@@ -360,44 +373,45 @@ class _Probe:
         i = bisect.bisect_left(ds, d)
         return (by[ds[i - 1]] if i > 0 else None), (by[ds[i]] if i < len(ds) else None)
 
-    def over(self, s: Shape, mbs: int, rc: str, off: bool, *, sure: bool = False) -> bool:
+    def over(self, rank: int, mbs: int, rc: str, off: bool, *, sure: bool = False) -> bool:
         """Whether this variant overflows the GPU (``sure``: False unless already known)."""
-        kind = self._kind(s, mbs, rc, off)
+        kind = self._kind(rank, mbs, rc, off)
         if kind is not None:
             if kind.floor > self.limit:
                 return True
-            below, above = self._neighbours(kind, s.shard_group)
+            below, above = self._neighbours(kind, self.shapes[rank].shard_group)
             if above is not None and above[0] > self.limit:
                 return True
             if below is not None and below[0] <= self.limit:
                 return False
         if sure:
             return False
-        return self.memory(s, mbs, rc, off).total > self.limit
+        return self.memory(rank, mbs, rc, off).total > self.limit
 
-    def fits(self, s: Shape, mbs: int, rc: str, off: bool) -> bool:
+    def fits(self, rank: int, mbs: int, rc: str, off: bool) -> bool:
         """``fits()`` of this variant (GPU and host memory)."""
-        kind = self._kind(s, mbs, rc, off)
+        kind = self._kind(rank, mbs, rc, off)
         if kind is not None:
             if kind.floor > self.limit:
                 return False
-            below, above = self._neighbours(kind, s.shard_group)
+            below, above = self._neighbours(kind, self.shapes[rank].shard_group)
             if below is not None and self._fits(*below):
                 return True
             if above is not None and not self._fits(*above):
                 return False
-        m = self.memory(s, mbs, rc, off)
+        m = self.memory(rank, mbs, rc, off)
         return self._fits(m.total, m.cpu_offload_per_gpu)
 
-    def memory(self, s: Shape, mbs: int, rc: str, off: bool) -> Memory:
-        k = (id(s), mbs, rc, off)
+    def memory(self, rank: int, mbs: int, rc: str, off: bool) -> Memory:
+        k = (rank, mbs, rc, off)
         m = self._mem.get(k)
         if m is None:
+            s = self.shapes[rank]
             lay = make_layout(
                 s, world=self.world, mbs=mbs, recompute=rc, offload_opt=off, offload_params=False
             )
             m = self._mem[k] = memory(self.job, lay)
-            kind = self._kind(s, mbs, rc, off)
+            kind = self._kind(rank, mbs, rc, off)
             if kind is not None and s.shard_group not in kind.by:
                 bisect.insort(kind.groups, s.shard_group)
                 kind.by[s.shard_group] = (m.total, m.cpu_offload_per_gpu)
@@ -448,21 +462,20 @@ def best_layouts(
     # first tight variant of each shape is kept in case nothing fits for sure
     tight: dict[int, Candidate] = {}
     limit = usable * (1 - SAFETY_MARGIN)
-    probe = _Probe(job, world, limit, host_ram, g)
     lean_rc, lean_off, lean_mbs = recompute_options[-1], offload_options[-1], min(mbs_options)
     lean = (lean_mbs, lean_rc, lean_off)
-    # which combinations overflow at any group (their floor does) depends on the shapes'
-    # kinds and the limit only: found once, shared by every count with the same kinds
+    # what the floors say depends on the shapes' kinds and the limit only: kept per
+    # sequence of kinds, shared by every count that has it, filled as walks reach them
     kinds = tuple(_kind_key(job, s, world) for s in all_shapes)
     wk = ("walk", ck, kinds, limit)
-    # filled as the walks reach them: rank -> its leanest variant's floor overflows;
-    # combination index -> its floor overflows
-    walk: tuple[dict[int, bool], dict[int, bool]] | None = job.cache.get(wk)
+    walk: tuple[dict[Any, _Kind | None], dict[int, bool], dict[int, bool]] | None
+    walk = job.cache.get(wk)
     if walk is None:
-        walk = ({}, {})
+        walk = ({}, {}, {})
         if len(job.cache) < 20000:
             job.cache[wk] = walk
-    lean_floor, floor = walk
+    records, lean_floor, floor = walk  # (rank, variant) -> record; rank / index -> over
+    probe = _Probe(job, world, limit, host_ram, g, all_shapes, records)
     dead: set[int] = set()
     alive: set[int] = set()  # shapes whose leanest variant fits on the GPU
     lean_fits: dict[int, bool] = {}
@@ -470,12 +483,11 @@ def best_layouts(
     for i, (eff, rank, mbs, rc, off) in enumerate(combos):
         if rank in dead:
             continue
-        s = all_shapes[rank]
         if rank not in alive:
             over = lean_floor.get(rank)
             if over is None:
-                over = lean_floor[rank] = probe.floor_over(s, *lean)
-            if over or probe.over(s, *lean):
+                over = lean_floor[rank] = probe.floor_over(rank, *lean)
+            if over or probe.over(rank, *lean):
                 # the leanest variant holds the least on the GPU: if even it overflows the
                 # GPU, no variant of this shape fits (one memory evaluation instead of two)
                 dead.add(rank)
@@ -483,12 +495,13 @@ def best_layouts(
             alive.add(rank)
         miss = floor.get(i)
         if miss is None:
-            miss = floor[i] = probe.floor_over(s, mbs, rc, off)
-        if miss or probe.over(s, mbs, rc, off, sure=True):
+            miss = floor[i] = probe.floor_over(rank, mbs, rc, off)
+        if miss or probe.over(rank, mbs, rc, off, sure=True):
             mem = None
         else:
-            mem = probe.memory(s, mbs, rc, off)
+            mem = probe.memory(rank, mbs, rc, off)
         if mem is not None and fits(mem, usable, host_ram, g):
+            s = all_shapes[rank]
             lay = make_layout(
                 s, world=world, mbs=mbs, recompute=rc, offload_opt=off, offload_params=False
             )
@@ -496,7 +509,7 @@ def best_layouts(
             if fit_verdict(mem, limit) == "tight":
                 tight.setdefault(rank, cand)
                 # if even the leanest variant of this shape is tight, none is sure
-                if fit_verdict(probe.memory(s, *lean), limit) != "fits":
+                if fit_verdict(probe.memory(rank, *lean), limit) != "fits":
                     dead.add(rank)
                 continue
             found.append(cand)
@@ -506,7 +519,7 @@ def best_layouts(
         elif (rc, off, mbs) != (lean_rc, lean_off, lean_mbs):
             # if the leanest variant of this shape does not fit, none will
             if rank not in lean_fits:
-                lean_fits[rank] = probe.fits(s, *lean)
+                lean_fits[rank] = probe.fits(rank, *lean)
             if not lean_fits[rank]:
                 dead.add(rank)
         else:
@@ -537,9 +550,10 @@ def any_fits(
     if host_ram is None:
         offload_options = [o for o in offload_options if not o] or offload_options
     limit = usable * (1 - SAFETY_MARGIN)
-    probe = _Probe(job, world, limit, host_ram, g)
+    all_shapes = shapes(job, nodes, g)
+    probe = _Probe(job, world, limit, host_ram, g, all_shapes)
     lean = (min(mbs_options), recompute_options[-1], offload_options[-1])
-    return any(probe.fits(s, *lean) for s in shapes(job, nodes, g))
+    return any(probe.fits(rank, *lean) for rank in range(len(all_shapes)))
 
 
 def node_candidates(max_nodes: int = 1024) -> list[int]:
