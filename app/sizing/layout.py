@@ -228,12 +228,17 @@ def make_layout(
 
 
 def fits(mem: Memory, usable: int, host_ram: int | None, g: int) -> bool:
-    if mem.total > usable * (1 - SAFETY_MARGIN):
+    return fits_bytes(mem.total, mem.cpu_offload_per_gpu, usable * (1 - SAFETY_MARGIN), host_ram, g)
+
+
+def fits_bytes(total: int, cpu: int, limit: float, host_ram: int | None, g: int) -> bool:
+    """GPU bytes under the limit, and any offloaded host bytes within the node's RAM."""
+    if total > limit:
         return False
-    if mem.cpu_offload_per_gpu:
+    if cpu:
         if host_ram is None:
             return False
-        return mem.cpu_offload_per_gpu * g <= host_ram * 0.9
+        return cpu * g <= host_ram * 0.9
     return True
 
 
@@ -358,11 +363,7 @@ class _Probe:
         return kind is not None and kind.floor > self.limit
 
     def _fits(self, total: int, cpu: int) -> bool:
-        if total > self.limit:
-            return False
-        if cpu:
-            return self.host is not None and cpu * self.g <= self.host * 0.9
-        return True
+        return fits_bytes(total, cpu, self.limit, self.host, self.g)
 
     @staticmethod
     def _neighbours(kind: _Kind, d: int) -> tuple[tuple[int, int] | None, tuple[int, int] | None]:
@@ -413,8 +414,13 @@ class _Probe:
             m = self._mem[k] = memory(self.job, lay)
             kind = self._kind(rank, mbs, rc, off)
             if kind is not None and s.shard_group not in kind.by:
-                bisect.insort(kind.groups, s.shard_group)
+                # the figure first, then a new group list (never changed in place): a
+                # request reading the shared record from another thread sees a sorted list
+                # whose every group has its figure
                 kind.by[s.shard_group] = (m.total, m.cpu_offload_per_gpu)
+                groups = list(kind.groups)
+                bisect.insort(groups, s.shard_group)
+                kind.groups = groups
         return m
 
 
