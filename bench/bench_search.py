@@ -62,15 +62,20 @@ def run(rounds: int = ROUNDS) -> dict[str, Any]:
             refused += 1
     worst: dict[int, float] = {}
     samples: list[float] = []
+    cpu: list[float] = []  # CPU time of the same calls: what other processes on a shared
+    # machine disturb least (A/B claims use it)
     for _ in range(rounds):
         for i, r in enumerate(reqs):
+            c = time.process_time()
             t = time.perf_counter()
             with contextlib.suppress(Exception):  # a refusal is timed like an answer
                 size(r)
             ms = (time.perf_counter() - t) * 1000
+            cpu.append((time.process_time() - c) * 1000)
             samples.append(ms)
             worst[i] = max(worst.get(i, 0.0), ms)
     samples.sort()
+    cpu.sort()
     slow = sorted(worst.items(), key=lambda kv: -kv[1])[:5]
     return {
         "requests": len(reqs),
@@ -79,6 +84,9 @@ def run(rounds: int = ROUNDS) -> dict[str, Any]:
         "p50_ms": statistics.median(samples),
         "p95_ms": samples[int(0.95 * (len(samples) - 1))],
         "max_ms": samples[-1],
+        "cpu_p50_ms": statistics.median(cpu),
+        "cpu_p95_ms": cpu[int(0.95 * (len(cpu) - 1))],
+        "cpu_max_ms": cpu[-1],
         "slowest": [
             (reqs[i]["model"]["preset"], reqs[i]["seq_len"], reqs[i]["tokens"], ms)
             for i, ms in slow
@@ -96,10 +104,11 @@ def report(r: dict[str, Any]) -> str:
         f"{r['requests']} requests ({r['refused']} refused with an explanation), "
         f"{r['rounds']} rounds in-process, no cache ({r['where']}).",
         "",
-        "| p50 ms | p95 ms | max ms | goal |",
-        "|---:|---:|---:|---|",
-        f"| {r['p50_ms']:.1f} | {r['p95_ms']:.1f} | {r['max_ms']:.1f} | p95 ≤ 20, max ≤ 50: "
-        f"{'met' if ok else '**not met**'} |",
+        "| clock | p50 ms | p95 ms | max ms | goal |",
+        "|---|---:|---:|---:|---|",
+        f"| wall | {r['p50_ms']:.1f} | {r['p95_ms']:.1f} | {r['max_ms']:.1f} | p95 ≤ 20, "
+        f"max ≤ 50: {'met' if ok else '**not met**'} |",
+        f"| CPU | {r['cpu_p50_ms']:.1f} | {r['cpu_p95_ms']:.1f} | {r['cpu_max_ms']:.1f} | |",
         "",
         "Slowest requests (worst of the rounds):",
         "",

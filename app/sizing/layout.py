@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import bisect
+from dataclasses import dataclass, replace
+from typing import Any
 
 from app.sizing.memory import SAFETY_MARGIN, Job, Layout, Memory, fit_verdict, memory
 from app.sizing.messages import Msg
@@ -66,7 +68,18 @@ def _pows(limit: int) -> list[int]:
 
 
 def shapes(job: Job, nodes: int, g: int) -> list[Shape]:
-    """Parallel shapes in the page's rule order for this model size."""
+    """Parallel shapes in the page's rule order for this model size (memoised per job;
+    the list is shared: do not mutate it)."""
+    key = ("shapes", nodes, g)
+    got: list[Shape] | None = job.cache.get(key)
+    if got is None:
+        got = _shapes(job, nodes, g)
+        if len(job.cache) < 20000:
+            job.cache[key] = got
+    return got
+
+
+def _shapes(job: Job, nodes: int, g: int) -> list[Shape]:
     a = job.arch
     w = nodes * g
     big = job.counts.total >= 60e9
@@ -215,12 +228,17 @@ def make_layout(
 
 
 def fits(mem: Memory, usable: int, host_ram: int | None, g: int) -> bool:
-    if mem.total > usable * (1 - SAFETY_MARGIN):
+    return fits_bytes(mem.total, mem.cpu_offload_per_gpu, usable * (1 - SAFETY_MARGIN), host_ram, g)
+
+
+def fits_bytes(total: int, cpu: int, limit: float, host_ram: int | None, g: int) -> bool:
+    """GPU bytes under the limit, and any offloaded host bytes within the node's RAM."""
+    if total > limit:
         return False
-    if mem.cpu_offload_per_gpu:
+    if cpu:
         if host_ram is None:
             return False
-        return mem.cpu_offload_per_gpu * g <= host_ram * 0.9
+        return cpu * g <= host_ram * 0.9
     return True
 
 
@@ -237,6 +255,175 @@ def shape_efficiency(s: Shape, g: int) -> float:
     return e
 
 
+# A shard group no real layout reaches: the states divided by it round to nothing, so a
+# layout's memory at this group is a floor for the same layout at every group of two or more.
+FLOOR_SHARD_GROUP = 1 << 40
+
+
+def memory_floor(job: Job, lay: Layout) -> Memory | None:
+    """A lower bound on ``memory(job, lay)`` that no other shard group can undercut.
+
+    Per-GPU memory never grows with the shard group (monotonicity, locked in by
+    tests/sizing/test_search_pruning.py): states are divided by it, everything else
+    (activations, context, NCCL groups, gather buffers) depends only on whether the group
+    has two or more ranks. So the same layout with an unreachably large group holds at most
+    what ``lay`` holds for every group ≥ 2 — and it is one memo entry per shape *kind*,
+    shared by every node count (the world size is not in the memo key). None when the group
+    is 1 (``ddp`` or a single rank), whose memory is already world-independent.
+    """
+    if lay.sharding == "ddp" or lay.shard_group < 2:
+        return None
+    return memory(job, replace(lay, shard_group=FLOOR_SHARD_GROUP))
+
+
+class _Kind:
+    """What is known about one shape kind in one variant (every count, one job): its
+    memory floor and its evaluations so far, by shard group (ascending)."""
+
+    __slots__ = ("by", "groups", "floor")
+
+    def __init__(self, floor: int) -> None:
+        self.floor = floor  # GPU bytes at FLOOR_SHARD_GROUP
+        self.groups: list[int] = []
+        self.by: dict[int, tuple[int, int]] = {}  # group -> (GPU bytes, host bytes)
+
+
+def _kind_key(job: Job, s: Shape, world: int) -> tuple[object, ...] | None:
+    """What memory depends on besides the variant and the shard group, for shape ``s`` at
+    this world size; None for ``ddp`` or a single-rank group (their memory does not depend
+    on the count at all)."""
+    if s.sharding == "ddp" or s.shard_group < 2:
+        return None
+    dp = world // (s.tp * s.pp * s.cp)
+    # whether there is data parallelism (an NCCL group) and, when a global batch sets the
+    # pipeline's micro-batch count, the data-parallel size itself
+    per_dp = s.pp > 1 and job.global_batch_size and not job.num_microbatches
+    return (s.sharding, s.tp, s.pp, s.ep, s.cp, dp if per_dp else dp > 1)
+
+
+def _kind(job: Job, s: Shape, world: int, mbs: int, rc: str, off: bool) -> _Kind | None:
+    """The shared record of shape ``s`` (group ≥ 2) in this variant, None for ``ddp`` or a
+    single-rank group."""
+    kk = _kind_key(job, s, world)
+    if kk is None:
+        return None
+    key = ("kind", kk, mbs, rc, off)
+    got: _Kind | None = job.cache.get(key)
+    if got is None:
+        lay = make_layout(
+            s, world=world, mbs=mbs, recompute=rc, offload_opt=off, offload_params=False
+        )
+        floor = memory_floor(job, lay)
+        assert floor is not None
+        got = _Kind(floor.total)
+        if len(job.cache) < 20000:
+            job.cache[key] = got
+    return got
+
+
+class _Probe:
+    """Memory questions about the layouts of one node count, answered without evaluating
+    ``memory()`` where the answer already follows from other evaluations.
+
+    The monotonicity behind :func:`memory_floor` (per-GPU memory and host offload never
+    grow with the shard group, for groups ≥ 2) means one evaluation at group ``d'`` bounds
+    every other group ``d`` of the same shape kind and variant: ``d ≥ d'`` holds at most as
+    much, ``d ≤ d'`` at least as much, and no group holds less than the floor. Each
+    kind+variant keeps its evaluations in the job's memo (:class:`_Kind`); a question is
+    answered from the floor and the nearest known groups on either side, or by one
+    evaluation that joins them. Every answer is the one ``memory()`` itself gives.
+    """
+
+    def __init__(
+        self,
+        job: Job,
+        world: int,
+        limit: float,
+        host_ram: int | None,
+        g: int,
+        shapes_: list[Shape],
+        kinds: dict[tuple[int, int, str, bool], _Kind | None] | None = None,
+    ) -> None:
+        self.job, self.world, self.limit, self.host, self.g = job, world, limit, host_ram, g
+        self.shapes = shapes_
+        # (rank, variant) -> its record; shared by the counts whose shapes have the same kinds
+        self._kinds = {} if kinds is None else kinds
+        self._mem: dict[tuple[int, int, str, bool], Memory] = {}
+
+    def _kind(self, rank: int, mbs: int, rc: str, off: bool) -> _Kind | None:
+        k = (rank, mbs, rc, off)
+        if k in self._kinds:
+            return self._kinds[k]
+        got = self._kinds[k] = _kind(self.job, self.shapes[rank], self.world, mbs, rc, off)
+        return got
+
+    def floor_over(self, rank: int, mbs: int, rc: str, off: bool) -> bool:
+        """Whether this variant overflows the GPU at every shard group (its floor does)."""
+        kind = self._kind(rank, mbs, rc, off)
+        return kind is not None and kind.floor > self.limit
+
+    def _fits(self, total: int, cpu: int) -> bool:
+        return fits_bytes(total, cpu, self.limit, self.host, self.g)
+
+    @staticmethod
+    def _neighbours(kind: _Kind, d: int) -> tuple[tuple[int, int] | None, tuple[int, int] | None]:
+        """Known (GPU, host) bytes at the largest group ≤ ``d`` and the smallest ≥ ``d``."""
+        ds, by = kind.groups, kind.by
+        if d in by:
+            return by[d], by[d]
+        i = bisect.bisect_left(ds, d)
+        return (by[ds[i - 1]] if i > 0 else None), (by[ds[i]] if i < len(ds) else None)
+
+    def over(self, rank: int, mbs: int, rc: str, off: bool, *, sure: bool = False) -> bool:
+        """Whether this variant overflows the GPU (``sure``: False unless already known)."""
+        kind = self._kind(rank, mbs, rc, off)
+        if kind is not None:
+            if kind.floor > self.limit:
+                return True
+            below, above = self._neighbours(kind, self.shapes[rank].shard_group)
+            if above is not None and above[0] > self.limit:
+                return True
+            if below is not None and below[0] <= self.limit:
+                return False
+        if sure:
+            return False
+        return self.memory(rank, mbs, rc, off).total > self.limit
+
+    def fits(self, rank: int, mbs: int, rc: str, off: bool) -> bool:
+        """``fits()`` of this variant (GPU and host memory)."""
+        kind = self._kind(rank, mbs, rc, off)
+        if kind is not None:
+            if kind.floor > self.limit:
+                return False
+            below, above = self._neighbours(kind, self.shapes[rank].shard_group)
+            if below is not None and self._fits(*below):
+                return True
+            if above is not None and not self._fits(*above):
+                return False
+        m = self.memory(rank, mbs, rc, off)
+        return self._fits(m.total, m.cpu_offload_per_gpu)
+
+    def memory(self, rank: int, mbs: int, rc: str, off: bool) -> Memory:
+        k = (rank, mbs, rc, off)
+        m = self._mem.get(k)
+        if m is None:
+            s = self.shapes[rank]
+            lay = make_layout(
+                s, world=self.world, mbs=mbs, recompute=rc, offload_opt=off, offload_params=False
+            )
+            m = self._mem[k] = memory(self.job, lay)
+            kind = self._kind(rank, mbs, rc, off)
+            if kind is not None and s.shard_group not in kind.by:
+                # the figure first, then a new group list (never changed in place): a
+                # request reading the shared record from another thread sees a sorted list
+                # whose every group has its figure
+                kind.by[s.shard_group] = (m.total, m.cpu_offload_per_gpu)
+                groups = list(kind.groups)
+                bisect.insort(groups, s.shard_group)
+                kind.groups = groups
+        return m
+
+
 def best_layouts(
     job: Job,
     *,
@@ -249,63 +436,86 @@ def best_layouts(
     offload_options: list[bool],
     want: int = 2,
 ) -> list[Candidate]:
-    """The best ``want`` fitting layouts (distinct shapes) for this node count, best first."""
+    """The best ``want`` fitting layouts (distinct shapes) for this node count, best first.
+
+    A combination whose memory floor (:func:`memory_floor`) already overflows the GPU is
+    treated as the miss it is without evaluating its memory at this count: the answer is
+    the one the plain walk gives, with most evaluations shared across node counts.
+    """
     world = nodes * g
     if host_ram is None:
         offload_options = [o for o in offload_options if not o] or offload_options
-    combos: list[tuple[float, int, int, str, bool]] = []
     all_shapes = shapes(job, nodes, g)
-    for rank, s in enumerate(all_shapes):
-        se = shape_efficiency(s, g)
-        for mbs in mbs_options:
-            for rc in recompute_options:
-                re = se * RECOMPUTE_EFF[rc]
-                for off in offload_options:
-                    combos.append((re * (OFFLOAD_OPT_EFF if off else 1.0), rank, mbs, rc, off))
-    # most efficient first; on ties, the page's rule order, then larger micro-batch
-    combos.sort(key=lambda c: (-c[0], c[1], -c[2]))
+    # the order depends only on the shapes' efficiencies (and the options): one sort per
+    # distinct sequence, shared by every count that has it
+    effs = tuple(shape_efficiency(s, g) for s in all_shapes)
+    ck = ("combos", effs, tuple(mbs_options), tuple(recompute_options), tuple(offload_options))
+    combos: list[tuple[float, int, int, str, bool]] | None = job.cache.get(ck)
+    if combos is None:
+        combos = []
+        for rank, se in enumerate(effs):
+            for mbs in mbs_options:
+                for rc in recompute_options:
+                    re = se * RECOMPUTE_EFF[rc]
+                    for off in offload_options:
+                        combos.append((re * (OFFLOAD_OPT_EFF if off else 1.0), rank, mbs, rc, off))
+        # most efficient first; on ties, the page's rule order, then larger micro-batch
+        combos.sort(key=lambda c: (-c[0], c[1], -c[2]))
+        if len(job.cache) < 20000:
+            job.cache[ck] = combos
     found: list[Candidate] = []
     # a variant whose upper memory estimate also fits beats a tight one (issue 16); the
     # first tight variant of each shape is kept in case nothing fits for sure
     tight: dict[int, Candidate] = {}
     limit = usable * (1 - SAFETY_MARGIN)
-    dead: set[int] = set()
     lean_rc, lean_off, lean_mbs = recompute_options[-1], offload_options[-1], min(mbs_options)
-    leans: dict[int, Memory] = {}
+    lean = (lean_mbs, lean_rc, lean_off)
+    # what the floors say depends on the shapes' kinds and the limit only: kept per
+    # sequence of kinds, shared by every count that has it, filled as walks reach them
+    kinds = tuple(_kind_key(job, s, world) for s in all_shapes)
+    wk = ("walk", ck, kinds, limit)
+    walk: tuple[dict[Any, _Kind | None], dict[int, bool], dict[int, bool]] | None
+    walk = job.cache.get(wk)
+    if walk is None:
+        walk = ({}, {}, {})
+        if len(job.cache) < 20000:
+            job.cache[wk] = walk
+    records, lean_floor, floor = walk  # (rank, variant) -> record; rank / index -> over
+    probe = _Probe(job, world, limit, host_ram, g, all_shapes, records)
+    dead: set[int] = set()
+    alive: set[int] = set()  # shapes whose leanest variant fits on the GPU
+    lean_fits: dict[int, bool] = {}
 
-    def lean_memory(rank: int) -> Memory:
-        """The leanest variant's memory of a shape, computed once per shape."""
-        if rank not in leans:
-            lean = make_layout(
-                all_shapes[rank],
-                world=world,
-                mbs=lean_mbs,
-                recompute=lean_rc,
-                offload_opt=lean_off,
-                offload_params=False,
-            )
-            leans[rank] = memory(job, lean)
-        return leans[rank]
-
-    for eff, rank, mbs, rc, off in combos:
+    for i, (eff, rank, mbs, rc, off) in enumerate(combos):
         if rank in dead:
             continue
-        if lean_memory(rank).total > limit:
-            # the leanest variant holds the least on the GPU: if even it overflows the GPU,
-            # no variant of this shape fits (one memory evaluation instead of two)
-            dead.add(rank)
-            continue
-        s = all_shapes[rank]
-        lay = make_layout(
-            s, world=world, mbs=mbs, recompute=rc, offload_opt=off, offload_params=False
-        )
-        mem = memory(job, lay)
-        if fits(mem, usable, host_ram, g):
+        if rank not in alive:
+            over = lean_floor.get(rank)
+            if over is None:
+                over = lean_floor[rank] = probe.floor_over(rank, *lean)
+            if over or probe.over(rank, *lean):
+                # the leanest variant holds the least on the GPU: if even it overflows the
+                # GPU, no variant of this shape fits (one memory evaluation instead of two)
+                dead.add(rank)
+                continue
+            alive.add(rank)
+        miss = floor.get(i)
+        if miss is None:
+            miss = floor[i] = probe.floor_over(rank, mbs, rc, off)
+        if miss or probe.over(rank, mbs, rc, off, sure=True):
+            mem = None
+        else:
+            mem = probe.memory(rank, mbs, rc, off)
+        if mem is not None and fits(mem, usable, host_ram, g):
+            s = all_shapes[rank]
+            lay = make_layout(
+                s, world=world, mbs=mbs, recompute=rc, offload_opt=off, offload_params=False
+            )
             cand = Candidate(lay, mem, eff, s.label, rank)
             if fit_verdict(mem, limit) == "tight":
                 tight.setdefault(rank, cand)
                 # if even the leanest variant of this shape is tight, none is sure
-                if fit_verdict(lean_memory(rank), limit) != "fits":
+                if fit_verdict(probe.memory(rank, *lean), limit) != "fits":
                     dead.add(rank)
                 continue
             found.append(cand)
@@ -314,7 +524,9 @@ def best_layouts(
                 break
         elif (rc, off, mbs) != (lean_rc, lean_off, lean_mbs):
             # if the leanest variant of this shape does not fit, none will
-            if not fits(lean_memory(rank), usable, host_ram, g):
+            if rank not in lean_fits:
+                lean_fits[rank] = probe.fits(rank, *lean)
+            if not lean_fits[rank]:
                 dead.add(rank)
         else:
             dead.add(rank)
@@ -343,18 +555,11 @@ def any_fits(
     world = nodes * g
     if host_ram is None:
         offload_options = [o for o in offload_options if not o] or offload_options
-    for s in shapes(job, nodes, g):
-        lean = make_layout(
-            s,
-            world=world,
-            mbs=min(mbs_options),
-            recompute=recompute_options[-1],
-            offload_opt=offload_options[-1],
-            offload_params=False,
-        )
-        if fits(memory(job, lean), usable, host_ram, g):
-            return True
-    return False
+    limit = usable * (1 - SAFETY_MARGIN)
+    all_shapes = shapes(job, nodes, g)
+    probe = _Probe(job, world, limit, host_ram, g, all_shapes)
+    lean = (min(mbs_options), recompute_options[-1], offload_options[-1])
+    return any(probe.fits(rank, *lean) for rank in range(len(all_shapes)))
 
 
 def node_candidates(max_nodes: int = 1024) -> list[int]:

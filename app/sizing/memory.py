@@ -554,6 +554,16 @@ def _activation_bytes(job: Job, lay: Layout, *, first_stage: bool) -> tuple[int,
 
 def _stage_params(job: Job, lay: Layout, *, first_stage: bool) -> tuple[float, float]:
     """(non-expert, routed-expert) parameters of a stage *per GPU before ZeRO sharding*."""
+    key = ("stage_params", first_stage, lay.pp, lay.tp, lay.ep)  # memoised per job
+    hit = job.cache.get(key)
+    if hit is None:
+        hit = _stage_params_uncached(job, lay, first_stage=first_stage)
+        if len(job.cache) < 20000:
+            job.cache[key] = hit
+    return hit  # type: ignore[no-any-return]
+
+
+def _stage_params_uncached(job: Job, lay: Layout, *, first_stage: bool) -> tuple[float, float]:
     a, c = job.arch, job.counts
     k = math.ceil(a.num_layers / lay.pp)
     if first_stage:
