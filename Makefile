@@ -76,7 +76,7 @@ bench: install i18n
 
 ## make lighthouse: Lighthouse on every page a customer sees → docs/benchmarks-lighthouse.md
 lighthouse: install i18n
-	cd tools/lighthouse && (test -d node_modules || npm ci --no-audit --no-fund)
+	cd tools/lighthouse && (test node_modules/.package-lock.json -nt package-lock.json || npm ci --no-audit --no-fund)
 	$(BIN)/python scripts/lighthouse.py --simulation on
 
 check-ledger: install
