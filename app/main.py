@@ -79,7 +79,7 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
     app.state.settings = settings
     app.state.engine = engine
     app.state.clock = clock
-    app.state.templates = make_templates()
+    app.state.templates = make_templates(auto_reload=settings.environment == "development")
     app.state.user_loader = load_user  # templates show who is logged in (error pages too)
     from app.payments.service import make_provider, use_provider
 

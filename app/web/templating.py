@@ -6,6 +6,7 @@ import logging
 from datetime import date, datetime
 from decimal import Decimal
 from pathlib import Path
+from functools import lru_cache
 from typing import Any
 from urllib.parse import quote, unquote
 from zoneinfo import ZoneInfo
@@ -13,7 +14,8 @@ from zoneinfo import ZoneInfo
 import jinja2
 from babel.dates import format_date as _babel_date
 from babel.dates import format_datetime as _babel_datetime
-from babel.numbers import format_decimal
+from babel import Locale
+from babel.numbers import NumberPattern, format_decimal, parse_pattern
 from fastapi import Request
 from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
@@ -69,10 +71,15 @@ def zone_label(tz: ZoneInfo | None, at: datetime | None = None) -> str:
     return f"UTC{sign}{h}" + (f":{m:02d}" if m else "")
 
 
+@lru_cache(maxsize=4096)
+def _money_text(cents: int, locale: str, currency: str) -> str:
+    return format_cents(cents, locale, currency)  # pure: the same amount reads the same
+
+
 def format_money(cents: int | None, currency: str = "USD") -> str:
     if cents is None:
         return "—"
-    return format_cents(int(cents), i18n.current_locale(), currency)
+    return _money_text(int(cents), i18n.current_locale(), currency)
 
 
 def format_date(
@@ -108,11 +115,23 @@ def pdf_datetime_formatter(request: Request, locale: str) -> Any:
     return fmt
 
 
+@lru_cache(maxsize=8)
+def _locale(name: str) -> Locale:
+    """Babel's locale data, parsed once per language (not once per number)."""
+    return Locale.parse(name)
+
+
+@lru_cache(maxsize=16)
+def _number_pattern(digits: int) -> NumberPattern:
+    return parse_pattern("#,##0" + ("." + "0" * digits if digits else ""))
+
+
 def format_number(value: float | int | None, digits: int = 0) -> str:
+    """Grouped, rounded to ``digits`` decimals, with the reader's separators
+    (Babel's ``format_decimal`` with its pattern and locale parsed once, not per call)."""
     if value is None:
         return "—"
-    fmt = "#,##0" + ("." + "0" * digits if digits else "")
-    return format_decimal(value, format=fmt, locale=i18n.babel_locale())
+    return _number_pattern(digits).apply(value, _locale(i18n.babel_locale()))
 
 
 def format_decimal_text(value: str | int | float | None) -> str:
@@ -145,12 +164,15 @@ def static_url(name: str, /, **params: Any) -> str:
     return "/static/" + quote(str(params["path"]).lstrip("/"))
 
 
-def make_templates() -> Jinja2Templates:
+def make_templates(*, auto_reload: bool = True) -> Jinja2Templates:
+    """The Jinja2 environment. ``auto_reload`` (development) stats every template file on
+    every render to pick up edits; elsewhere templates are compiled once per process."""
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(TEMPLATES_DIR)),
         autoescape=jinja2.select_autoescape(default=True, default_for_string=True),
         extensions=["jinja2.ext.i18n"],
-        auto_reload=True,
+        auto_reload=auto_reload,
+        cache_size=1000,
     )
     templates = Jinja2Templates(env=env)
     env.install_gettext_callables(i18n.gettext, i18n.ngettext, newstyle=True)  # type: ignore[attr-defined]
