@@ -25,8 +25,8 @@ from app.errors import N_
 from app.sizing import SizingError, list_presets, size
 from app.sizing.messages import Msg
 from app.sizing.messages import render as render_msg
-from app.web.i18n import gettext as _
 from app.web.i18n import current_locale
+from app.web.i18n import gettext as _
 from app.web.templating import format_money, format_number, is_htmx, render, templates_of
 
 router = APIRouter()
@@ -454,11 +454,7 @@ def size_page(request: Request) -> Response:
             status_code=fragment.status,
             headers={"HX-Push-Url": "/size?" + canonical, "Vary": VARY},
         )
-    if (
-        not htmx
-        and canonical
-        and any(not v.strip() for v in request.query_params.values())
-    ):
+    if not htmx and canonical and any(not v.strip() for v in request.query_params.values()):
         # A form sent without JavaScript carries every empty field; the address a customer
         # copies should be the short canonical one (issue 19, defect 10).
         return RedirectResponse("/size?" + canonical, status_code=303)

@@ -5,16 +5,16 @@ from __future__ import annotations
 import logging
 from datetime import date, datetime
 from decimal import Decimal
-from pathlib import Path
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote
 from zoneinfo import ZoneInfo
 
 import jinja2
+from babel import Locale
 from babel.dates import format_date as _babel_date
 from babel.dates import format_datetime as _babel_datetime
-from babel import Locale
 from babel.numbers import NumberPattern, format_decimal, parse_pattern
 from fastapi import Request
 from fastapi.responses import HTMLResponse
