@@ -449,11 +449,12 @@ def size_page(request: Request) -> Response:
     if htmx and request.headers.get("hx-history-restore-request") != "true":
         fragment = _fragment(request, form, canonical)
         # htmx would push the form's raw query (~30 empty fields); push the canonical one.
-        return HTMLResponse(
-            fragment.body,
-            status_code=fragment.status,
-            headers={"HX-Push-Url": "/size?" + canonical, "Vary": VARY},
-        )
+        headers = {"HX-Push-Url": "/size?" + canonical, "Vary": VARY + ", Accept-Encoding"}
+        if "gzip" in request.headers.get("accept-encoding", ""):
+            # compressed once per cached fragment; the GZip middleware passes it through
+            headers["Content-Encoding"] = "gzip"
+            return HTMLResponse(fragment.gzipped(), status_code=fragment.status, headers=headers)
+        return HTMLResponse(fragment.body, status_code=fragment.status, headers=headers)
     if not htmx and canonical and any(not v.strip() for v in request.query_params.values()):
         # A form sent without JavaScript carries every empty field; the address a customer
         # copies should be the short canonical one (issue 19, defect 10).

@@ -106,3 +106,13 @@ def test_the_cache_is_bounded() -> None:
     assert len(cache) == 3
     assert cache.get(("q0", "en", 1)) is None and cache.get(("q4", "en", 1)) is not None
     assert cache.stats() == {"hits": 1, "misses": 1, "entries": 3}
+
+
+def test_a_browser_that_accepts_gzip_gets_the_same_fragment_compressed(app, client, seeded) -> None:  # type: ignore[no-untyped-def]
+    plain = client.get(URL, headers={**HX, "Accept-Encoding": "identity"})
+    assert "content-encoding" not in plain.headers
+    for _ in range(2):  # rendered, then cached: compressed once, the same bytes
+        packed = client.get(URL, headers={**HX, "Accept-Encoding": "gzip, deflate, br"})
+        assert packed.headers["content-encoding"] == "gzip"
+        assert "Accept-Encoding" in packed.headers["vary"]
+        assert packed.content == plain.content  # httpx decodes it
