@@ -182,18 +182,32 @@ def deploy_url(option: dict[str, Any], result: dict[str, Any], form: forms.SizeF
     nodes = int(option["nodes"])
     params = float(result.get("params") or 0)
     tokens = float((form.request or {}).get("tokens") or 0)
-    q = [
-        ("sku", option["sku"]),
-        ("nodes", str(nodes)),
+    parts = (
+        urlencode([("sku", option["sku"]), ("nodes", str(nodes))]),
         # in the reader's language: the engineers' notes are theirs to edit (issue 19)
-        ("note_model_size", _("%(n)s parameters") % {"n": forms.human_count(params)}),
-        ("note_token_budget", _("%(n)s tokens") % {"n": forms.human_count(tokens)}),
-        ("note_node_count", str(nodes)),
-        ("note_private_network", "1" if nodes > 1 else "0"),
-        ("note_comm_pattern", comm_pattern(option)),
-        ("sizing", form.query_string()),
-    ]
-    return "/deploy?" + urlencode(q)
+        _encoded(
+            (
+                ("note_model_size", _("%(n)s parameters") % {"n": forms.human_count(params)}),
+                ("note_token_budget", _("%(n)s tokens") % {"n": forms.human_count(tokens)}),
+            )
+        ),
+        urlencode(
+            [
+                ("note_node_count", str(nodes)),
+                ("note_private_network", "1" if nodes > 1 else "0"),
+                ("note_comm_pattern", comm_pattern(option)),
+            ]
+        ),
+        _encoded((("sizing", form.query_string()),)),
+    )
+    return "/deploy?" + "&".join(parts)
+
+
+@lru_cache(maxsize=256)
+def _encoded(pairs: tuple[tuple[str, str], ...]) -> str:
+    """``urlencode`` of the parts every card's link repeats (the notes, the whole sizing
+    query), encoded once per page rather than once per card."""
+    return urlencode(pairs)
 
 
 def sales_url(
