@@ -38,10 +38,12 @@ __all__ = ["MODEL_MODULES", "ROUTERS", "asgi", "create_app", "import_models"]
 # Routers, in the order their paths should match.
 ROUTERS = (
     web_routes.router,
+    # early: routes are matched in order, and the live /size fragment is the most frequent
+    # request (it has one fixed path, so it shadows nothing)
+    configurator_routes.router,
     accounts_routes.router,
     twofactor_routes.router,
     catalog_routes.router,
-    configurator_routes.router,
     orders_routes.router,
     control_routes.router,
     ledger_routes.router,
@@ -79,7 +81,7 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
     app.state.settings = settings
     app.state.engine = engine
     app.state.clock = clock
-    app.state.templates = make_templates()
+    app.state.templates = make_templates(auto_reload=settings.environment == "development")
     app.state.user_loader = load_user  # templates show who is logged in (error pages too)
     from app.payments.service import make_provider, use_provider
 

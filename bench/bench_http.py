@@ -14,11 +14,14 @@ A py-spy flame graph of the server serving the fragment goes to docs/bench/size-
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+import httpx
 
 from bench.common import ROOT, AppProcess, app_env, free_port, machine, seeded_sqlite
 from bench.loadgen import Load, cores, drive
@@ -40,6 +43,20 @@ TOKENS = (
 SEQS = ("4096", "8192")
 HX = {"HX-Request": "true"}
 FLAME = ROOT / "docs" / "bench" / "size-fragment.svg"
+METRICS_TOKEN = "bench-metrics-token"  # noqa: S105 - a throwaway server's scrape token
+
+
+def fragment_lookups(url: str) -> tuple[float, float]:
+    """(hits, misses) of the server's rendered-fragment cache so far, from /metrics
+    (0, 0 when the server does not count them)."""
+    try:
+        text = httpx.get(
+            url + "/metrics", headers={"Authorization": f"Bearer {METRICS_TOKEN}"}, timeout=5
+        ).text
+    except httpx.HTTPError:
+        return 0.0, 0.0
+    got = dict(re.findall(r'size_fragment_cache_lookups_total\{result="(\w+)"\} (\S+)', text))
+    return float(got.get("hit", 0)), float(got.get("miss", 0))
 
 
 def typing_paths() -> list[str]:
@@ -76,7 +93,8 @@ def run(
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         url = seeded_sqlite(tmp)
-        app = AppProcess(port=free_port(), env=app_env(url), log_path=tmp / "app.log")
+        env = app_env(url, APP_METRICS_TOKEN=METRICS_TOKEN)
+        app = AppProcess(port=free_port(), env=env, log_path=tmp / "app.log")
         app.start()
         assert app.proc is not None
         pid = app.proc.pid
@@ -87,14 +105,19 @@ def run(
                 "GET /healthz", app.url, ["/healthz"], server_pid=pid, concurrency=users,
                 seconds=seconds,
             )  # fmt: skip
+            h0, m0 = fragment_lookups(app.url)
             frag = drive(
                 f"/size fragment, {len(paths)} distinct requests (replayed typing)",
                 app.url, paths, server_pid=pid, concurrency=users, seconds=seconds, headers=HX,
             )  # fmt: skip
+            h1, m1 = fragment_lookups(app.url)
             one = drive(
                 "/size fragment, one URL", app.url, paths[:1], server_pid=pid,
                 concurrency=users, seconds=seconds, headers=HX,
             )  # fmt: skip
+            h2, m2 = fragment_lookups(app.url)
+            frag.cache_hits, frag.cache_misses = h1 - h0, m1 - m0
+            one.cache_hits, one.cache_misses = h2 - h1, m2 - m1
             note = _flame(pid, app.url, paths) if flame else "flame graph skipped"
         finally:
             app.stop()
@@ -112,15 +135,17 @@ def report(loads: list[Load], note: str, where: str) -> str:
         f"interval: the client's own (getrusage) and the server's (psutil); the machine has "
         f"{cores()} cores.",
         "",
-        "| endpoint | requests | non-200 | req/s | p50 ms | p95 ms | p99 ms | client CPU | server CPU | distinct URLs | repeat rate |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| endpoint | requests | non-200 | req/s | p50 ms | p95 ms | p99 ms | client CPU | server CPU | server CPU ms/request | distinct URLs | repeat rate | fragment cache hit rate |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in loads:
         bad = r.requests - r.statuses.get(200, 0) + r.errors
+        looked = r.cache_hits + r.cache_misses
+        hit_rate = f"{r.cache_hits / looked:.1%}" if looked else "–"
         lines.append(
             f"| {r.name} | {r.requests} | {bad} | {r.rps:.0f} | {r.p50:.1f} | {r.pct(95):.1f} "
-            f"| {r.pct(99):.1f} | {r.client_cpu:.2f} | {r.server_cpu:.2f} | {r.distinct} "
-            f"| {r.repeat_rate:.1%} |"
+            f"| {r.pct(99):.1f} | {r.client_cpu:.2f} | {r.server_cpu:.2f} "
+            f"| {r.server_cpu_ms:.2f} | {r.distinct} | {r.repeat_rate:.1%} | {hit_rate} |"
         )
     ratio = frag.rps / base.rps if base.rps else float("nan")
     lines += [
@@ -128,7 +153,11 @@ def report(loads: list[Load], note: str, where: str) -> str:
         f"**Ratio: the fragment on distinct requests serves {ratio:.2f}× `/healthz`** "
         f"(one URL: {one.rps / base.rps if base.rps else float('nan'):.2f}×). "
         "The repeat rate is the share of requests whose URL the run had already sent: the "
-        "hit rate any cache keyed on the request could reach at best.",
+        "hit rate any cache keyed on the request could reach at best; the fragment cache "
+        "hit rate is the server's own count (`size_fragment_cache_lookups_total` on "
+        "`/metrics`; the warm-up before the runs had filled it with the first 40 URLs). "
+        "Server CPU ms/request is the server's CPU time over the run divided by the "
+        "requests served: the figure to compare when the shared machine is busy.",
         "",
         f"The client used {base.client_cpu:.0%} of a core against `/healthz` while the server "
         f"used {base.server_cpu:.0%}: "

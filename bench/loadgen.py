@@ -36,6 +36,8 @@ class Load:
     server_cpu: float = 0.0  # server process tree CPU seconds / wall seconds
     distinct: int = 0
     bytes_in: int = 0
+    cache_hits: float = 0.0  # the server's own cache counters over the run, where it has any
+    cache_misses: float = 0.0
 
     @property
     def rps(self) -> float:
@@ -46,6 +48,11 @@ class Load:
             return float("nan")
         xs = sorted(self.latencies_ms)
         return xs[min(len(xs) - 1, int(p / 100 * len(xs)))]
+
+    @property
+    def server_cpu_ms(self) -> float:
+        """Server CPU milliseconds per request served."""
+        return self.server_cpu * self.seconds * 1000 / self.requests if self.requests else 0.0
 
     @property
     def p50(self) -> float:

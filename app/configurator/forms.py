@@ -219,6 +219,10 @@ class SizeForm:
     # field → a message id (``error_params`` fill it) or an engine Msg
     errors: dict[str, str | Msg] = field(default_factory=dict)
     error_params: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # (values it was built from, the query): a page builds the same link once per card
+    _query: tuple[tuple[tuple[str, str], ...], str] | None = field(
+        default=None, repr=False, compare=False
+    )
 
     def fail(self, name: str, e: FieldError) -> None:
         self.errors[name] = e.message
@@ -231,6 +235,9 @@ class SizeForm:
 
     def query_string(self) -> str:
         """Canonical shareable query: non-empty fields in a fixed order."""
+        seen = tuple(self.values.items())
+        if self._query is not None and self._query[0] == seen:
+            return self._query[1]
         skip: set[str] = set()
         if self.values.get("par") != "explicit":
             skip.update(("sharding", *PAR_INT_FIELDS))
@@ -239,7 +246,8 @@ class SizeForm:
         if self.values.get("model") != "arch":
             skip.update((*ARCH_FIELDS, "head_dim", "tie_embeddings", *MOE_FIELDS))
         pairs = [(k, self.values[k]) for k in FIELDS if self.values.get(k) and k not in skip]
-        return urlencode(pairs)
+        self._query = (seen, urlencode(pairs))
+        return self._query[1]
 
 
 def _get(q: Mapping[str, str], name: str) -> str:

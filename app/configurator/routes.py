@@ -20,18 +20,21 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from app.catalog.specs import NodeSpec, all_specs
 from app.configurator import forms
 from app.configurator.charts import SEGMENTS, memory_bar, memory_bar_svg
+from app.configurator.fragments import Fragment, fragment_cache_of
 from app.errors import N_
 from app.sizing import SizingError, list_presets, size
 from app.sizing.messages import Msg
 from app.sizing.messages import render as render_msg
+from app.web.i18n import current_locale
 from app.web.i18n import gettext as _
-from app.web.templating import format_money, format_number, is_htmx, render
+from app.web.templating import format_money, format_number, is_htmx, render, templates_of
 
 router = APIRouter()
 log = logging.getLogger(__name__)
 
 # The cluster request form (quotes domain). A plain path: the route lives in another branch.
 CLUSTER_REQUEST_PATH = "/cluster-request"
+VARY = "HX-Request, HX-History-Restore-Request, Cookie, Accept-Language"
 # Notes the card already shows in its own words (fit bar, verdict, utilisation row).
 CARD_HIDDEN_NOTES = frozenset(
     {"note.fits", "note.needs_memory", "note.hourly_cheaper", "note.utilisation"}
@@ -179,18 +182,32 @@ def deploy_url(option: dict[str, Any], result: dict[str, Any], form: forms.SizeF
     nodes = int(option["nodes"])
     params = float(result.get("params") or 0)
     tokens = float((form.request or {}).get("tokens") or 0)
-    q = [
-        ("sku", option["sku"]),
-        ("nodes", str(nodes)),
+    parts = (
+        urlencode([("sku", option["sku"]), ("nodes", str(nodes))]),
         # in the reader's language: the engineers' notes are theirs to edit (issue 19)
-        ("note_model_size", _("%(n)s parameters") % {"n": forms.human_count(params)}),
-        ("note_token_budget", _("%(n)s tokens") % {"n": forms.human_count(tokens)}),
-        ("note_node_count", str(nodes)),
-        ("note_private_network", "1" if nodes > 1 else "0"),
-        ("note_comm_pattern", comm_pattern(option)),
-        ("sizing", form.query_string()),
-    ]
-    return "/deploy?" + urlencode(q)
+        _encoded(
+            (
+                ("note_model_size", _("%(n)s parameters") % {"n": forms.human_count(params)}),
+                ("note_token_budget", _("%(n)s tokens") % {"n": forms.human_count(tokens)}),
+            )
+        ),
+        urlencode(
+            [
+                ("note_node_count", str(nodes)),
+                ("note_private_network", "1" if nodes > 1 else "0"),
+                ("note_comm_pattern", comm_pattern(option)),
+            ]
+        ),
+        _encoded((("sizing", form.query_string()),)),
+    )
+    return "/deploy?" + "&".join(parts)
+
+
+@lru_cache(maxsize=256)
+def _encoded(pairs: tuple[tuple[str, str], ...]) -> str:
+    """``urlencode`` of the parts every card's link repeats (the notes, the whole sizing
+    query), encoded once per page rather than once per card."""
+    return urlencode(pairs)
 
 
 def sales_url(
@@ -363,19 +380,24 @@ def _field_error(form: forms.SizeForm, name: str, err: str | Msg) -> str:
     return text % params if params else text
 
 
-@router.get("/size", response_class=HTMLResponse)
-def size_page(request: Request) -> Response:
-    q = {k: v for k, v in request.query_params.items()}
-    form = forms.parse_query(q, _preset_ids())
-    canonical = form.query_string()
-    if (
-        not is_htmx(request)
-        and canonical
-        and any(not v.strip() for v in request.query_params.values())
-    ):
-        # A form sent without JavaScript carries every empty field; the address a customer
-        # copies should be the short canonical one (issue 19, defect 10).
-        return RedirectResponse("/size?" + canonical, status_code=303)
+def _price_version(request: Request) -> Any:
+    """The catalog's price version (one primary-key read), None without a catalog."""
+    try:
+        service = importlib.import_module("app.catalog.service")
+    except ModuleNotFoundError:
+        return None
+    version_now = getattr(service, "price_version_now", None)
+    if version_now is None:
+        return None
+    try:
+        return version_now(request.app.state.engine)
+    except Exception:  # an unmigrated catalog must not break sizing
+        log.debug("no price version", exc_info=True)
+        return None
+
+
+def _context(request: Request, form: forms.SizeForm) -> tuple[dict[str, Any], int]:
+    """What the results (and the page around them) show, and the status: nothing per user."""
     result: dict[str, Any] | None = None
     if form.ok and form.request is not None:
         try:
@@ -404,8 +426,6 @@ def size_page(request: Request) -> Response:
         "rec": rec,
         "assumptions": assumptions,
         "warnings": warnings,
-        "model_choices": _model_choices(),
-        "sku_choices": _sku_choices(),
         "segments": [(_(label), css) for _k, css, label in SEGMENTS],
         "share_url": "/size?" + form.query_string(),
         "field_names": forms.FIELDS,
@@ -413,13 +433,49 @@ def size_page(request: Request) -> Response:
         "params_text": forms.human_count(float(result["params"])) if result else None,
         "active_text": forms.human_count(float(result["active_params"])) if result else None,
     }
-    status = 422 if errors else 200
-    history_restore = request.headers.get("hx-history-restore-request") == "true"
-    if is_htmx(request) and not history_restore:
-        resp = render(request, "configurator/_results_response.html", ctx, status_code=status)
+    return ctx, 422 if errors else 200
+
+
+def _fragment(request: Request, form: forms.SizeForm, canonical: str) -> Fragment:
+    """The htmx answer, from the per-process cache of rendered fragments when the same
+    canonical query was answered in this language at this price version.
+
+    Rendered from ``_context`` alone with the bare Jinja environment, not through
+    ``render``: the page's base context (CSRF token, user, flashes) never reaches the
+    cached bytes, so they are the same for every reader."""
+    cache = fragment_cache_of(request.app.state)
+    key = (canonical, current_locale(), _price_version(request))
+    hit = cache.get(key)
+    if hit is not None:
+        return hit
+    ctx, status = _context(request, form)
+    template = templates_of(request).env.get_template("configurator/_results_response.html")
+    fragment = Fragment(status, template.render(ctx).encode())
+    cache.put(key, fragment)
+    return fragment
+
+
+@router.get("/size", response_class=HTMLResponse)
+def size_page(request: Request) -> Response:
+    form = forms.parse_query(request.query_params, _preset_ids())
+    canonical = form.query_string()
+    htmx = is_htmx(request)
+    if htmx and request.headers.get("hx-history-restore-request") != "true":
+        fragment = _fragment(request, form, canonical)
         # htmx would push the form's raw query (~30 empty fields); push the canonical one.
-        resp.headers["HX-Push-Url"] = "/size?" + canonical
-    else:
-        resp = render(request, "configurator/size.html", ctx, status_code=status)
-    resp.headers["Vary"] = "HX-Request, HX-History-Restore-Request, Cookie, Accept-Language"
+        headers = {"HX-Push-Url": "/size?" + canonical, "Vary": VARY + ", Accept-Encoding"}
+        if "gzip" in request.headers.get("accept-encoding", ""):
+            # compressed once per cached fragment; the GZip middleware passes it through
+            headers["Content-Encoding"] = "gzip"
+            return HTMLResponse(fragment.gzipped(), status_code=fragment.status, headers=headers)
+        return HTMLResponse(fragment.body, status_code=fragment.status, headers=headers)
+    if not htmx and canonical and any(not v.strip() for v in request.query_params.values()):
+        # A form sent without JavaScript carries every empty field; the address a customer
+        # copies should be the short canonical one (issue 19, defect 10).
+        return RedirectResponse("/size?" + canonical, status_code=303)
+    ctx, status = _context(request, form)
+    ctx["model_choices"] = _model_choices()
+    ctx["sku_choices"] = _sku_choices()
+    resp = render(request, "configurator/size.html", ctx, status_code=status)
+    resp.headers["Vary"] = VARY
     return resp

@@ -1,0 +1,118 @@
+"""The live /size fragment answered from the per-process cache of rendered fragments:
+the same bytes for every reader (nothing per user in them), one entry per language, and
+a list-price change made in another process is on the very next answer."""
+
+from __future__ import annotations
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlmodel import Session
+
+from app.catalog import service as svc
+from app.catalog.seed import seed
+from app.configurator.fragments import FragmentCache, fragment_cache_of
+from app.main import create_app
+from tests.conftest import CSRF_TOKEN, START
+
+HX = {"HX-Request": "true"}
+URL = "/size?model=llama-3.1-8b&tokens=100B&seq_len=4096&sku=hgx-b200"
+
+
+@pytest.fixture
+def seeded(engine):  # type: ignore[no-untyped-def]
+    with Session(engine) as s:
+        seed(s, START)
+        s.commit()
+    return engine
+
+
+def _change_price(engine, cents: int, *, ops) -> None:  # type: ignore[no-untyped-def]
+    with Session(engine) as s:
+        svc.set_list_price(s, sku_id="hgx-b200", cents=cents, reason="market", actor=ops, now=START)
+        s.commit()
+
+
+def test_typing_the_same_query_again_is_answered_from_the_cache(app, client, seeded) -> None:  # type: ignore[no-untyped-def]
+    cache = fragment_cache_of(app.state)
+    first = client.get(URL, headers=HX)
+    # the same request spelled with the form's empty fields is the same canonical query
+    again = client.get(URL + "&params=&mfu=&nodes=", headers=HX)
+    assert first.status_code == again.status_code == 200
+    assert first.content == again.content
+    pushed = again.headers["hx-push-url"]
+    assert pushed == first.headers["hx-push-url"]
+    assert pushed.startswith("/size?model=llama-3.1-8b") and "params=" not in pushed
+    assert cache.hits >= 1 and len(cache) == 1
+    # security headers are still added to a cached answer
+    assert again.headers["x-content-type-options"] == "nosniff"
+    assert "content-security-policy" in again.headers
+
+
+def test_languages_are_cached_apart(app, client, seeded) -> None:  # type: ignore[no-untyped-def]
+    en = client.get(URL, headers=HX).text
+    zh = client.get(URL, headers={**HX, "Accept-Language": "zh-CN"}).text
+    assert "Every node, side by side" in en and "Every node, side by side" not in zh
+    assert en != zh and len(fragment_cache_of(app.state)) == 2
+    assert client.get(URL, headers=HX).text == en
+
+
+def test_nothing_per_user_is_in_a_cached_fragment(
+    app, client, seeded, make_user, login, new_client
+) -> None:  # type: ignore[no-untyped-def]
+    user = make_user(email="reader@example.com")
+    signed_in = login(new_client(), user)
+    mine = signed_in.get(URL, headers=HX)
+    assert mine.status_code == 200
+    assert "reader@example.com" not in mine.text
+    assert CSRF_TOKEN not in mine.text and "csrf" not in mine.text.lower()
+    # an anonymous reader gets the very same bytes (from the cache)
+    before = fragment_cache_of(app.state).hits
+    assert client.get(URL, headers=HX).content == mine.content
+    assert fragment_cache_of(app.state).hits == before + 1
+    # the full page (not cached) still carries the reader's CSRF token for the forms
+    page = signed_in.get(URL)
+    assert '<meta name="csrf-token" content="s.' in page.text
+
+
+def test_a_price_change_in_another_process_is_on_the_next_fragment(  # type: ignore[no-untyped-def]
+    app, client, settings, clock, seeded, make_user
+) -> None:
+    ops = make_user(email="ops-frag@example.com", role="ops")
+    other = create_app(settings, clock=clock)  # a second process on the same database
+    try:
+        with TestClient(other) as c2:
+            for c in (client, c2):
+                for _ in range(2):  # rendered once, then from the cache
+                    assert "$34,900.00" in c.get(URL, headers=HX).text
+            assert fragment_cache_of(other.state).hits >= 1
+            _change_price(other.state.engine, 36_000_00, ops=ops)
+            for c in (client, c2):
+                t = c.get(URL, headers=HX).text
+                assert "$36,000.00" in t and "$34,900.00" not in t
+            _change_price(app.state.engine, 34_900_00, ops=ops)  # and back again
+            for c in (c2, client):
+                t = c.get(URL, headers=HX).text
+                assert "$34,900.00" in t and "$36,000.00" not in t
+    finally:
+        other.state.engine.dispose()
+
+
+def test_the_cache_is_bounded() -> None:
+    from app.configurator.fragments import Fragment
+
+    cache = FragmentCache(size=3)
+    for i in range(5):
+        cache.put((f"q{i}", "en", 1), Fragment(200, b"x"))
+    assert len(cache) == 3
+    assert cache.get(("q0", "en", 1)) is None and cache.get(("q4", "en", 1)) is not None
+    assert cache.stats() == {"hits": 1, "misses": 1, "entries": 3}
+
+
+def test_a_browser_that_accepts_gzip_gets_the_same_fragment_compressed(app, client, seeded) -> None:  # type: ignore[no-untyped-def]
+    plain = client.get(URL, headers={**HX, "Accept-Encoding": "identity"})
+    assert "content-encoding" not in plain.headers
+    for _ in range(2):  # rendered, then cached: compressed once, the same bytes
+        packed = client.get(URL, headers={**HX, "Accept-Encoding": "gzip, deflate, br"})
+        assert packed.headers["content-encoding"] == "gzip"
+        assert "Accept-Encoding" in packed.headers["vary"]
+        assert packed.content == plain.content  # httpx decodes it
