@@ -3,8 +3,10 @@
 Both languages embed a CJK font, so a customer's Chinese company name or address prints in
 the English receipt too: Latin text is set in DejaVu Sans with the CJK font as fpdf2's
 fallback font (glyphs DejaVu lacks come from it); Chinese receipts use the CJK font
-throughout. The CJK font is Noto Sans CJK SC (``fonts-noto-cjk``) when installed, else
-Droid Sans Fallback (``fonts-droid-fallback``, installed by ``make run`` and ``.ci/run``).
+throughout. The CJK font is Droid Sans Fallback (``fonts-droid-fallback``, installed by
+``make run`` and ``.ci/run``) when installed, else Noto Sans CJK SC (``fonts-noto-cjk``):
+fpdf2 embeds Noto's CFF collection with a text layer that reads back NUL-interleaved
+(``\x00张``), so copying, searching and screen readers would get broken Chinese.
 """
 
 from __future__ import annotations
@@ -35,10 +37,10 @@ class NoCjkFont(RuntimeError):
 
 
 def _add_cjk(pdf: FPDF) -> None:
-    if NOTO_CJK.exists():
-        pdf.add_font("cjk", "", str(NOTO_CJK), collection_font_number=NOTO_CJK_SC_INDEX)
-    elif DROID_FALLBACK.exists():
+    if DROID_FALLBACK.exists():
         pdf.add_font("cjk", "", str(DROID_FALLBACK))
+    elif NOTO_CJK.exists():
+        pdf.add_font("cjk", "", str(NOTO_CJK), collection_font_number=NOTO_CJK_SC_INDEX)
     else:
         raise NoCjkFont("install fonts-droid-fallback or fonts-noto-cjk")
 

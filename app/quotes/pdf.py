@@ -1,9 +1,11 @@
 """A quote as a PDF (fpdf2).
 
 Latin text uses DejaVu Sans, with a CJK font as fpdf2's fallback so a customer's Chinese name
-prints in an English quote too. Chinese needs a CJK font: Noto Sans CJK SC when installed
-(``fonts-noto-cjk``), else Droid Sans Fallback (``fonts-droid-fallback``) behind DejaVu;
-without either the PDF is written in English and the page says so
+prints in an English quote too. Chinese needs a CJK font: Droid Sans Fallback
+(``fonts-droid-fallback``, a plain TrueType font) behind DejaVu when installed, else Noto Sans
+CJK SC (``fonts-noto-cjk``). Droid comes first because fpdf2 embeds Noto's CFF collection with
+a text layer that reads back as NUL-interleaved characters (copy, search and screen readers
+get ``\x00张\x00伟``); without either the PDF is written in English and the page says so
 (``pdf_language`` tells the caller which language it got). The document's subject carries
 the reference and the total in plain ASCII, so tools (and tests) can read the total
 without a PDF text extractor.
@@ -50,17 +52,21 @@ def pdf_language(locale: str) -> str:
 
 
 def _add_cjk(pdf: FPDF) -> bool:
-    if CJK_FONT.exists():
-        pdf.add_font("cjk", "", str(CJK_FONT), collection_font_number=CJK_SC_INDEX)
-        return True
     if DROID_FALLBACK.exists():
         pdf.add_font("cjk", "", str(DROID_FALLBACK))
+        return True
+    if CJK_FONT.exists():
+        pdf.add_font("cjk", "", str(CJK_FONT), collection_font_number=CJK_SC_INDEX)
         return True
     return False
 
 
+def _droid_behind_dejavu() -> bool:
+    return DROID_FALLBACK.exists() and (DEJAVU_DIR / "DejaVuSans.ttf").exists()
+
+
 def _fonts(pdf: FPDF, lang: str) -> str:
-    if lang == "zh_CN" and CJK_FONT.exists():
+    if lang == "zh_CN" and CJK_FONT.exists() and not _droid_behind_dejavu():
         pdf.add_font("body", "", str(CJK_FONT), collection_font_number=CJK_SC_INDEX)
         bold = CJK_BOLD if CJK_BOLD.exists() else CJK_FONT
         pdf.add_font("body", "B", str(bold), collection_font_number=CJK_SC_INDEX)
