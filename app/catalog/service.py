@@ -451,9 +451,12 @@ def reserve_for_order(
     now: datetime,
     tz: str | None = "UTC",
     expected_date: date | None = None,
+    new_order: bool = False,
 ) -> pr.Promise:
     """Hold nodes (available → held) and reserve batch units for an order; return the
     promise frozen for it. Idempotent per order: a second call returns the same promise.
+    ``new_order``: the order was inserted in this very transaction, so it has no
+    reservation yet (one read fewer).
 
     Raises ``TalkToSales`` when no date can be promised, and ``StockChanged`` when
     ``expected_date`` (what the customer saw) is earlier than what can be promised now.
@@ -463,7 +466,13 @@ def reserve_for_order(
     # Everything from the lock to the caller's commit is time other buyers of this SKU
     # wait, so only what needs the lock happens under it: the promise's one read (nodes
     # and batches), one UPDATE for the nodes or the batch counters, the reservation row.
-    mine = session.exec(select(StockReservation).where(StockReservation.order_id == order_id)).all()
+    mine = (
+        []
+        if new_order
+        else session.exec(
+            select(StockReservation).where(StockReservation.order_id == order_id)
+        ).all()
+    )
     existing = next((r for r in mine if r.released_at is None), None)
     if existing is not None:
         return _promise_of(existing)

@@ -704,7 +704,8 @@ def pay_order(
     from app.catalog import service as catalog
     from app.ledger import service as ledger
 
-    if order is None or order.id != order_id or order.user_id != user.id:
+    new_order = order is not None and order.id == order_id and order.user_id == user.id
+    if order is None or not new_order:
         order = get_order_for(session, user, order_id, lock=True)
         seen_promise = None
     if order.status != OrderStatus.awaiting_payment.value:
@@ -731,7 +732,7 @@ def pay_order(
     attempts = order.pay_attempts + 1
     try:
         return _pay_twice(
-            session, order, user, amount, now, expected_promise, attempts, seen_promise
+            session, order, user, amount, now, expected_promise, attempts, seen_promise, new_order
         )
     except ledger.InsufficientBalance:
         # Short: the savepoint took the ledger's record of the refused attempt with it.
@@ -750,7 +751,9 @@ def pay_order(
             reason=f"order #{order.id}: first month",
             actor_id=user.id,
         )
-        return _pay_twice(session, order, user, amount, now, expected_promise, attempts, None)
+        return _pay_twice(
+            session, order, user, amount, now, expected_promise, attempts, None, new_order
+        )
     except Exception:
         order.pay_attempts = attempts  # the attempt counts, whatever refused it
         session.add(order)
@@ -766,13 +769,20 @@ def _pay_twice(
     expected_promise: date | None,
     attempts: int,
     seen: Any,
+    new_order: bool,
 ) -> Order:
     try:
-        return _pay_held(session, order, user, amount, now, expected_promise, attempts, seen=seen)
+        return _pay_held(
+            session, order, user, amount, now, expected_promise, attempts,
+            seen=seen, new_order=new_order,
+        )  # fmt: skip
     except _DateMoved:
         # Another order took the stock between the read and the lock (rare): everything of
         # the first try was rolled back with its savepoint; write the messages after the lock.
-        return _pay_held(session, order, user, amount, now, expected_promise, attempts, early=False)
+        return _pay_held(
+            session, order, user, amount, now, expected_promise, attempts,
+            early=False, new_order=new_order,
+        )  # fmt: skip
 
 
 def _first_month_key(order: Order) -> str:
@@ -827,6 +837,7 @@ def _pay_held(
     *,
     seen: Any = None,
     early: bool = True,
+    new_order: bool = False,
 ) -> Order:
     """The savepoint of a payment: messages, money held, the order paid, nodes reserved.
 
@@ -880,7 +891,12 @@ def _pay_held(
         session.flush()  # the order's UPDATE: before the SKU lock
         try:
             promise = catalog.reserve_for_order(
-                session, order_id=order.id, sku_id=order.sku_id, quantity=order.quantity, now=now
+                session,
+                order_id=order.id,
+                sku_id=order.sku_id,
+                quantity=order.quantity,
+                now=now,
+                new_order=new_order,
             )
         except catalog.TalkToSales:
             raise NotPromisable() from None
