@@ -105,8 +105,10 @@ def _checkouts(url: str, processes: int, tmp: Path, name: str, flame: Path | Non
         name,
         ok / result.seconds,
         f"{ok} paid checkouts of {ATTEMPTS} attempts in {result.seconds:.1f} s, "
-        f"{processes} process(es), {CONCURRENCY} concurrent clients; CPU: client "
-        f"{client:.2f}, app processes {server:.2f} cores",
+        f"{processes} process(es), {CONCURRENCY} concurrent clients, "
+        f"{len(setup.customers)} customers × {per_customer}; CPU: client "
+        f"{client:.2f}, app processes {server:.2f} cores "
+        f"({1000 * server * result.seconds / max(ok, 1):.1f} app CPU ms per checkout)",
     )
 
 
@@ -210,9 +212,12 @@ def report(rates: list[Rate], prof: dict[str, Any], where: str) -> str:
         f"({prof['ms']:.1f} ms for the whole request in-process).",
         "",
         "A checkout serialises on its SKU's stock row (so two customers cannot both take the last "
-        "node) and on the customer's balance row, and writes ~10 rows; TPC-B writes 4. "
-        "The balance row is locked first and the stock row last, so the SKU's buyers wait only "
-        "for the reservation and the rows that carry the promised date.",
+        "node) and on the customer's balance row, and writes ~12 rows; TPC-B writes 4. "
+        "The work is ordered by the lock it needs (app/orders/service.py `_pay_held`): "
+        "without any lock, the promise read (nodes, batches and lead time in one `UNION ALL`), "
+        "the order row, timeline events, notification and email outbox row; then the balance "
+        "row (the ledger hold, the order's UPDATE); last the SKU's stock row (the promise "
+        "confirmed in one read, the node/batch UPDATE, the reservation row) and COMMIT.",
         "",
         f"Flame graph of one of the four app processes during the storm: `{FLAME.relative_to(ROOT)}`.",
         "",

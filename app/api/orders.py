@@ -67,10 +67,11 @@ def create(
     errors = service.check_draft(draft)
     if errors:
         raise InvalidInput(errors=errors, field=next(iter(errors)))
-    order, created = service.create_order(
+    made = service.create_order_for_checkout(
         session, user=user, draft=draft, idempotency_key=idempotency_key.strip(), now=now
     )
-    status = 201 if created else 200
+    order = made.order
+    status = 201 if made.created else 200
     if body.pay:
         assert order.id is not None
         try:
@@ -80,6 +81,9 @@ def create(
                 order_id=order.id,
                 idempotency_key=order.idempotency_key,
                 now=now,
+                # a new order: its row is ours until commit, its promise was just read
+                order=order if made.created else None,
+                seen_promise=made.promise,
             )
         except InsufficientBalance as e:
             short = int(getattr(e, "shortfall_cents", 0) or 0)

@@ -21,7 +21,7 @@ from datetime import date, datetime
 from types import MappingProxyType
 from typing import Any
 
-from sqlalchemy import func, update
+from sqlalchemy import Date, Integer, func, literal, union_all, update
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
@@ -250,6 +250,10 @@ def lead_time_days(session: Session, sku_id: str) -> int:
     row = session.get(SkuStock, sku_id)
     if row is not None:
         return row.lead_time_business_days
+    return _default_lead(sku_id)
+
+
+def _default_lead(sku_id: str) -> int:
     lt = get_spec(sku_id).lead_time_business_days
     return DEFAULT_LEAD_DAYS if lt is None else int(lt)
 
@@ -295,6 +299,49 @@ def _translate_and_format() -> tuple[Any, Any]:
     return i18n.gettext, fmt
 
 
+def _stock_reads(
+    session: Session, sku_id: str, *, lead: bool
+) -> tuple[int, list[pr.Batch], int | None]:
+    """(nodes available, open batches, lead days or None) in ONE round trip: the count, the
+    batches and (with ``lead``) the stock row's lead time as one ``UNION ALL``. Under the
+    SKU lock every statement is time other buyers wait, so the promise's reads are one."""
+    count = select(
+        literal("n").label("k"),
+        literal(None, Integer).label("id"),
+        literal(None, Date).label("on"),
+        func.count().label("v"),
+    ).where(col(Node.sku_id) == sku_id, col(Node.state) == NodeState.available.value)
+    batches = select(
+        literal("b"),
+        col(IncomingBatch.id),
+        col(IncomingBatch.expected_on),
+        col(IncomingBatch.quantity) - col(IncomingBatch.reserved),
+    ).where(
+        col(IncomingBatch.sku_id) == sku_id,
+        col(IncomingBatch.status) == BatchStatus.expected.value,
+    )
+    parts = [count, batches]
+    if lead:
+        parts.append(
+            select(
+                literal("l"),
+                literal(None, Integer),
+                literal(None, Date),
+                col(SkuStock.lead_time_business_days),
+            ).where(col(SkuStock.sku_id) == sku_id)
+        )
+    in_stock, lead_days, found = 0, None, []
+    for kind, bid, on, v in session.exec(union_all(*parts)).all():  # type: ignore[call-overload]
+        if kind == "n":
+            in_stock = int(v)
+        elif kind == "l":
+            lead_days = int(v)
+        else:
+            found.append((on, int(bid), max(0, int(v))))
+    found.sort()  # by expected date, then id (as open_batches)
+    return in_stock, [pr.Batch(expected=on, units=v, id=bid) for on, bid, v in found], lead_days
+
+
 def _promise_from(
     session: Session,
     sku_id: str,
@@ -308,17 +355,16 @@ def _promise_from(
     gettext, fmt = _translate_and_format()
     if quantity < 1:
         raise InvalidInput(N_("Choose at least one node."), field="quantity")
-    batches = [
-        pr.Batch(expected=b.expected_on, units=b.free, id=b.id)
-        for b in open_batches(session, sku_id)
-    ]
+    in_stock, batches, stored_lead = _stock_reads(session, sku_id, lead=lead_days is None)
+    if lead_days is None:
+        lead_days = stored_lead if stored_lead is not None else _default_lead(sku_id)
     return pr.promise(
         sku_id,
         quantity,
         now,
-        in_stock=available_count(session, sku_id) if s.self_serve else 0,
+        in_stock=in_stock if s.self_serve else 0,
         batches=batches,
-        lead_business_days=lead_time_days(session, sku_id) if lead_days is None else lead_days,
+        lead_business_days=lead_days,
         self_serve=s.self_serve,
         tz=tz,
         gettext=gettext,
@@ -405,22 +451,32 @@ def reserve_for_order(
     now: datetime,
     tz: str | None = "UTC",
     expected_date: date | None = None,
+    new_order: bool = False,
 ) -> pr.Promise:
     """Hold nodes (available → held) and reserve batch units for an order; return the
     promise frozen for it. Idempotent per order: a second call returns the same promise.
+    ``new_order``: the order was inserted in this very transaction, so it has no
+    reservation yet (one read fewer).
 
     Raises ``TalkToSales`` when no date can be promised, and ``StockChanged`` when
     ``expected_date`` (what the customer saw) is earlier than what can be promised now.
     """
-    # Everything from this lock to the caller's commit is time other buyers of this SKU
-    # wait, so only what needs the lock happens here: one read of this order's
-    # reservations, the promise's two reads, one UPDATE for the nodes, the batch counters
-    # and the reservation row.
-    stock = _lock_sku(session, sku_id, now)
-    mine = session.exec(select(StockReservation).where(StockReservation.order_id == order_id)).all()
+    # This order's reservations are read before the SKU lock: only a transaction holding
+    # the order's row (the caller does: pay and cancel lock the order) changes them.
+    # Everything from the lock to the caller's commit is time other buyers of this SKU
+    # wait, so only what needs the lock happens under it: the promise's one read (nodes
+    # and batches), one UPDATE for the nodes or the batch counters, the reservation row.
+    mine = (
+        []
+        if new_order
+        else session.exec(
+            select(StockReservation).where(StockReservation.order_id == order_id)
+        ).all()
+    )
     existing = next((r for r in mine if r.released_at is None), None)
     if existing is not None:
         return _promise_of(existing)
+    stock = _lock_sku(session, sku_id, now)
     p = _promise_from(session, sku_id, quantity, now, tz, lead_days=stock.lead_time_business_days)
     if not p.available or p.date is None or p.ready_at is None:
         raise TalkToSales(p)

@@ -21,13 +21,23 @@ log = logging.getLogger("app.mail")
 
 
 def enqueue_email(
-    session: Session, *, to: str, subject: str, body: str, now: datetime, kind: str = ""
+    session: Session,
+    *,
+    to: str,
+    subject: str,
+    body: str,
+    now: datetime,
+    kind: str = "",
+    flush: bool = True,
 ) -> OutboxEmail:
+    """Queue one email (sent by the worker after commit). ``flush=False`` leaves the INSERT
+    to the session's next flush (one round trip with the caller's other rows)."""
     row = OutboxEmail(
         to_addr=to.strip(), subject=single_line(subject), body=body, kind=kind, created_at=now
     )
     session.add(row)
-    session.flush()
+    if flush:
+        session.flush()
     return row
 
 
@@ -42,6 +52,7 @@ def notify(
     email_to: str | None = None,
     email_subject: str | None = None,
     params: dict[str, Any] | None = None,
+    flush: bool = True,
 ) -> Notification:
     """A console notification, and the same text by email when ``email_to`` is given.
 
@@ -75,8 +86,10 @@ def notify(
             body=text,
             now=now,
             kind=kind,
+            flush=False,
         )
-    session.flush()
+    if flush:  # flush=False: the caller's next flush writes both rows (a checkout does)
+        session.flush()
     return n
 
 

@@ -369,6 +369,7 @@ def add_event(
     *,
     customer_visible: bool = True,
     params: dict[str, Any] | None = None,
+    flush: bool = True,
 ) -> OrderEvent:
     """Append a timeline entry (shared with the ops desk).
 
@@ -390,7 +391,8 @@ def add_event(
         customer_visible=customer_visible,
     )
     session.add(ev)
-    session.flush()
+    if flush:  # flush=False: the next flush writes it (with the checkout's other rows)
+        session.flush()
     return ev
 
 
@@ -491,6 +493,17 @@ def _new_or_saved_key(
     return accounts.add_ssh_key(session, user, draft.new_key_name, draft.new_key_text, now)
 
 
+@dataclass
+class Created:
+    """What ``create_order_for_checkout`` did: the order, whether this call made it, and the
+    delivery promise it checked (read moments ago in the same transaction: the checkout
+    tells the customer that date and confirms it under the SKU lock)."""
+
+    order: Order
+    created: bool
+    promise: Any = None  # app.catalog.service.Promise; None for a replayed key
+
+
 def create_order(
     session: Session, *, user: User, draft: OrderDraft, idempotency_key: str, now: datetime
 ) -> tuple[Order, bool]:
@@ -498,6 +511,18 @@ def create_order(
 
     The same key with the same body returns the existing order; a different body → 409.
     """
+    made = create_order_for_checkout(
+        session, user=user, draft=draft, idempotency_key=idempotency_key, now=now
+    )
+    session.flush()
+    return made.order, made.created
+
+
+def create_order_for_checkout(
+    session: Session, *, user: User, draft: OrderDraft, idempotency_key: str, now: datetime
+) -> Created:
+    """``create_order`` for a caller that pays next (``pay_order(order=…, seen_promise=…)``),
+    so the payment neither locks the new row again nor reads the promise again."""
     from app.accounts import service as accounts
 
     assert user.id is not None
@@ -508,10 +533,11 @@ def create_order(
         )
     existing = find_existing(session, user, key, draft)
     if existing is not None:
-        return existing, False
+        return Created(existing, False)
     from app.catalog import service as catalog
 
-    if not catalog.current_promise(session, draft.sku_id, draft.quantity, now).available:
+    seen = catalog.current_promise(session, draft.sku_id, draft.quantity, now)
+    if not seen.available:
         raise InvalidInput(
             field="nodes",
             errors={
@@ -577,14 +603,16 @@ def create_order(
         again = find_existing(session, user, key, draft)
         if again is None:
             raise
-        return again, False
+        return Created(again, False)
     if order.quote_id is not None:
         from app.quotes import service as quotes
 
         assert order.id is not None
         quotes.mark_used(session, order.quote_id, order.id, now)
-    add_event(session, order, "created", N_("Order placed; waiting for payment."), now, user)
-    return order, True
+    add_event(
+        session, order, "created", N_("Order placed; waiting for payment."), now, user, flush=False
+    )
+    return Created(order, True, seen)
 
 
 def _claim_quote(
@@ -662,15 +690,24 @@ def pay_order(
     idempotency_key: str,
     now: datetime,
     expected_promise: date | None = None,
+    order: Order | None = None,
+    seen_promise: Any = None,
 ) -> Order:
     """awaiting_payment → paid in one transaction: node hold, promise frozen, first-month
     ledger hold, timeline event, notification. Idempotent: an order already paid is
     returned as it is. On any failure nothing of it stays (a savepoint is rolled back), so
-    a caller may catch the error and still commit other work."""
+    a caller may catch the error and still commit other work.
+
+    ``order``: the order as ``create_order_for_checkout`` just inserted it in this
+    transaction (its new row is invisible to others until commit, so it needs no lock
+    read); ``seen_promise``: the promise that call checked. Both only save round trips."""
     from app.catalog import service as catalog
     from app.ledger import service as ledger
 
-    order = get_order_for(session, user, order_id, lock=True)
+    new_order = order is not None and order.id == order_id and order.user_id == user.id
+    if order is None or not new_order:
+        order = get_order_for(session, user, order_id, lock=True)
+        seen_promise = None
     if order.status != OrderStatus.awaiting_payment.value:
         if order.paid_at is not None:
             return order  # paid already: a double click or a resubmitted form pays once
@@ -684,6 +721,7 @@ def pay_order(
         order.monthly_total_cents = list_price * order.quantity
         order.quote_expires_at = None
         order.quote_id = None
+        order.pay_attempts += 1
         session.add(order)
         add_event(session, order, "repriced", N_("The quote expired; the list price applies."), now)
         session.flush()
@@ -691,29 +729,64 @@ def pay_order(
 
     assert order.id is not None and user.id is not None
     amount = order.monthly_total_cents
-    hold_key = f"order:{order.id}:first-month"
-    hold_reason = f"order #{order.id}: first month"
-    order.pay_attempts += 1
-    session.add(order)
-    if ledger.available_cents(session, user.id) < amount:
-        # Short: let the ledger refuse it (it records the declined attempt), before any
-        # node is held. The same key works again after a top-up.
+    attempts = order.pay_attempts + 1
+    try:
+        return _pay_twice(
+            session, order, user, amount, now, expected_promise, attempts, seen_promise, new_order
+        )
+    except ledger.InsufficientBalance:
+        # Short: the savepoint took the ledger's record of the refused attempt with it.
+        # Ask again outside it, so the refusal is recorded and the caller may commit it (no
+        # node is held). The same key works again after a top-up — and should one have
+        # landed this very moment, the hold succeeds and the payment goes on with it.
+        order.pay_attempts = attempts
+        session.add(order)
         ledger.place_hold(
             session,
             user_id=user.id,
             amount_cents=amount,
-            idempotency_key=hold_key,
+            idempotency_key=_first_month_key(order),
             now=now,
             order_id=order.id,
-            reason=hold_reason,
+            reason=f"order #{order.id}: first month",
             actor_id=user.id,
         )
+        return _pay_twice(
+            session, order, user, amount, now, expected_promise, attempts, None, new_order
+        )
+    except Exception:
+        order.pay_attempts = attempts  # the attempt counts, whatever refused it
+        session.add(order)
+        raise
+
+
+def _pay_twice(
+    session: Session,
+    order: Order,
+    user: User,
+    amount: int,
+    now: datetime,
+    expected_promise: date | None,
+    attempts: int,
+    seen: Any,
+    new_order: bool,
+) -> Order:
     try:
-        return _pay_held(session, order, user, amount, now, expected_promise, early=True)
+        return _pay_held(
+            session, order, user, amount, now, expected_promise, attempts,
+            seen=seen, new_order=new_order,
+        )  # fmt: skip
     except _DateMoved:
         # Another order took the stock between the read and the lock (rare): everything of
         # the first try was rolled back with its savepoint; write the messages after the lock.
-        return _pay_held(session, order, user, amount, now, expected_promise, early=False)
+        return _pay_held(
+            session, order, user, amount, now, expected_promise, attempts,
+            early=False, new_order=new_order,
+        )  # fmt: skip
+
+
+def _first_month_key(order: Order) -> str:
+    return f"order:{order.id}:first-month"
 
 
 class _DateMoved(Exception):
@@ -721,11 +794,11 @@ class _DateMoved(Exception):
 
 
 def _paid_messages(session: Session, order: Order, user: User, day: date, now: datetime) -> None:
-    """The paid event and notification, as codes (each reader sees their language)."""
+    """The paid event and notification, as codes (each reader sees their language). Added,
+    not flushed: the caller's next flush writes them with the other rows."""
     from app.notifications.service import notify
 
     assert user.id is not None
-    session.flush()
     add_event(
         session,
         order,
@@ -734,6 +807,7 @@ def _paid_messages(session: Session, order: Order, user: User, day: date, now: d
         now,
         user,
         params={"date": messages.day(day)},
+        flush=False,
     )
     notify(
         session,
@@ -748,6 +822,7 @@ def _paid_messages(session: Session, order: Order, user: User, day: date, now: d
         link=_order_link(order),
         email_to=user.email,
         email_subject=N_("Order #{id} paid"),
+        flush=False,
     )
 
 
@@ -758,45 +833,70 @@ def _pay_held(
     amount: int,
     now: datetime,
     expected_promise: date | None,
+    attempts: int,
     *,
-    early: bool,
+    seen: Any = None,
+    early: bool = True,
+    new_order: bool = False,
 ) -> Order:
-    """The savepoint of a payment: money held, nodes reserved, the order paid, messages.
+    """The savepoint of a payment: messages, money held, the order paid, nodes reserved.
 
-    Lock order: the customer's balance row first, the SKU's stock row last (as cancel
-    does). Every buyer of the SKU waits on its stock row until this transaction commits,
-    so the stock lock is taken last and only the reservation and the order's promised date
-    follow it: with ``early``, the timeline event, notification and email carry the date
-    read just before the lock, and a different date under the lock (stock taken in
-    between) raises ``_DateMoved`` after rolling all of it back."""
+    Every buyer of the SKU waits on its stock row, and every payment of this customer on
+    the balance row, until this transaction commits; so the work is ordered by what needs
+    which lock (lock order as cancel: balance row first, stock row last):
+
+    1. no lock: the promise the customer is told (``seen_promise``, read by create, or
+       read now), the timeline event, notification and email rows (one flush);
+    2. balance row: the ledger hold, then the order's UPDATE (paid, hold, promised date);
+    3. SKU stock row: the promise confirmed under the lock, the reservation — and COMMIT.
+
+    Without ``early`` (the second try after ``_DateMoved``: stock taken between the read
+    and the lock) the messages carry the date made under the lock."""
     from app.catalog import service as catalog
     from app.ledger import service as ledger
 
     assert order.id is not None and user.id is not None
     with session.begin_nested():
+        told: date | None = None
+        if early and seen is None:
+            seen = catalog.current_promise(session, order.sku_id, order.quantity, now)
+        if (
+            early
+            and seen is not None
+            and seen.available
+            and seen.date is not None
+            and (expected_promise is None or seen.date == expected_promise)
+        ):
+            told = seen.date
+            _paid_messages(session, order, user, told, now)
+        session.flush()  # the rows above: written before any lock is taken
         hold = ledger.place_hold(
             session,
             user_id=user.id,
             amount_cents=amount,
-            idempotency_key=f"order:{order.id}:first-month",
+            idempotency_key=_first_month_key(order),
             now=now,
             order_id=order.id,
             reason=f"order #{order.id}: first month",
             actor_id=user.id,
         )
-        told: date | None = None
-        if early:
-            seen = catalog.current_promise(session, order.sku_id, order.quantity, now)
-            if (
-                seen.available
-                and seen.date is not None
-                and (expected_promise is None or seen.date == expected_promise)
-            ):
-                told = seen.date
-                _paid_messages(session, order, user, told, now)
+        order.first_hold_id = hold.id
+        order.status = OrderStatus.paid.value
+        order.paid_at = now
+        order.pay_attempts = attempts
+        if told is not None:
+            order.promised_date = told
+            order.promise_explanation = (seen.explanation or "")[:300]
+        session.add(order)
+        session.flush()  # the order's UPDATE: before the SKU lock
         try:
             promise = catalog.reserve_for_order(
-                session, order_id=order.id, sku_id=order.sku_id, quantity=order.quantity, now=now
+                session,
+                order_id=order.id,
+                sku_id=order.sku_id,
+                quantity=order.quantity,
+                now=now,
+                new_order=new_order,
             )
         except catalog.TalkToSales:
             raise NotPromisable() from None
@@ -806,16 +906,11 @@ def _pay_held(
             raise PromiseChanged(promise.date, promise.explanation)
         if told is not None and promise.date != told:
             raise _DateMoved()
-        order.first_hold_id = hold.id
-        order.status = OrderStatus.paid.value
-        order.paid_at = now
         order.promised_date = promise.date
-        order.promise_explanation = (promise.explanation or "")[:300]
-        session.add(order)
+        order.promise_explanation = (promise.explanation or "")[:300]  # UPDATE only if changed
         if told is None:
             _paid_messages(session, order, user, promise.date, now)
-        else:
-            session.flush()
+        session.flush()
     return order
 
 

@@ -118,6 +118,39 @@ def test_pay_in_the_same_call_short_then_retry(
     ledger_ok()
 
 
+def test_a_short_payment_leaves_the_order_and_the_refusal_and_nothing_else(
+    raw_client: TestClient, engine, clock, make_user, stock, fund, balances, ledger_ok
+) -> None:
+    """Short in the same call: the order stays with its 'created' event, the refusal is on
+    the ledger's record, and nothing of the payment is left (no hold, no node held, no
+    'paid' event, notification or email) — the payment's savepoint took it all back."""
+    from app.catalog import service as catalog
+    from app.ledger import service as ledger
+    from app.notifications.models import Notification, OutboxEmail
+    from app.orders import service as orders
+
+    stock("hgx-b200", 1)
+    u = make_user()
+    fund(u, 1_000_000)
+    h = {**token_for(engine, clock, u), "Idempotency-Key": "short-1"}
+    r = raw_client.post("/api/v1/orders", json=body(pay=True), headers=h)
+    assert r.status_code == 402
+    order_id = r.json()["order"]["id"]
+    with Session(engine) as s:
+        order = s.get(Order, order_id)
+        assert order is not None and order.status == "awaiting_payment"
+        assert order.pay_attempts == 1 and order.first_hold_id is None
+        assert [e.kind for e in orders.timeline(s, order_id)] == ["created"]
+        (declined,) = ledger.declined_attempts(s, u.id)
+        assert declined.order_id == order_id and declined.amount_cents == B200
+        assert ledger.pending_holds(s, u.id) == []
+        assert catalog.available_count(s, "hgx-b200") == 1
+        assert s.exec(select(Notification).where(Notification.user_id == u.id)).all() == []
+        assert s.exec(select(OutboxEmail).where(OutboxEmail.kind == "order_paid")).all() == []
+    assert balances(u) == (1_000_000, 0)
+    ledger_ok()
+
+
 def test_list_get_cancel_and_authorization(
     raw_client: TestClient, engine, clock, make_user, stock, fund, balances, ledger_ok
 ) -> None:
