@@ -166,11 +166,15 @@ def main() -> int:
         "Every figure is a ratio against a baseline measured in the same run on the same machine "
         f"({machine()}). Absolute numbers move with the machine; the ratios are the point.",
         "",
+        "Hand-measured before/after comparisons of each change (old and new code back to back, "
+        "CPU time where the shared machine made wall-clock figures move) live in "
+        "`docs/benchmarks-ab.md`, which a run does not overwrite.",
+        "",
     ]
     for name, fn in SECTIONS.items():
         if name in skip:
             extra = (
-                " Lighthouse runs separately (`make lighthouse`, ~40 page loads): see "
+                " Lighthouse runs separately (`make lighthouse`: 13 pages × EN/ZH × mobile/desktop): see "
                 "`docs/benchmarks-lighthouse.md`."
                 if name == "lighthouse"
                 else ""
