@@ -486,6 +486,32 @@ def statement_count(session: Session, user_id: int) -> int:
 # --- commands -----------------------------------------------------------------------------
 
 
+def record_declined_hold(
+    session: Session,
+    *,
+    user_id: int,
+    key: str,
+    amount_cents: int,
+    available: int,
+    now: datetime,
+    order_id: int | None,
+    reason: str,
+) -> InsufficientBalance:
+    """Record a hold refused for want of money (when the attempt itself was rolled back with
+    a savepoint) and return the error to raise. Writes no hold and moves no money."""
+    return _decline(
+        session,
+        user_id=user_id,
+        key=key,
+        command="hold",
+        amount_cents=amount_cents,
+        available=available,
+        now=now,
+        order_id=order_id,
+        reason=reason,
+    )
+
+
 def place_hold(
     session: Session,
     *,

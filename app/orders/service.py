@@ -734,26 +734,23 @@ def pay_order(
         return _pay_twice(
             session, order, user, amount, now, expected_promise, attempts, seen_promise, new_order
         )
-    except ledger.InsufficientBalance:
+    except ledger.InsufficientBalance as short:
         # Short: the savepoint took the ledger's record of the refused attempt with it.
-        # Ask again outside it, so the refusal is recorded and the caller may commit it (no
-        # node is held). The same key works again after a top-up — and should one have
-        # landed this very moment, the hold succeeds and the payment goes on with it.
+        # Record the refusal again outside it (no new attempt at a hold: one that succeeded
+        # because a top-up landed this very moment would stay held if the payment then
+        # failed), so the caller may commit it; the same key works again after a top-up.
         order.pay_attempts = attempts
         session.add(order)
-        ledger.place_hold(
+        raise ledger.record_declined_hold(
             session,
             user_id=user.id,
+            key=_first_month_key(order),
             amount_cents=amount,
-            idempotency_key=_first_month_key(order),
+            available=short.available_cents,
             now=now,
             order_id=order.id,
             reason=f"order #{order.id}: first month",
-            actor_id=user.id,
-        )
-        return _pay_twice(
-            session, order, user, amount, now, expected_promise, attempts, None, new_order
-        )
+        ) from None
     except Exception:
         order.pay_attempts = attempts  # the attempt counts, whatever refused it
         session.add(order)
