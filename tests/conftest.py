@@ -114,6 +114,9 @@ def settings(db_url: str) -> Settings:
         simulation=True,
         webhook_secret="test-webhook-secret",
         smtp_port=int(os.environ.get("TEST_SMTP_PORT", "8025")),
+        # a price change from another app instance shows on the very next /size fragment;
+        # the production interval has its own test (tests/configurator/test_fragment_cache.py)
+        fragment_price_max_age_ms=0,
     )
 
 

@@ -7,16 +7,22 @@ it is rendered from a context built for that purpose only (``routes._fragment``)
 from the page's base context. So the same key always gives the same bytes, and a bounded
 LRU of them answers repeated typing without running the engine, the cards or Jinja.
 
-The price version (one primary-key read per request, ``app.catalog.service``) is part of
-the key: a price change committed by any process moves it, and every process renders
-afresh on its next request.
+The price version (``app.catalog.service``) is part of the key: a price change committed
+by any process moves it, and every process renders afresh once it has read the new version.
+Each process reads it at most once per ``fragment_price_max_age_ms`` (``PriceVersionMemo``,
+200 ms by default): the read itself is cheap, but under load a thread that gives up the GIL
+for a database call waits behind a thread computing a first answer, and that wait was the
+largest cost of a cached answer (docs/benchmarks-ab.md, hfr2). A fragment rendered on a miss
+reads the prices afresh, so one stored under an older version is never older than it.
 """
 
 from __future__ import annotations
 
 import gzip
 import threading
+import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -98,3 +104,37 @@ def fragment_cache_of(holder: Any) -> FragmentCache:
             if cache is None:
                 cache = holder.size_fragments = FragmentCache()
     return cache  # type: ignore[no-any-return]
+
+
+class PriceVersionMemo:
+    """The price version, read at most once per ``max_age_s`` seconds per process.
+
+    ``now`` is a monotonic timer (an operational interval, not business time); tests pass
+    their own. With ``max_age_s == 0`` every call reads."""
+
+    def __init__(self, max_age_s: float, now: Callable[[], float] = time.monotonic) -> None:
+        self.max_age_s = max_age_s
+        self.now = now
+        self._state: tuple[Any, float] | None = None  # (version, read at); swapped whole
+        self.reads = 0
+
+    def get(self, read: Callable[[], Any]) -> Any:
+        t = self.now()
+        state = self._state
+        if state is not None and self.max_age_s > 0 and 0 <= t - state[1] < self.max_age_s:
+            return state[0]
+        value = read()
+        self._state = (value, t)
+        self.reads += 1
+        return value
+
+
+def price_version_memo_of(holder: Any, max_age_ms: int) -> PriceVersionMemo:
+    """The PriceVersionMemo kept on ``holder`` (an app's ``state``), made on first use."""
+    memo = getattr(holder, "price_version_memo", None)
+    if memo is None:
+        with _MAKE_LOCK:
+            memo = getattr(holder, "price_version_memo", None)
+            if memo is None:
+                memo = holder.price_version_memo = PriceVersionMemo(max_age_ms / 1000)
+    return memo  # type: ignore[no-any-return]

@@ -20,7 +20,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from app.catalog.specs import NodeSpec, all_specs
 from app.configurator import forms
 from app.configurator.charts import SEGMENTS, memory_bar, memory_bar_svg
-from app.configurator.fragments import Fragment, fragment_cache_of
+from app.configurator.fragments import Fragment, fragment_cache_of, price_version_memo_of
 from app.errors import N_
 from app.sizing import SizingError, list_presets, size
 from app.sizing.messages import Msg
@@ -444,7 +444,10 @@ def _fragment(request: Request, form: forms.SizeForm, canonical: str) -> Fragmen
     ``render``: the page's base context (CSRF token, user, flashes) never reaches the
     cached bytes, so they are the same for every reader."""
     cache = fragment_cache_of(request.app.state)
-    key = (canonical, current_locale(), _price_version(request))
+    memo = price_version_memo_of(
+        request.app.state, request.app.state.settings.fragment_price_max_age_ms
+    )
+    key = (canonical, current_locale(), memo.get(lambda: _price_version(request)))
     hit = cache.get(key)
     if hit is not None:
         return hit

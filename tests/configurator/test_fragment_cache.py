@@ -10,7 +10,7 @@ from sqlmodel import Session
 
 from app.catalog import service as svc
 from app.catalog.seed import seed
-from app.configurator.fragments import FragmentCache, fragment_cache_of
+from app.configurator.fragments import FragmentCache, PriceVersionMemo, fragment_cache_of
 from app.main import create_app
 from tests.conftest import CSRF_TOKEN, START
 
@@ -95,6 +95,47 @@ def test_a_price_change_in_another_process_is_on_the_next_fragment(  # type: ign
                 assert "$34,900.00" in t and "$36,000.00" not in t
     finally:
         other.state.engine.dispose()
+
+
+def test_with_the_production_interval_another_process_s_price_shows_once_it_has_passed(  # type: ignore[no-untyped-def]
+    settings, clock, seeded, make_user
+) -> None:
+    ops = make_user(email="ops-frag2@example.com", role="ops")
+    assert type(settings)().fragment_price_max_age_ms == 200  # the default a deployment runs
+    live = settings.model_copy(update={"fragment_price_max_age_ms": 200})
+    t = [1000.0]
+    app_ = create_app(live, clock=clock)
+    other = create_app(live, clock=clock)
+    app_.state.price_version_memo = PriceVersionMemo(0.2, now=lambda: t[0])
+    try:
+        with TestClient(app_) as c1:
+            assert "$34,900.00" in c1.get(URL, headers=HX).text
+            _change_price(other.state.engine, 36_000_00, ops=ops)
+            t[0] += 0.1  # within the interval: this process may still show the old price
+            assert "$34,900.00" in c1.get(URL, headers=HX).text
+            t[0] += 0.15  # past it: the next answer has the new price
+            text = c1.get(URL, headers=HX).text
+            assert "$36,000.00" in text and "$34,900.00" not in text
+    finally:
+        app_.state.engine.dispose()
+        other.state.engine.dispose()
+
+
+def test_the_price_version_is_read_at_most_once_per_interval() -> None:
+    t = [0.0]
+    reads: list[int] = []
+    memo = PriceVersionMemo(0.2, now=lambda: t[0])
+
+    def read() -> int:
+        reads.append(1)
+        return len(reads)
+
+    assert [memo.get(read) for _ in range(5)] == [1] * 5
+    t[0] = 0.25
+    assert memo.get(read) == 2 and memo.get(read) == 2
+    t[0] = 0.1  # a timer that went back is not trusted: read again
+    assert memo.get(read) == 3
+    assert PriceVersionMemo(0).get(read) == 4 and len(reads) == 4
 
 
 def test_the_cache_is_bounded() -> None:
