@@ -53,7 +53,7 @@ class Settings(BaseSettings):
     # The live /size fragment checks the catalog's price version at most this often per
     # process (a list-price change made elsewhere shows within this long; the deploy page,
     # review and checkout always read the current price). 0: on every request.
-    fragment_price_max_age_ms: int = Field(200, ge=0, le=60_000)
+    fragment_price_max_age_ms: int = Field(default=200, ge=0, le=60_000)
 
     # --- observability (issue 13) ---
     # Bearer token that GET /metrics requires; empty: /metrics answers 404 (not public).
