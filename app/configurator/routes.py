@@ -117,6 +117,7 @@ def _live_prices(request: Request) -> dict[str, int] | None:
         return dict(cache_of(request.app.state).get(request.app.state.engine)) or None
     except Exception:  # an unmigrated catalog must not break sizing
         log.debug("no live prices", exc_info=True)
+        request.state.prices_unread = True  # this answer is not kept (routes._fragment)
         return None
 
 
@@ -393,6 +394,7 @@ def _price_version(request: Request) -> Any:
         return version_now(request.app.state.engine)
     except Exception:  # an unmigrated catalog must not break sizing
         log.debug("no price version", exc_info=True)
+        request.state.prices_unread = True
         return None
 
 
@@ -454,7 +456,10 @@ def _fragment(request: Request, form: forms.SizeForm, canonical: str) -> Fragmen
     ctx, status = _context(request, form)
     template = templates_of(request).env.get_template("configurator/_results_response.html")
     fragment = Fragment(status, template.render(ctx).encode())
-    cache.put(key, fragment)
+    if not getattr(request.state, "prices_unread", False):
+        # priced from the seed prices after a failed read (a database blip): that answer
+        # only, never kept under the current price version for every reader
+        cache.put(key, fragment)
     return fragment
 
 

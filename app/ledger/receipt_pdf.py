@@ -16,13 +16,13 @@ from decimal import Decimal
 from pathlib import Path
 
 from babel.numbers import format_decimal
-from fpdf import FPDF
 
 from app.i18n import babel_locale
 from app.ledger.models import Receipt
 from app.ledger.postings import EntryKind
 from app.ledger.receipts import title_msgid
 from app.money import format_cents
+from app.pdfdoc import FPDF
 
 DEJAVU_DIR = Path("/usr/share/fonts/truetype/dejavu")
 NOTO_CJK = Path("/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc")

@@ -425,10 +425,13 @@ def visible_orders(session: Session, user: User, limit: int = 200) -> list[Order
 
 
 def get_order_for(session: Session, user: User, order_id: int, *, lock: bool = False) -> Order:
-    """The user's own order, or 404 (also for other customers' ids)."""
+    """The user's own order, or 404 (also for other customers' ids). With ``lock`` the row
+    as it is once locked, even when this session read it before (an idempotent replay):
+    the identity map's older copy would let a payment overwrite a discard committed while
+    it waited for the lock."""
     stmt = select(Order).where(Order.id == order_id, Order.user_id == user.id)
     if lock:
-        stmt = stmt.with_for_update()
+        stmt = stmt.with_for_update().execution_options(populate_existing=True)
     order = session.exec(stmt).first()
     if order is None:
         raise OrderNotFound()

@@ -19,12 +19,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from fpdf import FPDF
-
 from app.clock import utc
 from app.i18n import translations_for
 from app.messages import format_day
 from app.money import format_cents
+from app.pdfdoc import FPDF
 from app.quotes import pricing
 from app.quotes.models import Quote
 from app.quotes.pricing import QuoteKind

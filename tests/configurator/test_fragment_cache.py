@@ -157,3 +157,24 @@ def test_a_browser_that_accepts_gzip_gets_the_same_fragment_compressed(app, clie
         assert packed.headers["content-encoding"] == "gzip"
         assert "Accept-Encoding" in packed.headers["vary"]
         assert packed.content == plain.content  # httpx decodes it
+
+
+def test_a_fragment_priced_without_the_live_prices_is_not_kept(  # type: ignore[no-untyped-def]
+    app, client, seeded, make_user, monkeypatch
+) -> None:
+    """A failed read of the list prices (a database blip) prices that one answer from the
+    engine's seed prices; it must not stay in the cache under the current price version,
+    where every reader would get the old price until the next price change (hprobe)."""
+    ops = make_user(email="ops-frag3@example.com", role="ops")
+    _change_price(app.state.engine, 36_000_00, ops=ops)
+    assert "$36,000.00" in client.get(URL, headers=HX).text
+
+    def blip(self, engine):  # type: ignore[no-untyped-def]
+        raise OSError("connection lost")
+
+    monkeypatch.setattr(svc.PriceCache, "get", blip)
+    other_query = URL + "&seq_len=8192"
+    assert client.get(other_query, headers=HX).status_code == 200  # seed prices, this once
+    monkeypatch.undo()
+    t = client.get(other_query, headers=HX).text
+    assert "$36,000.00" in t and "$34,900.00" not in t

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Callable
 from datetime import timedelta
@@ -10,6 +11,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from fastapi.testclient import TestClient
+from pypdf import PdfReader
 from sqlmodel import Session, col, select
 
 from app.accounts.audit import AuditEvent
@@ -17,6 +19,7 @@ from app.accounts.models import User
 from app.clock import FixedClock
 from app.quotes import service
 from app.quotes.models import ClusterRequest, Quote
+from app.quotes.pdf import pdf_language
 
 from .conftest import BASE_FORM
 
@@ -471,6 +474,10 @@ def test_pdf_download_contains_the_total(
     zh = sales_client.get(f"/staff/quotes/{qid}/pdf")
     assert zh.status_code == 200 and zh.content.startswith(b"%PDF")
     assert b"USD 188,460.00" in zh.content
+    if pdf_language("zh_CN") == "zh_CN":
+        # readable text: the amounts after a bold Chinese label keep their font
+        text = "\n".join(p.extract_text() or "" for p in PdfReader(io.BytesIO(zh.content)).pages)
+        assert "每月合计" in text and "US$62,820.00" in text and "US$188,460.00" in text
     # The prospect can download it from the link once shared.
     _send(sales_client, qid)
     token = _quote(session, qid).token
