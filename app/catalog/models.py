@@ -31,6 +31,15 @@ NODE_STATE_LABELS = {
 }
 
 
+# Words inside catalog.json's link and network values; the pages pass those values through
+# gettext, so a value listed here is shown translated (the others are product names and
+# numbers, the same in every language).
+SPEC_VALUE_TEXT = (
+    N_("NVLink 5 (130 TB/s per rack)"),
+    N_("800G per GPU"),
+)
+
+
 class BatchStatus(StrEnum):
     expected = "expected"
     arrived = "arrived"

@@ -70,6 +70,21 @@ def test_rack_page_is_talk_to_sales(client, seeded, lang) -> None:  # type: igno
     assert "$7,990.00" in t
 
 
+def test_rack_link_and_network_read_in_the_reader_s_language(client, seeded, lang) -> None:  # type: ignore[no-untyped-def]
+    for url in ("/nodes", "/nodes/gb300-nvl72"):
+        t = client.get(url).text
+        if lang == "en":
+            assert "NVLink 5 (130 TB/s per rack)" in t and "800G per GPU" in t
+        else:
+            assert "NVLink 5（整机柜 130 TB/s）" in t and "每块 GPU 800G" in t
+            assert "per rack" not in t and "800G per GPU" not in t
+
+
+def test_a_zone_whose_name_is_its_label_is_named_once(client, seeded) -> None:  # type: ignore[no-untyped-def]
+    client.cookies.set("tz", "UTC")
+    assert "UTC (UTC)" not in client.get("/nodes").text
+
+
 def test_unknown_node_is_404(client, lang) -> None:  # type: ignore[no-untyped-def]
     assert client.get("/nodes/h9000").status_code == 404
 
