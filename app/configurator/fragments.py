@@ -110,7 +110,8 @@ class PriceVersionMemo:
     """The price version, read at most once per ``max_age_s`` seconds per process.
 
     ``now`` is a monotonic timer (an operational interval, not business time); tests pass
-    their own. With ``max_age_s == 0`` every call reads."""
+    their own. With ``max_age_s == 0`` every call reads; so does every call after a read
+    that failed (``None``), until one succeeds."""
 
     def __init__(self, max_age_s: float, now: Callable[[], float] = time.monotonic) -> None:
         self.max_age_s = max_age_s
@@ -124,7 +125,8 @@ class PriceVersionMemo:
         if state is not None and self.max_age_s > 0 and 0 <= t - state[1] < self.max_age_s:
             return state[0]
         value = read()
-        self._state = (value, t)
+        if value is not None:  # a failed read (None) is not trusted for the interval
+            self._state = (value, t)
         self.reads += 1
         return value
 

@@ -136,6 +136,9 @@ def test_the_price_version_is_read_at_most_once_per_interval() -> None:
     t[0] = 0.1  # a timer that went back is not trusted: read again
     assert memo.get(read) == 3
     assert PriceVersionMemo(0).get(read) == 4 and len(reads) == 4
+    failing = PriceVersionMemo(0.2, now=lambda: t[0])
+    assert failing.get(lambda: None) is None
+    assert failing.get(read) == 5  # a failed read is not kept for the interval
 
 
 def test_the_cache_is_bounded() -> None:
