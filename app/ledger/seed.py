@@ -23,7 +23,9 @@ def seed(session: Session, now: datetime) -> list[str]:
         session,
         user_id=user.id,
         amount_cents=DEMO_BALANCE_CENTS,
-        reason="Demo starting balance",
+        # a promotion's reason is staff's text, shown as written on the customer's statement
+        # in either language: the demo's is written in both
+        reason="Demo starting balance · 演示初始余额",
         now=now,
         idempotency_key=SEED_KEY,
     )
