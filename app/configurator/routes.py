@@ -7,7 +7,6 @@ the form works with JavaScript off and every result is a shareable link.
 
 from __future__ import annotations
 
-import importlib
 import logging
 import re
 from functools import lru_cache
@@ -17,6 +16,7 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
+from app.catalog.service import price_cache_of, price_version_now
 from app.catalog.specs import NodeSpec, all_specs
 from app.configurator import forms
 from app.configurator.charts import SEGMENTS, memory_bar, memory_bar_svg
@@ -107,14 +107,7 @@ def _live_prices(request: Request) -> dict[str, int] | None:
     session only after a change.
     """
     try:
-        service = importlib.import_module("app.catalog.service")
-    except ModuleNotFoundError:
-        return None
-    cache_of = getattr(service, "price_cache_of", None)
-    if cache_of is None:
-        return None
-    try:
-        return dict(cache_of(request.app.state).get(request.app.state.engine)) or None
+        return dict(price_cache_of(request.app.state).get(request.app.state.engine)) or None
     except Exception:  # an unmigrated catalog must not break sizing
         log.debug("no live prices", exc_info=True)
         request.state.prices_unread = True  # this answer is not kept (routes._fragment)
@@ -384,14 +377,7 @@ def _field_error(form: forms.SizeForm, name: str, err: str | Msg) -> str:
 def _price_version(request: Request) -> Any:
     """The catalog's price version (one primary-key read), None without a catalog."""
     try:
-        service = importlib.import_module("app.catalog.service")
-    except ModuleNotFoundError:
-        return None
-    version_now = getattr(service, "price_version_now", None)
-    if version_now is None:
-        return None
-    try:
-        return version_now(request.app.state.engine)
+        return price_version_now(request.app.state.engine)
     except Exception:  # an unmigrated catalog must not break sizing
         log.debug("no price version", exc_info=True)
         request.state.prices_unread = True
