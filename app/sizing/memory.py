@@ -41,7 +41,13 @@ DS_MAX_LIVE_PARAMS = 1e9
 # activation offload keeps this many blocks' saved tensors on the GPU (one being computed,
 # one in transfer)
 OFFLOAD_RESIDENT_BLOCKS = 2
-CHUNKED_CE_BYTES_PER_LOGIT = 2.0  # chunked loss: BF16 logits kept, FP32 work one chunk at a time
+CHUNKED_CE_BYTES_PER_LOGIT = 2.0
+# an FP32 cross-entropy's backward: the saved log-softmax output, the gradient arriving from
+# the loss and the gradient it produces are three FP32 vocabulary-wide tensors at once
+# (measured on an H200: tools/gpu_memory, docs/sizing-accuracy.md)
+FP32_LOSS_PEAK_BYTES_PER_LOGIT = (
+    12.0  # chunked loss: BF16 logits kept, FP32 work one chunk at a time
+)
 
 # --- memory range (see memory_range) -------------------------------------------------------
 # how a published configuration maps onto the model (unstated buffers, versions): a share of
@@ -71,6 +77,12 @@ class Framework:
     # the router's probabilities multiply the routed experts' activation output (not the
     # un-permuted result): Megatron-LM's TEGroupedMLP; see layer_activation_bytes_per_token
     moe_probs_in_act: bool = False
+    # the model code repeats the K/V heads to every query head before attention (GQA
+    # without a native kernel path): the repeated copies are what attention saves
+    repeat_kv: bool = False
+    # the gated MLP's activation is one fused kernel (Megatron-LM's SwiGLU: saves its input
+    # only); eager PyTorch code (act(x·W1) * x·W3) keeps the activation output as well
+    fused_gated_act: bool = True
 
 
 FRAMEWORKS: dict[str, Framework] = {
@@ -95,7 +107,7 @@ FRAMEWORKS: dict[str, Framework] = {
         states="fsdp2",
         shard_over_cp=True,
         selective="op",
-        loss_bytes_per_logit=10.0,
+        loss_bytes_per_logit=FP32_LOSS_PEAK_BYTES_PER_LOGIT,
         tp_gathered_inputs=True,
         context_bytes=CUDA_CONTEXT_BYTES,
         nccl_bytes_per_group=NCCL_BYTES_PER_GROUP,
@@ -105,7 +117,10 @@ FRAMEWORKS: dict[str, Framework] = {
         "gathered), FP32 reduce-scatter grads, Adam sharded over DP x CP; selective = "
         "op-level SAC (every other matmul output and attention outputs kept); loss on an "
         "FP32 upcast of the logits (fused by torch.compile); with PP the stage stays "
-        "unsharded between forward and backward",
+        "unsharded between forward and backward; K/V heads repeated before attention and "
+        "an eager SwiGLU (torchtitan's Llama code)",
+        repeat_kv=True,
+        fused_gated_act=False,
     ),
     "deepspeed": Framework(
         "deepspeed",
@@ -133,7 +148,10 @@ FRAMEWORKS: dict[str, Framework] = {
         fragmentation=0.20,
         default_recompute="full",
         doc="HF Trainer / torchtune: DDP or FSDP, logits upcast to FP32 for the loss "
-        "(chunked in torchtune when asked), gradient checkpointing per block",
+        "(chunked in torchtune when asked), gradient checkpointing per block; K/V heads "
+        "repeated before attention and an eager SwiGLU",
+        repeat_kv=True,
+        fused_gated_act=False,
     ),
 }
 PP_SCHEDULES = ("1f1b", "interleaved", "gpipe")
@@ -348,6 +366,8 @@ def layer_activation_bytes_per_token(
     compiled: bool = False,
     tp_gathered: bool = False,
     moe_probs_in_act: bool = False,
+    repeat_kv: bool = False,
+    fused_gated_act: bool = True,
 ) -> float:
     """Bytes stored per token for one transformer block's backward (16-bit activations).
 
@@ -364,6 +384,9 @@ def layer_activation_bytes_per_token(
     matmuls are saved whole on every TP rank. ``moe_probs_in_act``: the routing
     probabilities multiply the routed experts' activation output (Megatron-LM), which
     keeps one more expert-width tensor per routed copy when the experts are not gated.
+    ``repeat_kv``: K and V are repeated to every query head before attention, which saves
+    the repeated copies. ``fused_gated_act`` off: an eager gated MLP keeps the activation
+    output beside both branches and their product (four expert-width tensors, not three).
     """
     h = a.hidden_size
     if recompute == "full":
@@ -384,10 +407,14 @@ def layer_activation_bytes_per_token(
                 compiled=compiled,
                 tp_gathered=tp_gathered,
                 moe_probs_in_act=moe_probs_in_act,
+                repeat_kv=repeat_kv,
+                fused_gated_act=fused_gated_act,
             ),
         )
     norm_tensors = 1 if compiled else 2
     sp_part = 2.0 * h * (a.norms_per_layer * norm_tensors) + 2.0 * latent
+    if repeat_kv and a.mla is None:
+        k, v = max(k, q), max(v, q)
     tp_part = 2.0 * (q + k + v) + 2.0 * o + 4.0 * a.num_attention_heads
     if not flash and recompute == "none":
         tp_part += 4.0 * a.num_attention_heads * kv_len
@@ -395,7 +422,8 @@ def layer_activation_bytes_per_token(
     gathered = 0.0
     if tp_gathered and tp > 1:
         gathered += 2 * 2.0 * h * (tp - 1) / tp  # attention and MLP inputs, whole sequence
-    width_per_branch = 3 if a.gated_mlp else 2  # up(+gate) outputs and act output
+    # up (+ gate) outputs and the activation output; eager gated code also keeps the product
+    width_per_branch = (3 if fused_gated_act else 4) if a.gated_mlp else 2
     if moe is not None:
         routed = moe.experts_per_token
         f = moe.expert_intermediate_size
@@ -489,6 +517,8 @@ def offloaded_activation_bytes(job: Job, lay: Layout) -> float:
                 compiled=job.compile,
                 tp_gathered=job.fw.tp_gathered_inputs,
                 moe_probs_in_act=job.fw.moe_probs_in_act,
+                repeat_kv=job.fw.repeat_kv,
+                fused_gated_act=job.fw.fused_gated_act,
             )
     resident = min(1.0, OFFLOAD_RESIDENT_BLOCKS / stage_layers)
     return per_tok * lay.micro_batch_size * s_local * (1.0 - resident)
@@ -521,6 +551,8 @@ def _activation_bytes(job: Job, lay: Layout, *, first_stage: bool) -> tuple[int,
             compiled=job.compile,
             tp_gathered=fw.tp_gathered_inputs,
             moe_probs_in_act=fw.moe_probs_in_act,
+            repeat_kv=fw.repeat_kv,
+            fused_gated_act=fw.fused_gated_act,
         )
 
     per_tok = 0.0
@@ -747,7 +779,8 @@ def _memory_stage(job: Job, lay: Layout, *, first_stage: bool) -> Memory:
         weights = 0.0
     act, _logits = activation_bytes(job, lay, first_stage=first_stage)
     gather = 0.0
-    if z3 and d > 1:
+    if z3 and (d > 1 or fsdp2):
+        # FSDP2 casts to the gather dtype even on one rank: the BF16 copies exist at d = 1
         base_b = QLORA_BYTES_PER_PARAM if job.method == "qlora" else _gathered_bytes(job)
         gather = unit * (2 * base_b + (g_b if job.method == "full" else 0.0))
         if fsdp2 and lay.pp > 1:

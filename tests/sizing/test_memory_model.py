@@ -271,3 +271,40 @@ def test_megatron_non_gated_experts_keep_the_probs_weighted_product() -> None:
     assert per_token(gated, True) == per_token(gated, False)
     assert FRAMEWORKS["megatron"].moe_probs_in_act
     assert not FRAMEWORKS["fsdp2"].moe_probs_in_act
+
+
+def test_eager_stacks_keep_repeated_kv_and_the_gated_product() -> None:
+    """torchtitan-style code (fsdp2, hf) repeats K/V to every query head before attention
+    and runs an eager SwiGLU; Megatron's fused kernels keep neither. Measured on an H200
+    (tools/gpu_memory): the difference is exactly these tensors."""
+    a = PRESETS["llama-3.1-8b"].arch
+    q = a.num_attention_heads * a.head_dim
+    kv = a.num_kv_heads * a.head_dim
+
+    def per_token(fw: str) -> float:
+        p = FRAMEWORKS[fw]
+        return layer_activation_bytes_per_token(
+            a,
+            moe_layer=False,
+            tp=1,
+            kv_len=8192,
+            flash=True,
+            recompute="none",
+            repeat_kv=p.repeat_kv,
+            fused_gated_act=p.fused_gated_act,
+        )
+
+    extra = 2 * 2.0 * (q - kv) + 2.0 * a.intermediate_size
+    assert per_token("fsdp2") - per_token("megatron") == pytest.approx(extra)
+    assert per_token("hf") == per_token("fsdp2")
+
+
+def test_fsdp2_keeps_gathered_bf16_copies_on_a_single_rank() -> None:
+    """FSDP2's cast to the gather dtype materialises BF16 copies even with one rank."""
+    job = _job("llama-3.2-1b")
+    lay = Layout("zero3", 1, 1, 1, 1, 1, 1, "none", False, False, 1)
+    mem = memory(job, lay)
+    assert mem.gather_buffers > 0
+    assert (
+        memory(_job("llama-3.2-1b", "megatron"), replace(lay, sharding="zero1")).gather_buffers == 0
+    )

@@ -1,0 +1,115 @@
+"""Turn measure.py results into cases of the public memory set (bench/data/memory-public.json).
+
+``python tools/gpu_memory/to_cases.py tools/gpu_memory/results/h200-2026-11-30.jsonl``
+replaces the set's ``h200-`` cases with one case per measured (or out-of-memory) row.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PUBLIC = ROOT / "bench" / "data" / "memory-public.json"
+PRESET = {"llama-3.2-1b": "llama-3.2-1b", "llama-3.2-3b": "llama-3.2-3b"}
+SOURCE = (
+    "own measurement: tools/gpu_memory/measure.py on one NVIDIA H200 (141 GB, driver "
+    "580.159.04), PyTorch {torch}, 2026-11-30; raw rows in tools/gpu_memory/results/{file}"
+)
+HOW = (
+    "Llama-architecture decoder written in the script (torchtitan-style: RMSNorm, complex "
+    "RoPE, K/V heads repeated before scaled_dot_product_attention, eager SwiGLU), FSDP2 "
+    "fully_shard per block and at the root on one rank (FP32 parameters = master copy, BF16 "
+    "gathered, FP32 gradient reduction), fused AdamW, logits upcast to FP32 for the loss and "
+    "not kept for backward; seq {seq}, micro-batch {mbs}, activation checkpointing {ac}"
+    "{compile}; peak over 3 steps after a warm-up step"
+)
+
+
+def case(row: dict[str, object], file: str) -> dict[str, object]:
+    model = str(row["model"])
+    cfg: dict[str, object] = {
+        "framework": "fsdp2",
+        "sharding": "zero3",
+        "dp": 1,
+        "seq_len": row["seq"],
+        "mbs": row["mbs"],
+        "recompute": row["ac"],
+    }
+    if row.get("compile"):
+        cfg["compile"] = True
+    if model in PRESET:
+        cfg = {"preset": PRESET[model], **cfg}
+    else:  # Llama 3.1 8B's shapes with 16 layers
+        a = row.get("arch") or {
+            "vocab": 128256,
+            "hidden": 4096,
+            "ffn": 14336,
+            "layers": 16,
+            "heads": 32,
+            "kv_heads": 8,
+            "head_dim": 128,
+            "tied": False,
+        }
+        assert isinstance(a, dict)
+        cfg = {
+            "preset": "llama-3.1-8b-16-layers (measurement shapes, no product preset)",
+            "arch": {
+                "vocab_size": a["vocab"],
+                "hidden_size": a["hidden"],
+                "intermediate_size": a["ffn"],
+                "num_layers": a["layers"],
+                "num_attention_heads": a["heads"],
+                "num_kv_heads": a["kv_heads"],
+                "head_dim": a["head_dim"],
+                "tie_embeddings": a["tied"],
+            },
+            **cfg,
+        }
+    oom = "oom" in row
+    ac = {"none": "off", "full": "full (whole block)", "selective": "op-level selective"}
+    return {
+        "id": f"h200-{row['id']}" + ("-OOM" if oom else ""),
+        "source": SOURCE.format(torch=row.get("torch", "2.11"), file=file),
+        "gpu": "H200 141 GB (139.8 GiB as the driver reports)",
+        "gpu_usable_gib": 139.8,
+        "metric": "allocator reserved (torch.cuda.max_memory_reserved, as torchtitan logs it)",
+        "measured_gib": None if oom else row["max_reserved_gib"],
+        "measured_allocated_gib": None if oom else row["max_allocated_gib"],
+        # the device's peak: the allocator's peak reserve plus what it does not manage
+        # (CUDA context, NCCL, cuBLAS workspaces), read after the steps
+        "measured_device_gib": None
+        if oom
+        else round(
+            float(row["max_reserved_gib"])  # type: ignore[arg-type]
+            + float(row["device_used_gib"])  # type: ignore[arg-type]
+            - float(row["reserved_now_gib"]),  # type: ignore[arg-type]
+            3,
+        ),
+        "outcome": "OOM" if oom else "ran",
+        "how_read": HOW.format(
+            seq=row["seq"],
+            mbs=row["mbs"],
+            ac=ac[str(row["ac"])],
+            compile=", torch.compile per block" if row.get("compile") else "",
+        ),
+        "config": cfg,
+    }
+
+
+def main() -> None:
+    path = Path(sys.argv[1])
+    rows = [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
+    new = [case(r, path.name) for r in rows if "error" not in r and "skipped" not in r]
+    data = json.loads(PUBLIC.read_text(encoding="utf-8"))
+    note = " The h200- cases are our own runs: tools/gpu_memory/ (script and raw output)."
+    if note not in data["about"]:
+        data["about"] += note
+    data["cases"] = [c for c in data["cases"] if not c["id"].startswith("h200-")] + new
+    PUBLIC.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    print(f"{len(new)} cases written to {PUBLIC.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()
