@@ -35,7 +35,7 @@ def test_runs_measured_above_the_planning_limit_are_the_only_ran_exceptions() ->
     # line: `does_not_fit` is the stated answer there, and `fits` would be wrong
     res = evaluate()
     above = [r for r in res["rows"] if r.get("observed") == "ran" and r["above_limit"]]
-    assert res["n_ran_above_limit"] == len(above) <= 3
+    assert res["n_ran_above_limit"] == len(above) <= 0.05 * res["n_verdicts"]
     for r in above:
         # the device peak it measured is over the line, so it cannot be comfortably inside
         assert r["fit"] != "fits", r["id"]

@@ -68,6 +68,10 @@ ARCHS = {
     # Llama 3.1 8B's layer shapes with 16 of its 32 layers (the full model's FP32 states
     # alone, 16 bytes x 8.03e9, leave too little of one 141 GB GPU to measure activations)
     "llama-3.1-8b-16l": Arch(128256, 4096, 14336, 16, 32, 8, 128, False),
+    # wider layers on one GPU: Llama 3.1 70B's shapes with 4 of 80 layers, and Llama 3.1
+    # 405B's with 1 of 126 layers (embedding tied to the output to leave room)
+    "llama-3.1-70b-4l": Arch(128256, 8192, 28672, 4, 64, 8, 128, False),
+    "llama-3.1-405b-1l": Arch(128256, 16384, 53248, 1, 128, 8, 128, True),
     "smoke": Arch(512, 64, 128, 2, 4, 2, 16, False),
 }
 
@@ -105,6 +109,16 @@ CONFIGS = [
     Config("l8b16-s8k-b1-none-compile", "llama-3.1-8b-16l", 8192, 1, "none", True),
     Config("l8b16-s8k-b1-full-compile", "llama-3.1-8b-16l", 8192, 1, "full", True),
     Config("l1b-s8k-b4-sel-compile", "llama-3.2-1b", 8192, 4, "selective", True),
+    Config("l70b4-s8k-b1-sel", "llama-3.1-70b-4l", 8192, 1, "selective"),
+    Config("l70b4-s8k-b1-none", "llama-3.1-70b-4l", 8192, 1, "none"),
+    Config("l70b4-s8k-b1-full", "llama-3.1-70b-4l", 8192, 1, "full"),
+    Config("l70b4-s16k-b1-sel", "llama-3.1-70b-4l", 16384, 1, "selective"),
+    Config("l70b4-s8k-b2-sel-compile", "llama-3.1-70b-4l", 8192, 2, "selective", True),
+    Config("l405b1-s8k-b1-sel", "llama-3.1-405b-1l", 8192, 1, "selective"),
+    Config("l405b1-s8k-b1-none", "llama-3.1-405b-1l", 8192, 1, "none"),
+    Config("l405b1-s8k-b1-full", "llama-3.1-405b-1l", 8192, 1, "full"),
+    Config("l405b1-s16k-b1-sel", "llama-3.1-405b-1l", 16384, 1, "selective"),
+    Config("l405b1-s8k-b2-none-compile", "llama-3.1-405b-1l", 8192, 2, "none", True),
     Config("smoke", "smoke", 128, 2, "selective"),
     Config("smoke-sel-compile", "smoke", 128, 2, "selective", True),
     Config("smoke-full-compile", "smoke", 128, 2, "full", True),

@@ -13,6 +13,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 PUBLIC = ROOT / "bench" / "data" / "memory-public.json"
 PRESET = {"llama-3.2-1b": "llama-3.2-1b", "llama-3.2-3b": "llama-3.2-3b"}
+# measurement shapes with fewer layers than the model they come from (no product preset)
+SHAPES = {
+    "llama-3.1-8b-16l": "Llama 3.1 8B's layer shapes, 16 of 32 layers",
+    "llama-3.1-70b-4l": "Llama 3.1 70B's layer shapes, 4 of 80 layers",
+    "llama-3.1-405b-1l": "Llama 3.1 405B's layer shapes, 1 of 126 layers, tied embedding",
+}
 SOURCE = (
     "own measurement: tools/gpu_memory/measure.py on one NVIDIA H200 (141 GB, driver "
     "580.159.04), PyTorch {torch}, 2026-11-30; raw rows in tools/gpu_memory/results/{file}"
@@ -41,20 +47,11 @@ def case(row: dict[str, object], file: str) -> dict[str, object]:
         cfg["compile"] = True
     if model in PRESET:
         cfg = {"preset": PRESET[model], **cfg}
-    else:  # Llama 3.1 8B's shapes with 16 layers
-        a = row.get("arch") or {
-            "vocab": 128256,
-            "hidden": 4096,
-            "ffn": 14336,
-            "layers": 16,
-            "heads": 32,
-            "kv_heads": 8,
-            "head_dim": 128,
-            "tied": False,
-        }
+    else:
+        a = row["arch"]
         assert isinstance(a, dict)
         cfg = {
-            "preset": "llama-3.1-8b-16-layers (measurement shapes, no product preset)",
+            "preset": f"{model} ({SHAPES[model]}; no product preset)",
             "arch": {
                 "vocab_size": a["vocab"],
                 "hidden_size": a["hidden"],
@@ -99,9 +96,11 @@ def case(row: dict[str, object], file: str) -> dict[str, object]:
 
 
 def main() -> None:
-    path = Path(sys.argv[1])
-    rows = [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
-    new = [case(r, path.name) for r in rows if "error" not in r and "skipped" not in r]
+    new = []
+    for arg in sys.argv[1:]:
+        path = Path(arg)
+        rows = [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
+        new += [case(r, path.name) for r in rows if "error" not in r and "skipped" not in r]
     data = json.loads(PUBLIC.read_text(encoding="utf-8"))
     note = " The h200- cases are our own runs: tools/gpu_memory/ (script and raw output)."
     if note not in data["about"]:
