@@ -69,7 +69,8 @@ def negotiate(cookie: str | None, accept_language: str | None, default: str = "e
                         q = float(b.strip()[2:])
                     except ValueError:
                         q = 0.0
-            weighted.append((q, tag))
+            if q > 0:  # q=0: "not acceptable" (RFC 9110 §12.4.2), never a match
+                weighted.append((q, tag))
         for _q, tag in sorted(weighted, key=lambda t: -t[0]):
             if tag.startswith("zh"):
                 # Simplified Chinese is what we offer; Hant speakers still read it better

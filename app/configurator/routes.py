@@ -25,6 +25,7 @@ from app.errors import N_
 from app.sizing import SizingError, list_presets, size
 from app.sizing.messages import Msg
 from app.sizing.messages import render as render_msg
+from app.web.encoding import accepts_gzip
 from app.web.i18n import current_locale
 from app.web.i18n import gettext as _
 from app.web.templating import format_money, format_number, is_htmx, render, templates_of
@@ -458,7 +459,7 @@ def size_page(request: Request) -> Response:
         fragment = _fragment(request, form, canonical)
         # htmx would push the form's raw query (~30 empty fields); push the canonical one.
         headers = {"HX-Push-Url": "/size?" + canonical, "Vary": VARY + ", Accept-Encoding"}
-        if "gzip" in request.headers.get("accept-encoding", ""):
+        if accepts_gzip(request.headers.get("accept-encoding")):
             # compressed once per cached fragment; the GZip middleware passes it through
             headers["Content-Encoding"] = "gzip"
             return HTMLResponse(fragment.gzipped(), status_code=fragment.status, headers=headers)
