@@ -81,6 +81,33 @@ def negotiate(cookie: str | None, accept_language: str | None, default: str = "e
     return default if default in LOCALES else "en"
 
 
+# Punctuation written between translated pieces (a label and its value, a note in
+# parentheses): Chinese text takes the full-width marks, which carry their own spacing.
+_FULL_WIDTH = {
+    ": ": "：",
+    ", ": "，",
+    "; ": "；",
+    " (": "（",
+    "(": "（",
+    ")": "）",
+    "list": "、",
+}
+_ENGLISH = {"list": ", "}
+
+
+def punct(mark: str, locale: str | None = None) -> str:
+    """``mark`` as the reader's language writes it: ``punct(": ")`` is ": " in English and
+    "：" in Chinese; ``punct("list")`` joins the items of a list (", " or "、")."""
+    if (locale or current_locale()) == "zh_CN":
+        return _FULL_WIDTH[mark]
+    return _ENGLISH.get(mark, mark)
+
+
+def labelled(label: str, value: object, locale: str | None = None) -> str:
+    """ "Label: value" in English, "标签：值" in Chinese."""
+    return f"{label}{punct(': ', locale)}{value}"
+
+
 def babel_locale(locale: str | None = None) -> str:
     loc = locale or current_locale()
     return "zh_Hans_CN" if loc == "zh_CN" else "en_US"
