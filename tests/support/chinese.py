@@ -2,8 +2,8 @@
 
 ``ascii_punctuation(html)`` reads the visible text line by line — inline tags (links,
 ``<strong>``, ``<sup>``, ``<time>`` …) do not break a line, block tags do — and reports
-``: , ; ( )`` written next to a Chinese character or full-width mark, and ASCII
-parentheses around Chinese words: Chinese text takes ``： ， ； （ ）``. Digit grouping
+``: , ; ( )`` next to a Chinese character or full-width mark, ``? !`` after one, and ASCII
+parentheses around Chinese words: Chinese text takes ``： ， ； （ ） ？ ！``. Digit grouping
 (``1,800``), times (``09:00``), addresses and Latin-only text are left alone, having no
 Chinese character beside the mark; code (``<code>``, ``<pre>``, ``<kbd>``) is not text.
 """
@@ -15,7 +15,7 @@ from html.parser import HTMLParser
 
 # CJK symbols and punctuation (、。「」), ideographs, full-width forms (：，（）).
 _HAN = r"\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uff00-\uffef"
-_BESIDE = re.compile(rf"[{_HAN}][ \t]*[:,;()]|[:,;()][ \t]*[{_HAN}]")
+_BESIDE = re.compile(rf"[{_HAN}][ \t]*[:,;()?!]|[:,;()][ \t]*[{_HAN}]")
 _PARENS = re.compile(rf"\([^()\n]*[{_HAN}][^()\n]*\)")
 _INLINE = frozenset(
     [
@@ -88,7 +88,7 @@ def ascii_punctuation(html: str) -> list[str]:
     for line in visible_lines(html):
         marks: set[int] = set()
         for m in _BESIDE.finditer(line):
-            marks.update(i for i in range(m.start(), m.end()) if line[i] in ":,;()")
+            marks.update(i for i in range(m.start(), m.end()) if line[i] in ":,;()?!")
         for m in _PARENS.finditer(line):
             marks.update((m.start(), m.end() - 1))
         found.extend(line[max(0, i - 12) : i + 12] for i in sorted(marks))

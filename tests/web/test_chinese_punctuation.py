@@ -33,9 +33,9 @@ PUBLIC = [
 def test_the_scanner_finds_ascii_marks_in_chinese_text_only() -> None:
     html = (
         "<dd>每 GPU 80 GB<sup>V</sup>; 驱动报告的可用容量: 79.6 GiB</dd>"
-        "<p>NVLink 5（整机柜 130 TB/s）, 1,800 GB/s</p><p>US$1.00 (模拟)</p>"
+        "<p>NVLink 5（整机柜 130 TB/s）, 1,800 GB/s</p><p>US$1.00 (模拟)</p><h1>包月还是按小时?</h1>"
     )
-    assert len(ascii_punctuation(html)) == 5  # ; : , ( )
+    assert len(ascii_punctuation(html)) == 6  # ; : , ( ) ?
     fine = (
         "<dd>每 GPU 80 GB<sup>V</sup>；驱动报告的可用容量：79.6 GiB</dd><p>共 1,800 GB/s，09:00</p>"
         "<p>Llama 3.1 8B (8.0B)</p><p>运行 <code>nvidia-smi topo -m</code>（每台）</p>"
