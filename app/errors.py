@@ -103,7 +103,7 @@ def install_handlers(app: FastAPI) -> None:
     from fastapi.responses import JSONResponse, Response
     from starlette.exceptions import HTTPException as StarletteHTTPException
 
-    from app.web.i18n import gettext
+    from app.web.i18n import gettext, labelled, punct
     from app.web.templating import render_error
 
     def wants_json(request: Request) -> bool:
@@ -165,7 +165,7 @@ def install_handlers(app: FastAPI) -> None:
         from app.web.forms import field_errors
 
         per_field = field_errors(exc.errors())
-        text = "; ".join(f"{name}: {gettext(msg)}" for name, msg in per_field.items())
+        text = punct("; ").join(labelled(name, gettext(msg)) for name, msg in per_field.items())
         return render_error(request, 422, text, code="invalid_input")
 
     async def server_error(request: Request, exc: Exception) -> Response:

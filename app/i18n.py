@@ -69,7 +69,8 @@ def negotiate(cookie: str | None, accept_language: str | None, default: str = "e
                         q = float(b.strip()[2:])
                     except ValueError:
                         q = 0.0
-            weighted.append((q, tag))
+            if q > 0:  # q=0: "not acceptable" (RFC 9110 §12.4.2), never a match
+                weighted.append((q, tag))
         for _q, tag in sorted(weighted, key=lambda t: -t[0]):
             if tag.startswith("zh"):
                 # Simplified Chinese is what we offer; Hant speakers still read it better
@@ -78,6 +79,33 @@ def negotiate(cookie: str | None, accept_language: str | None, default: str = "e
             if tag.startswith("en"):
                 return "en"
     return default if default in LOCALES else "en"
+
+
+# Punctuation written between translated pieces (a label and its value, a note in
+# parentheses): Chinese text takes the full-width marks, which carry their own spacing.
+_FULL_WIDTH = {
+    ": ": "：",
+    ", ": "，",
+    "; ": "；",
+    " (": "（",
+    "(": "（",
+    ")": "）",
+    "list": "、",
+}
+_ENGLISH = {"list": ", "}
+
+
+def punct(mark: str, locale: str | None = None) -> str:
+    """``mark`` as the reader's language writes it: ``punct(": ")`` is ": " in English and
+    "：" in Chinese; ``punct("list")`` joins the items of a list (", " or "、")."""
+    if (locale or current_locale()) == "zh_CN":
+        return _FULL_WIDTH[mark]
+    return _ENGLISH.get(mark, mark)
+
+
+def labelled(label: str, value: object, locale: str | None = None) -> str:
+    """ "Label: value" in English, "标签：值" in Chinese."""
+    return f"{label}{punct(': ', locale)}{value}"
 
 
 def babel_locale(locale: str | None = None) -> str:

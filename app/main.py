@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from fastapi import Depends, FastAPI
 from fastapi.staticfiles import StaticFiles
-from starlette.middleware.gzip import GZipMiddleware
 
 from app import logs
 from app.accounts import routes as accounts_routes
@@ -29,6 +28,7 @@ from app.staff import routes as staff_routes
 from app.tables import MODEL_MODULES, import_models
 from app.web import routes as web_routes
 from app.web.csrf import csrf_protect
+from app.web.encoding import Compress
 from app.web.middleware import AppMiddleware, BodyLimit, ConcurrencyLimit
 from app.web.proxy import AllowedHosts, TrustedProxies
 from app.web.templating import STATIC_DIR, make_templates
@@ -97,7 +97,7 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
     app.add_middleware(BodyLimit)
     app.add_middleware(AppMiddleware, https=settings.https, default_locale=settings.default_locale)
     # Outermost: compress pages, fragments and static files (htmx is ~51 KB raw, ~16 KB gzipped).
-    app.add_middleware(GZipMiddleware, minimum_size=800)
+    app.add_middleware(Compress, minimum_size=800)
     if settings.environment == "production":
         app.add_middleware(AllowedHosts, hosts=settings.host_names)
     # Outermost of all: the client address everything else sees (throttles, audit, logs).

@@ -25,7 +25,8 @@ from app.errors import N_
 from app.sizing import SizingError, list_presets, size
 from app.sizing.messages import Msg
 from app.sizing.messages import render as render_msg
-from app.web.i18n import current_locale
+from app.web.encoding import accepts_gzip
+from app.web.i18n import current_locale, punct
 from app.web.i18n import gettext as _
 from app.web.templating import format_money, format_number, is_htmx, render, templates_of
 
@@ -157,7 +158,7 @@ def layout_rows(layout: dict[str, Any]) -> list[tuple[str, str]]:
         off.append(_("optimizer to CPU memory"))
     if layout.get("offload_params"):
         off.append(_("parameters to CPU memory"))
-    rows.append((_("Offload"), ", ".join(off) if off else _("No offload")))
+    rows.append((_("Offload"), punct("list").join(off) if off else _("No offload")))
     return rows
 
 
@@ -360,7 +361,10 @@ def _sku_choices() -> list[tuple[str, str]]:
 
 
 def _model_choices() -> list[tuple[str, str]]:
-    out = [(p["id"], f"{_(p['name'])} ({forms.human_count(p['params'])})") for p in _presets()]
+    out = [
+        (p["id"], f"{_(p['name'])}{punct(' (')}{forms.human_count(p['params'])}{punct(')')}")
+        for p in _presets()
+    ]
     out.append(("params", _("Other: enter a parameter count")))
     out.append(("arch", _("Other: enter the architecture")))
     return out
@@ -458,7 +462,7 @@ def size_page(request: Request) -> Response:
         fragment = _fragment(request, form, canonical)
         # htmx would push the form's raw query (~30 empty fields); push the canonical one.
         headers = {"HX-Push-Url": "/size?" + canonical, "Vary": VARY + ", Accept-Encoding"}
-        if "gzip" in request.headers.get("accept-encoding", ""):
+        if accepts_gzip(request.headers.get("accept-encoding")):
             # compressed once per cached fragment; the GZip middleware passes it through
             headers["Content-Encoding"] = "gzip"
             return HTMLResponse(fragment.gzipped(), status_code=fragment.status, headers=headers)

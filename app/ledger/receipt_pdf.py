@@ -17,7 +17,7 @@ from pathlib import Path
 
 from babel.numbers import format_decimal
 
-from app.i18n import babel_locale
+from app.i18n import babel_locale, labelled
 from app.ledger.models import Receipt
 from app.ledger.postings import EntryKind
 from app.ledger.receipts import title_msgid
@@ -81,11 +81,11 @@ def render_receipt_pdf(
     pdf.set_font(family, bold, 18)
     pdf.cell(width, 10, _("Receipt"), new_x="LMARGIN", new_y="NEXT")
     pdf.set_font(family, "", 11)
-    pdf.cell(width, 7, f"{_('Number')}: {receipt.number}", new_x="LMARGIN", new_y="NEXT")
+    pdf.cell(width, 7, labelled(_("Number"), receipt.number, lang), new_x="LMARGIN", new_y="NEXT")
     pdf.cell(
         width,
         7,
-        f"{_('Date')}: {fmt_datetime(receipt.created_at, 'long')}",
+        labelled(_("Date"), fmt_datetime(receipt.created_at, "long"), lang),
         new_x="LMARGIN",
         new_y="NEXT",
     )
@@ -94,7 +94,7 @@ def render_receipt_pdf(
     pdf.set_font(family, bold, 12)
     pdf.cell(width, 7, _("Billed to"), new_x="LMARGIN", new_y="NEXT")
     pdf.set_font(family, "", 11)
-    for line in _billing_lines(receipt, gettext):
+    for line in _billing_lines(receipt, gettext, lang):
         pdf.multi_cell(width, 6, line, new_x="LMARGIN", new_y="NEXT")
     pdf.ln(4)
 
@@ -123,7 +123,7 @@ def render_receipt_pdf(
     pdf.cell(
         width,
         9,
-        f"{_('Total')}: {format_cents(receipt.amount_cents, money_locale)}",
+        labelled(_("Total"), format_cents(receipt.amount_cents, money_locale), lang),
         new_x="LMARGIN",
         new_y="NEXT",
     )
@@ -141,12 +141,12 @@ def render_receipt_pdf(
     return bytes(pdf.output())
 
 
-def _billing_lines(receipt: Receipt, gettext: Callable[[str], str]) -> list[str]:
+def _billing_lines(receipt: Receipt, gettext: Callable[[str], str], lang: str) -> list[str]:
     _ = gettext
     lines = [x for x in (receipt.bill_company, receipt.bill_name) if x]
     if receipt.bill_address:
         lines.extend(receipt.bill_address.splitlines())
     if receipt.bill_tax_id:
-        lines.append(f"{_('Tax ID')}: {receipt.bill_tax_id}")
+        lines.append(labelled(_("Tax ID"), receipt.bill_tax_id, lang))
     lines.append(receipt.bill_email)
     return lines

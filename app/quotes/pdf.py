@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from app.clock import utc
-from app.i18n import translations_for
+from app.i18n import labelled, punct, translations_for
 from app.messages import format_day
 from app.money import format_cents
 from app.pdfdoc import FPDF
@@ -196,7 +196,7 @@ def build_pdf(
                 )
             )
         if layout_rows:
-            line("; ".join(f"{k}: {v}" for k, v in layout_rows), 9)
+            line(punct("; ", lang).join(labelled(k, v, lang) for k, v in layout_rows), 9)
         elif summary.get("layout_code"):
             line(render_msg(summary["layout_code"], _), 9)
         elif summary.get("layout"):

@@ -10,8 +10,10 @@ from app.i18n import (
     babel_locale,
     current_locale,
     gettext,
+    labelled,
     negotiate,
     ngettext,
+    punct,
     set_locale,
     translations_for,
 )
@@ -28,8 +30,10 @@ __all__ = [
     "babel_locale",
     "current_locale",
     "gettext",
+    "labelled",
     "negotiate",
     "ngettext",
+    "punct",
     "set_locale",
     "translations_for",
 ]

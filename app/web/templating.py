@@ -208,6 +208,7 @@ def make_templates(*, auto_reload: bool = True) -> Jinja2Templates:
         htmx_file=HTMX_FILE,
         locale_names=i18n.LOCALE_NAMES,
         current_locale=i18n.current_locale,
+        punct=i18n.punct,
         current_csrf_token=current_token,
         msg_text=messages.text_of,
         # Relative URLs: the Host header never decides where scripts and styles load from.
