@@ -103,10 +103,9 @@ class SkuSearch:
         if not self.modelled:
             return c
         if c.layout not in self._predicted:
-            m, tp = compute.predicted_mfu(
+            self._predicted[c.layout] = compute.predicted_mfu(
                 self.r.job, c.layout, self.spec, attention_counted=self.r.attention_flops
             )
-            self._predicted[c.layout] = (m, tp.tokens_per_s_per_gpu)
         return layout.Candidate(c.layout, c.memory, self._predicted[c.layout][0], c.label, c.rank)
 
     def tokens_per_s_per_gpu(self, lay: Layout) -> float | None:
