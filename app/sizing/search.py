@@ -20,7 +20,7 @@ from app.sizing.request import MAX_NODES, Request
 MAX_MONTHS_SEARCHED = 36
 SEARCH_BUDGET = 40  # node counts priced per SKU beyond the first that fits
 STEPS = 16  # counts priced per shape by SkuSearch.fewest_within's aims
-SCAN = 24  # counts priced one by one below the best that SkuSearch.fewest_within's aims found
+SCAN = 12  # counts priced one by one below the best that SkuSearch.fewest_within's aims found
 HOURS_PER_YEAR = 12 * compute.HOURS_PER_MONTH
 
 
@@ -326,7 +326,8 @@ class SkuSearch:
            estimate fits, at that shape's efficiency on the largest such count: the fewest
            count that would finish in time at that efficiency and offers the shape; a count
            that misses is aimed again at the efficiency found there (never lower; one count
-           up when that aims no higher), at most ``STEPS`` counts per shape.
+           up when that aims no higher), at most ``STEPS`` counts per shape, and none once
+           another shape made it with no more nodes.
         2. Below the fewest count that makes it, the ``SCAN`` counts under it, lowest first,
            but none below what the most efficient plan priced so far would need (a smaller
            count would have to be more efficient than any met); a count that makes it is
@@ -368,8 +369,8 @@ class SkuSearch:
         for kind, e in sorted(seen.items()):
             n = aim(e, kind)
             for _ in range(STEPS):
-                if n is None:
-                    break
+                if n is None or any(p.nodes <= n for p in made):
+                    break  # a shape found no fewer nodes: nothing to gain here
                 got = price(n)
                 if got is not None and ok(got):
                     made.append(got)
