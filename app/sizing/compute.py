@@ -10,7 +10,7 @@ from app.catalog.specs import NodeSpec
 from app.money import cents_to_usd as cents_to_usd  # re-exported for the engine
 from app.sizing.memory import Job, Layout, offloaded_activation_bytes
 from app.sizing.params import Architecture, ParamCounts
-from app.sizing.throughput import Hardware, Setup, Throughput, hardware_from_spec, predict
+from app.sizing.throughput import Hardware, Setup, hardware_from_spec, predict
 
 HOURS_PER_WEEK = 168
 TB = 1000**4
@@ -116,8 +116,9 @@ def predicted_mfu(
     spec: NodeSpec,
     *,
     attention_counted: bool,
-) -> tuple[float, Throughput]:
-    """The throughput model's MFU for this layout on this SKU, in the engine's convention:
+) -> tuple[float, float]:
+    """(MFU, tokens/s per GPU): the throughput model's MFU for this layout on this SKU, in
+    the engine's convention:
     model FLOPs per token (6·N_active, plus attention when the request counts it) × tokens/s
     per GPU ÷ the dense peak of the training precision. Adapters (LoRA/QLoRA) are priced at
     the full-training MFU on their 4·N FLOPs (they skip weight gradients). Memoised across
@@ -143,7 +144,10 @@ def predicted_mfu(
     )
 
 
-@lru_cache(maxsize=16384)
+# Two floats per entry (not the Throughput with its breakdown dict): a tuple of floats is
+# not tracked by the garbage collector, and every tracked object kept here is visited by each
+# full collection (16,384 entries holding a Throughput each made one take ~60 ms of CPU)
+@lru_cache(maxsize=4096)
 def _predicted(
     arch: Architecture,
     counts: ParamCounts,
@@ -156,7 +160,7 @@ def _predicted(
     pp_schedule: str,
     virtual_stages: int,
     activation_offload_bytes: float = 0.0,
-) -> tuple[float, Throughput]:
+) -> tuple[float, float]:
     hw, spec = _HW[sku]
     setup = Setup(
         world=lay.world,
@@ -180,4 +184,4 @@ def _predicted(
     if attention_counted:
         per_token += attention_flops(arch, seq_len, 1.0)
     mfu = tp.tokens_per_s_per_gpu * per_token / (peak_tflops(spec, precision) * 1e12)
-    return mfu, tp
+    return mfu, tp.tokens_per_s_per_gpu

@@ -79,20 +79,34 @@ def shapes(job: Job, nodes: int, g: int) -> list[Shape]:
     return got
 
 
+# Shape labels are few (a code and small integers) and read-only: one Msg per distinct label
+# for the process, instead of one (with its params dict) per shape per node count, which the
+# job memos kept by the ten thousand for the garbage collector to visit on every full pass
+_LABELS: dict[tuple[object, ...], Msg] = {}
+
+
+def _label(code: str, params: dict[str, int] | None = None) -> Msg:
+    key = (code, *sorted((params or {}).items()))
+    got = _LABELS.get(key)
+    if got is None:
+        got = _LABELS.setdefault(key, Msg(code, dict(params or {})))
+    return got
+
+
 def _shapes(job: Job, nodes: int, g: int) -> list[Shape]:
     a = job.arch
     w = nodes * g
     big = job.counts.total >= 60e9
     out: list[Shape] = []
-    hsdp = Msg("layout.hsdp_nodes" if nodes > 1 else "layout.hsdp")
+    hsdp = _label("layout.hsdp_nodes" if nodes > 1 else "layout.hsdp")
     small_rules = [
         Shape("zero3", g, 1, 1, 1, 1, hsdp),
-        Shape("ddp", 1, 1, 1, 1, 1, Msg("layout.ddp")),
-        Shape("zero1", w, 1, 1, 1, 1, Msg("layout.zero1")),
-        Shape("zero2", w, 1, 1, 1, 1, Msg("layout.zero2")),
+        Shape("ddp", 1, 1, 1, 1, 1, _label("layout.ddp")),
+        Shape("zero1", w, 1, 1, 1, 1, _label("layout.zero1")),
+        Shape("zero2", w, 1, 1, 1, 1, _label("layout.zero2")),
     ]
     if nodes > 1:
-        small_rules.append(Shape("zero3", w, 1, 1, 1, 1, Msg("layout.zero3_all")))
+        small_rules.append(Shape("zero3", w, 1, 1, 1, 1, _label("layout.zero3_all")))
     tp_rules: list[Shape] = []
     tp = min(8, g)
     if w % tp == 0:
@@ -105,7 +119,7 @@ def _shapes(job: Job, nodes: int, g: int) -> list[Shape]:
                 1,
                 1,
                 1,
-                Msg("layout.tp_zero1", {"tp": tp}),
+                _label("layout.tp_zero1", {"tp": tp}),
             )
         )
         if dp > 1:
@@ -117,18 +131,20 @@ def _shapes(job: Job, nodes: int, g: int) -> list[Shape]:
                     1,
                     1,
                     1,
-                    Msg("layout.tp_fsdp", {"tp": tp}),
+                    _label("layout.tp_fsdp", {"tp": tp}),
                 )
             )
         for pp in _pows(min(a.num_layers, dp, 32)):
             if dp % pp:
                 continue
-            lbl = Msg("layout.tp_pp_nodes" if tp * pp > g else "layout.tp_pp", {"tp": tp, "pp": pp})
+            lbl = _label(
+                "layout.tp_pp_nodes" if tp * pp > g else "layout.tp_pp", {"tp": tp, "pp": pp}
+            )
             tp_rules.append(Shape("zero1", dp // pp, tp, pp, 1, 1, lbl))
         for t in (2, 4):
             if t < tp and w % t == 0:
                 tp_rules.append(
-                    Shape("zero3", w // t, t, 1, 1, 1, Msg("layout.tp_small_fsdp", {"tp": t}))
+                    Shape("zero3", w // t, t, 1, 1, 1, _label("layout.tp_small_fsdp", {"tp": t}))
                 )
     out = tp_rules + small_rules if big else small_rules + tp_rules
     if a.moe is not None:
@@ -147,7 +163,7 @@ def _shapes(job: Job, nodes: int, g: int) -> list[Shape]:
                     1,
                     ep,
                     1,
-                    Msg("layout.ep_fsdp", {"ep": ep}),
+                    _label("layout.ep_fsdp", {"ep": ep}),
                 )
             )
             moe.append(
@@ -158,7 +174,7 @@ def _shapes(job: Job, nodes: int, g: int) -> list[Shape]:
                     1,
                     ep,
                     1,
-                    Msg("layout.ep_zero1", {"ep": ep}),
+                    _label("layout.ep_zero1", {"ep": ep}),
                 )
             )
             for pp in _pows(min(a.num_layers, w // ep)):
@@ -172,7 +188,7 @@ def _shapes(job: Job, nodes: int, g: int) -> list[Shape]:
                         pp,
                         ep,
                         1,
-                        Msg("layout.ep_pp", {"ep": ep, "pp": pp}),
+                        _label("layout.ep_pp", {"ep": ep, "pp": pp}),
                     )
                 )
             if w % 8 == 0 and g >= 8:
@@ -188,7 +204,7 @@ def _shapes(job: Job, nodes: int, g: int) -> list[Shape]:
                             pp,
                             min(ep, dp),
                             1,
-                            Msg("layout.tp_ep_pp", {"tp": 8, "ep": min(ep, dp), "pp": pp}),
+                            _label("layout.tp_ep_pp", {"tp": 8, "ep": min(ep, dp), "pp": pp}),
                         )
                     )
         out = moe + out
@@ -203,7 +219,7 @@ def _shapes(job: Job, nodes: int, g: int) -> list[Shape]:
                         1,
                         1,
                         cp,
-                        Msg("layout.cp", {"cp": cp}),
+                        _label("layout.cp", {"cp": cp}),
                     )
                 )
     return out

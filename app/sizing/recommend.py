@@ -73,33 +73,51 @@ def _fewest_same_months(p: Plan, pool: Sequence[Plan]) -> Plan:
 
 
 def choose_plan(plans: Sequence[Plan], s: SkuSearch) -> Plan:
-    """The node count this SKU's card shows."""
+    """The node count this SKU's card shows.
+
+    When ``s.bounded``, ``plans`` holds self-serve counts only: the cluster plan of the
+    year or deadline rule (the fewest nodes beyond the self-serve limit that finish in
+    time) comes from ``s.fewest_within``, and the year rule's "more self-serve nodes for
+    at most 10 % more" looks at every self-serve count (``s.self_serve_plans``).
+    """
     # a plan whose upper memory estimate fits beats a tight one (issue 16)
     limit = s.usable * (1 - SAFETY_MARGIN)
     plans = [p for p in plans if fit_verdict(p.candidate.memory, limit) == "fits"] or plans
-    if len(plans) == 1:
+    if len(plans) == 1 and not s.bounded:
         return plans[0]
+
+    def cluster(hours: float) -> list[Plan]:
+        if s.bounded:
+            got = s.fewest_within(hours)
+            return [got] if got is not None else []
+        return [p for p in plans if p.hours <= hours]
+
     ss = [p for p in plans if p.nodes <= s.self_serve_cap]
     if s.r.max_days:
         dl = s.r.max_days * 24 * DEADLINE_SLACK
         ok = [p for p in ss if p.hours <= dl]
         if ok:
             return _fewest_same_months(_near_soonest(ok, _pc, _ph), ok)
-        cluster = [p for p in plans if p.hours <= dl]
-        if cluster:
-            return min(cluster, key=lambda p: p.nodes)
-        return min(plans, key=lambda p: (p.hours, p.cost_cents))
+        met = cluster(dl)
+        if met:
+            return min(met, key=lambda p: p.nodes)
+        priced = [*plans, *s.extra_plans.values()] if s.bounded else list(plans)
+        return min(priced, key=lambda p: (p.hours, p.cost_cents))
     pool = ss or list(plans)
     best = _fewest_same_months(_near_soonest(pool, _pc, _ph), pool)
     if best.hours > HOURS_PER_YEAR:
         within = [q for q in pool if q.hours <= HOURS_PER_YEAR]
+        if within and s.bounded:
+            every = s.self_serve_plans()
+            every = [q for q in every if fit_verdict(q.candidate.memory, limit) == "fits"]
+            within = [q for q in every if q.hours <= HOURS_PER_YEAR]
         cheap = [q for q in within if q.cost_cents <= best.cost_cents * (1 + YEAR_PREMIUM)]
         if cheap:
             return min(cheap, key=lambda q: q.nodes)
         if not within:
-            cluster = [q for q in plans if q.hours <= HOURS_PER_YEAR]
-            if cluster:
-                return min(cluster, key=lambda q: q.nodes)
+            year = cluster(HOURS_PER_YEAR)
+            if year:
+                return min(year, key=lambda q: q.nodes)
     return best
 
 

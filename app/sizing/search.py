@@ -19,6 +19,8 @@ from app.sizing.request import MAX_NODES, Request
 
 MAX_MONTHS_SEARCHED = 36
 SEARCH_BUDGET = 40  # node counts priced per SKU beyond the first that fits
+STEPS = 16  # counts priced per shape by SkuSearch.fewest_within's aims
+SCAN = 12  # counts priced one by one below the best that SkuSearch.fewest_within's aims found
 HOURS_PER_YEAR = 12 * compute.HOURS_PER_MONTH
 
 
@@ -83,6 +85,12 @@ class SkuSearch:
             else [False, True]
         )
         self._best: dict[tuple[int, int], list[layout.Candidate]] = {}
+        # plans(): whether only the self-serve counts were priced (the cluster plan is then
+        # asked for by choose_plan through fewest_within), and what fewest_within priced
+        self.bounded = False
+        self.extra_plans: dict[int, Plan] = {}
+        self._n0 = 1
+        self._pool: dict[int, Plan] = {}
 
     # --- money and time at a node count ---------------------------------------------------
 
@@ -103,10 +111,9 @@ class SkuSearch:
         if not self.modelled:
             return c
         if c.layout not in self._predicted:
-            m, tp = compute.predicted_mfu(
+            self._predicted[c.layout] = compute.predicted_mfu(
                 self.r.job, c.layout, self.spec, attention_counted=self.r.attention_flops
             )
-            self._predicted[c.layout] = (m, tp.tokens_per_s_per_gpu)
         return layout.Candidate(c.layout, c.memory, self._predicted[c.layout][0], c.label, c.rank)
 
     def tokens_per_s_per_gpu(self, lay: Layout) -> float | None:
@@ -216,7 +223,19 @@ class SkuSearch:
         return a
 
     def plans(self) -> list[Plan]:
-        """Plans at every node count a customer might choose, cheapest count first."""
+        """Plans at the node counts a customer might choose, fewest nodes first.
+
+        When a count up to the self-serve limit fits with a layout whose upper memory
+        estimate fits, only self-serve counts are priced here (the first that fits, the
+        fewest nodes per month count at the efficiencies met, the limit) and ``bounded`` is
+        set: a count beyond the limit matters only as the cluster plan of the year or the
+        deadline rule, which ``recommend.choose_plan`` asks :meth:`fewest_within` for, and
+        the year rule's premium check asks :meth:`self_serve_plans` for every self-serve
+        count. Otherwise every count a customer might choose is priced, up to the most we
+        price (``MAX_NODES``), within ``SEARCH_BUDGET``.
+        """
+        self.bounded = False
+        self.extra_plans = {}
         if self.r.nodes is not None:
             p = self.plan(self.r.nodes)
             return [p] if p else []
@@ -226,6 +245,19 @@ class SkuSearch:
         first = self.plan(n0)
         if first is None:
             return []
+        self._n0 = n0
+        cap = min(self.self_serve_cap, self.max_nodes)
+        if n0 <= cap < self.max_nodes:
+            pool = self._walk(n0, first, cap)
+            limit = self.usable * (1 - SAFETY_MARGIN)
+            if any(fit_verdict(p.candidate.memory, limit) == "fits" for p in pool):
+                self.bounded = True
+                self._pool = {p.nodes: p for p in pool}
+                return pool
+        return self._walk(n0, first, self.max_nodes)
+
+    def _walk(self, n0: int, first: Plan, upto: int) -> list[Plan]:
+        """Price the counts worth comparing from ``n0`` up to ``upto`` nodes."""
         out = {n0: first}
         wanted: list[int] = []
         effs = {first.candidate.efficiency}
@@ -239,7 +271,7 @@ class SkuSearch:
             # the deadline's count, or the most we price when even that cannot meet it
             wanted.append(min(self.max_nodes, self.nodes_within(self.r.max_days * 24, e0)))
         budget = SEARCH_BUDGET
-        queue = sorted({n for n in wanted if n0 < n <= self.max_nodes})
+        queue = sorted({n for n in wanted if n0 < n <= upto})
         while queue:
             n = queue.pop(0)
             if n in out:
@@ -262,8 +294,105 @@ class SkuSearch:
                 }
                 if self.r.max_days:
                     extra.add(min(self.max_nodes, self.nodes_within(self.r.max_days * 24, e)))
-                queue = sorted(set(queue) | {x for x in extra if n0 < x <= self.max_nodes})
+                queue = sorted(set(queue) | {x for x in extra if n0 < x <= upto})
         return sorted(out.values(), key=lambda p: p.nodes)
+
+    def self_serve_plans(self) -> list[Plan]:
+        """Every self-serve count from the first that fits to the limit, priced (bounded
+        searches only: at most ``SELF_SERVE_MAX_NODES`` counts)."""
+        cap = min(self.self_serve_cap, self.max_nodes)
+        for n in range(self._n0, cap + 1):
+            if n not in self._pool:
+                p = self.plan(n)
+                if p is not None:
+                    self._pool[n] = p
+        return [self._pool[n] for n in sorted(self._pool)]
+
+    def _with_shape(self, n: int, kind: tuple[int, int, int, int]) -> int | None:
+        """The fewest count from ``n`` up to ``MAX_NODES`` that offers a shape with these
+        (tp, pp, ep, cp), or None."""
+        while n <= self.max_nodes:
+            if any((x.tp, x.pp, x.ep, x.cp) == kind for x in layout.shapes(self.r.job, n, self.g)):
+                return n
+            n += 1
+        return None
+
+    def fewest_within(self, hours: float) -> Plan | None:
+        """The cluster plan of a bounded search: the fewest nodes beyond the self-serve
+        limit that finish within ``hours`` with a layout whose upper memory estimate fits;
+        None when none is found.
+
+        1. Aims, one per parallel shape (TP, PP, EP, CP) of the self-serve plans whose upper
+           estimate fits, at that shape's efficiency on the largest such count: the fewest
+           count that would finish in time at that efficiency and offers the shape; a count
+           that misses is aimed again at the efficiency found there (never lower; one count
+           up when that aims no higher), at most ``STEPS`` counts per shape, and none once
+           another shape made it with no more nodes.
+        2. Below the fewest count that makes it, the ``SCAN`` counts under it, lowest first,
+           but none below what the most efficient plan priced so far would need (a smaller
+           count would have to be more efficient than any met); a count that makes it is
+           looked under the same way.
+
+        The efficiency of a count moves by several per cent from one count to the next
+        (which shapes it offers decides which layout wins), so step 2 finds counts the aims
+        step over. A function of the job and the SKU alone (no search order, no budget);
+        every count priced on the way is kept in ``extra_plans`` (the deadline rule's
+        fastest plan is taken among them and the self-serve ones).
+        """
+        lo = min(self.self_serve_cap, self.max_nodes) + 1
+        limit = self.usable * (1 - SAFETY_MARGIN)
+
+        priced: dict[int, Plan] = {}  # this call's counts: the answer depends on nothing else
+
+        def price(n: int) -> Plan | None:
+            p = priced.get(n) or self.plan(n)
+            if p is not None:
+                priced[n] = self.extra_plans[n] = p
+            return p
+
+        def ok_fit(p: Plan) -> bool:
+            return fit_verdict(p.candidate.memory, limit) == "fits"
+
+        def ok(p: Plan | None) -> bool:
+            return p is not None and p.hours <= hours and ok_fit(p)
+
+        def aim(e: float, kind: tuple[int, int, int, int]) -> int | None:
+            n = max(lo, min(self.max_nodes, self.nodes_within(hours, e)))
+            return self._with_shape(n, kind)
+
+        seen: dict[tuple[int, int, int, int], float] = {}
+        for p in sorted(self._pool.values(), key=lambda p: p.nodes):
+            if fit_verdict(p.candidate.memory, limit) == "fits":
+                lay = p.candidate.layout
+                seen[(lay.tp, lay.pp, lay.ep, lay.cp)] = p.candidate.efficiency
+        made: list[Plan] = []
+        for kind, e in sorted(seen.items()):
+            n = aim(e, kind)
+            for _ in range(STEPS):
+                if n is None or any(p.nodes <= n for p in made):
+                    break  # a shape found no fewer nodes: nothing to gain here
+                got = price(n)
+                if got is not None and ok(got):
+                    made.append(got)
+                    break
+                nxt = aim(got.candidate.efficiency, kind) if got is not None else None
+                n = nxt if nxt is not None and nxt > n else self._with_shape(n + 1, kind)
+        if not made:
+            return None
+        best = min(made, key=lambda p: p.nodes)
+        while True:
+            sure = [p for p in [*self._pool.values(), *priced.values()] if ok_fit(p)]
+            e_max = max(p.candidate.efficiency for p in sure)
+            start = max(lo, self.nodes_within(hours, e_max), best.nodes - SCAN)
+            found: Plan | None = None
+            for n in range(start, best.nodes):
+                q = price(n)
+                if q is not None and ok(q):
+                    found = q
+                    break
+            if found is None:
+                return best
+            best = found
 
     def closest(self) -> Plan:
         """Nothing fits: the most-sharded layout at the largest count we would price."""
