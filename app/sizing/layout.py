@@ -13,6 +13,8 @@ from app.sizing.messages import Msg
 # Heuristics (ours), stated in every answer's assumptions and in docs/sizing.md.
 RECOMPUTE_EFF = {"none": 1.0, "selective": 0.97, "full": 0.75}  # full: one extra forward
 TP_EFF = {1: 1.0, 2: 0.97, 4: 0.94, 8: 0.90}
+# per_tp (best_layouts): variants tried past the ``want`` best for (TP, EP) representatives
+REP_SCAN = 64
 PP_EFF = 0.92  # 1F1B bubble with ≥ 4·pp micro-batches per step
 FSDP_ACROSS_NODES_EFF = 0.90  # ZeRO-3 gathers over the inter-node network
 EP_EFF = 0.95  # token all-to-all inside the NVLink domain
@@ -440,6 +442,23 @@ class _Probe:
         return m
 
 
+def _tp_done(
+    found: list[Candidate],
+    reps: dict[tuple[int, int], Candidate],
+    tp_count: dict[tuple[int, int], int],
+    shapes_: list[Shape],
+    dead: set[int],
+) -> bool:
+    """Every (TP, EP) pair has a representative, or all its shapes are out."""
+    have = set(reps) | {(c.layout.tp, c.layout.ep) for c in found}
+    for t, n in tp_count.items():
+        if t in have:
+            continue
+        if sum(1 for r in dead if (shapes_[r].tp, shapes_[r].ep) == t) < n:
+            return False
+    return True
+
+
 def best_layouts(
     job: Job,
     *,
@@ -451,8 +470,15 @@ def best_layouts(
     recompute_options: list[str],
     offload_options: list[bool],
     want: int = 2,
+    per_tp: bool = False,
 ) -> list[Candidate]:
     """The best ``want`` fitting layouts (distinct shapes) for this node count, best first.
+
+    ``per_tp``: also the heuristically best surely-fitting layout of every (tensor-parallel,
+    expert-parallel) degree pair that has one (after the ``want`` best), for a caller that
+    ranks them with the throughput model: the static order cannot tell a MoE whose small
+    expert GEMMs suffer under TP, or whose experts must be spread by EP, from a dense model,
+    so every pair gets a representative.
 
     A combination whose memory floor (:func:`memory_floor`) already overflows the GPU is
     treated as the miss it is without evaluating its memory at this count: the answer is
@@ -498,11 +524,19 @@ def best_layouts(
             job.cache[wk] = walk
     records, lean_floor, floor = walk  # (rank, variant) -> record; rank / index -> over
     probe = _Probe(job, world, limit, host_ram, g, all_shapes, records)
+    # per_tp: one sure representative per (TP, EP) degree pair
+    reps: dict[tuple[int, int], Candidate] = {}
+    tp_count: dict[tuple[int, int], int] = {}
+    for s in all_shapes:
+        tp_count[(s.tp, s.ep)] = tp_count.get((s.tp, s.ep), 0) + 1
     dead: set[int] = set()
     alive: set[int] = set()  # shapes whose leanest variant fits on the GPU
     lean_fits: dict[int, bool] = {}
 
+    full_at: int | None = None  # index at which ``want`` layouts were found
     for i, (eff, rank, mbs, rc, off) in enumerate(combos):
+        if full_at is not None and i - full_at > REP_SCAN:
+            break  # per_tp: the representatives' search is bounded
         if rank in dead:
             continue
         if rank not in alive:
@@ -534,9 +568,20 @@ def best_layouts(
                 if fit_verdict(probe.memory(rank, *lean), limit) != "fits":
                     dead.add(rank)
                 continue
-            found.append(cand)
+            if len(found) < want:
+                found.append(cand)
+                if len(found) >= want:
+                    full_at = i
+            elif (
+                per_tp
+                and (s.tp, s.ep) not in reps
+                and (s.tp, s.ep) not in {(c.layout.tp, c.layout.ep) for c in found}
+            ):
+                reps[(s.tp, s.ep)] = cand
             dead.add(rank)
-            if len(found) >= want:
+            if len(found) >= want and (
+                not per_tp or _tp_done(found, reps, tp_count, all_shapes, dead)
+            ):
                 break
         elif (rc, off, mbs) != (lean_rc, lean_off, lean_mbs):
             # if the leanest variant of this shape does not fit, none will
@@ -546,6 +591,7 @@ def best_layouts(
                 dead.add(rank)
         else:
             dead.add(rank)
+    found += sorted(reps.values(), key=lambda c: (-c.efficiency, c.rank))
     if len(found) < want:
         sure_ranks = {c.rank for c in found}
         rest = sorted(

@@ -130,7 +130,11 @@ class SkuSearch:
             # job's memo, which requests for the same job share (memory.with_shared_memo)
             memo = self.r.job.cache
             mk: tuple[object, ...] = ("best", n, self.g, self.usable, self.host, self.mbs)
-            mk += (tuple(self.rc_opts), tuple(self.off_opts), want + extra)
+            # a pinned node count of a MoE: one layout of each (TP, EP) pair goes to the
+            # throughput model too (the static order cannot rank TP against EP for a MoE;
+            # one count only, so the extra candidates cost little)
+            per_tp = self.modelled and self.r.job.arch.moe is not None and self.r.nodes is not None
+            mk += (tuple(self.rc_opts), tuple(self.off_opts), want + extra, per_tp)
             found = memo.get(mk)
             if found is None:
                 found = layout.best_layouts(
@@ -143,6 +147,7 @@ class SkuSearch:
                     recompute_options=self.rc_opts,
                     offload_options=self.off_opts,
                     want=want + extra,
+                    per_tp=per_tp,
                 )
                 if len(memo) < 20000:
                     memo[mk] = found
@@ -288,10 +293,13 @@ class SkuSearch:
             if all(abs(e - x) > 0.02 * x for x in effs):  # modelled MFUs differ a little
                 # a different layout at this size: its own fewest-nodes-per-month counts
                 effs.add(e)
+                # every month count up to this plan's, as for the first plan: a count the
+                # first efficiency did not point at may be the fewest nodes for its month
                 extra = {
-                    self.nodes_within(p.months * compute.HOURS_PER_MONTH, e),
-                    min(self.max_nodes, self.nodes_within(HOURS_PER_YEAR, e)),
+                    self.nodes_within(m * compute.HOURS_PER_MONTH, e)
+                    for m in range(1, min(p.months, MAX_MONTHS_SEARCHED) + 1)
                 }
+                extra.add(min(self.max_nodes, self.nodes_within(HOURS_PER_YEAR, e)))
                 if self.r.max_days:
                     extra.add(min(self.max_nodes, self.nodes_within(self.r.max_days * 24, e)))
                 queue = sorted(set(queue) | {x for x in extra if n0 < x <= upto})

@@ -159,7 +159,7 @@ def test_fp4_can_be_asked_for_and_is_refused_on_a_gpu_without_fp4(client: TestCl
 
 
 TIGHT_Q = (
-    "/size?model=llama-3.1-8b&tokens=100B&nodes=1&mfu=0.4&seq_len=8192&mbs=4&recompute=none"
+    "/size?model=llama-3.1-8b&tokens=100B&nodes=1&mfu=0.4&seq_len=6144&mbs=5&recompute=none"
     "&par=explicit&sharding=zero3&shard_group=8"
 )
 

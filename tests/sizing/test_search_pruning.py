@@ -61,7 +61,14 @@ def _job(req: dict[str, Any]) -> Job:
 
 
 def reference_best_layouts(
-    job: Job, *, nodes: int, g: int, usable: int, host_ram: int | None, want: int
+    job: Job,
+    *,
+    nodes: int,
+    g: int,
+    usable: int,
+    host_ram: int | None,
+    want: int,
+    per_tp: bool = False,
 ) -> list[Candidate]:
     """The walk with every memory evaluated (the search before any pruning)."""
     mbs_options, recompute_options = [1], ["none", "selective", "full"]
