@@ -15,6 +15,8 @@ from urllib.parse import urlencode
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from starlette.datastructures import QueryParams
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.catalog.service import price_cache_of, price_version_now
 from app.catalog.specs import NodeSpec, all_specs
@@ -456,13 +458,10 @@ def size_page(request: Request) -> Response:
     htmx = is_htmx(request)
     if htmx and request.headers.get("hx-history-restore-request") != "true":
         fragment = _fragment(request, form, canonical)
-        # htmx would push the form's raw query (~30 empty fields); push the canonical one.
-        headers = {"HX-Push-Url": "/size?" + canonical, "Vary": VARY + ", Accept-Encoding"}
-        if "gzip" in request.headers.get("accept-encoding", ""):
-            # compressed once per cached fragment; the GZip middleware passes it through
-            headers["Content-Encoding"] = "gzip"
-            return HTMLResponse(fragment.gzipped(), status_code=fragment.status, headers=headers)
-        return HTMLResponse(fragment.body, status_code=fragment.status, headers=headers)
+        gz = "gzip" in request.headers.get("accept-encoding", "")
+        # compressed once per cached fragment; the GZip middleware passes it through
+        body = fragment.gzipped() if gz else fragment.body
+        return HTMLResponse(body, fragment.status, headers=fragment_headers(canonical, gz))
     if not htmx and canonical and any(not v.strip() for v in request.query_params.values()):
         # A form sent without JavaScript carries every empty field; the address a customer
         # copies should be the short canonical one (issue 19, defect 10).
@@ -473,3 +472,100 @@ def size_page(request: Request) -> Response:
     resp = render(request, "configurator/size.html", ctx, status_code=status)
     resp.headers["Vary"] = VARY
     return resp
+
+
+def fragment_headers(canonical: str, gzipped: bool) -> dict[str, str]:
+    """The fragment's own headers, the same from the route and from ``CachedFragments``."""
+    # htmx would push the form's raw query (~30 empty fields); push the canonical one.
+    headers = {"HX-Push-Url": "/size?" + canonical, "Vary": VARY + ", Accept-Encoding"}
+    if gzipped:
+        headers["Content-Encoding"] = "gzip"
+    return headers
+
+
+# Raw query strings up to this long have their canonical query remembered (typing repeats
+# them); a longer one is parsed each time, so the memo stays small whatever is sent.
+CANONICAL_MEMO_MAX_QUERY = 1024
+
+
+@lru_cache(maxsize=4096)
+def _canonical_memo(raw: bytes) -> str:
+    return _canonical(raw)
+
+
+def _canonical(raw: bytes) -> str:
+    """The canonical query of a raw query string (as ``size_page`` computes it)."""
+    return forms.parse_query(QueryParams(raw), _preset_ids()).query_string()
+
+
+class CachedFragments:
+    """Pure ASGI, just inside ``AppMiddleware``: a live ``/size`` fragment that is already in
+    the process's fragment cache is answered here, on the event loop, without the router,
+    its dependencies or a worker thread (the route's answer, byte for byte, headers too;
+    ``AppMiddleware`` still adds the request id, security headers, language, log and
+    metrics). Anything else — a miss, a price version older than its interval (read by the
+    route, in a thread: never on the event loop), a gzip answer not compressed yet, a
+    request with a body — goes on to the route unchanged.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+        self._route: Any = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] == "GET" and scope["path"] == "/size":
+            answer = self._cached(scope)
+            if answer is not None:
+                status, body, headers = answer
+                scope["route"] = self._size_route()  # the metrics label, as routed
+                await send({"type": "http.response.start", "status": status, "headers": headers})
+                await send({"type": "http.response.body", "body": body})
+                return
+        await self.app(scope, receive, send)
+
+    def _size_route(self) -> Any:
+        if self._route is None:  # the route object the router would have put in the scope
+            self._route = next(r for r in router.routes if getattr(r, "path", "") == "/size")
+        return self._route
+
+    def _cached(self, scope: Scope) -> tuple[int, bytes, list[tuple[bytes, bytes]]] | None:
+        hx = boosted = restore = body = None
+        accept = b""
+        for k, v in scope["headers"]:  # the first of each, as Starlette's Headers.get
+            if k == b"hx-request":
+                hx = v if hx is None else hx
+            elif k == b"hx-boosted":
+                boosted = v if boosted is None else boosted
+            elif k == b"hx-history-restore-request":
+                restore = v if restore is None else restore
+            elif k == b"accept-encoding":
+                accept = accept or v
+            elif k == b"transfer-encoding" or (k == b"content-length" and v != b"0"):
+                body = True
+        if hx != b"true" or boosted or restore == b"true" or body:
+            return None  # the page, a history restore or a body: the route decides
+        state = scope["app"].state
+        cache = getattr(state, "size_fragments", None)
+        memo = getattr(state, "price_version_memo", None)
+        version = memo.fresh() if memo is not None else None
+        if cache is None or version is None:
+            return None
+        raw = scope["query_string"]
+        canonical = (
+            _canonical_memo(raw) if len(raw) <= CANONICAL_MEMO_MAX_QUERY else _canonical(raw)
+        )
+        fragment = cache.get((canonical, current_locale(), version), count_miss=False)
+        if fragment is None:
+            return None
+        gz = b"gzip" in accept
+        if gz and fragment.compressed is None:
+            return None  # compressed once, by the route in its thread
+        body_bytes = fragment.compressed if gz else fragment.body
+        assert body_bytes is not None
+        headers = [(b"content-length", str(len(body_bytes)).encode())]
+        headers.append((b"content-type", b"text/html; charset=utf-8"))
+        headers += [
+            (k.lower().encode("latin-1"), v.encode("latin-1"))
+            for k, v in fragment_headers(canonical, gz).items()
+        ]
+        return fragment.status, body_bytes, headers
