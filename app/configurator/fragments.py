@@ -13,7 +13,12 @@ Each process reads it at most once per ``fragment_price_max_age_ms`` (``PriceVer
 200 ms by default): the read itself is cheap, but under load a thread that gives up the GIL
 for a database call waits behind a thread computing a first answer, and that wait was the
 largest cost of a cached answer (docs/benchmarks-ab.md, hfr2). A fragment rendered on a miss
-reads the prices afresh, so one stored under an older version is never older than it.
+is priced at the version in its key, which is not read a second time (prices the process
+holds for a later version are used as they are), so it is never older than its key.
+
+Within the interval a cached fragment does not even reach the route: ``CachedFragments``
+(app/configurator/routes.py) answers it before the router and the thread pool. Reading the
+version (a database call) is always left to the route, in a worker thread.
 """
 
 from __future__ import annotations

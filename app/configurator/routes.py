@@ -99,17 +99,19 @@ def _preset_ids() -> frozenset[str]:
     return frozenset(p["id"] for p in _presets())
 
 
-def _live_prices(request: Request) -> dict[str, int] | None:
+def _live_prices(request: Request, version: int | None = None) -> dict[str, int] | None:
     """Live list prices: this process's cache, valid while the catalog's price version is
     unchanged (one primary-key read per request; the prices themselves are read again only
     after a change, made by any process). The engine's seed prices when there is no catalog.
+    A fragment passes the version its cache key holds: not read a second time.
 
     The version is read outside any ORM transaction (on SQLite no ``BEGIN IMMEDIATE``,
     which would queue every page on the write lock); prices are read in their own short
     session only after a change.
     """
     try:
-        return dict(price_cache_of(request.app.state).get(request.app.state.engine)) or None
+        cache = price_cache_of(request.app.state)
+        return dict(cache.get(request.app.state.engine, version=version)) or None
     except Exception:  # an unmigrated catalog must not break sizing
         log.debug("no live prices", exc_info=True)
         request.state.prices_unread = True  # this answer is not kept (routes._fragment)
@@ -386,12 +388,15 @@ def _price_version(request: Request) -> Any:
         return None
 
 
-def _context(request: Request, form: forms.SizeForm) -> tuple[dict[str, Any], int]:
-    """What the results (and the page around them) show, and the status: nothing per user."""
+def _context(
+    request: Request, form: forms.SizeForm, price_version: Any = None
+) -> tuple[dict[str, Any], int]:
+    """What the results (and the page around them) show, and the status: nothing per user.
+    ``price_version``: the version already read (a fragment's key), else read here."""
     result: dict[str, Any] | None = None
     if form.ok and form.request is not None:
         try:
-            result = size(form.request, prices=_live_prices(request))
+            result = size(form.request, prices=_live_prices(request, price_version))
         except SizingError as e:
             for path, msg in e.codes:
                 f = forms.engine_field(path, form)
@@ -441,7 +446,7 @@ def _fragment(request: Request, form: forms.SizeForm, canonical: str) -> Fragmen
     hit = cache.get(key)
     if hit is not None:
         return hit
-    ctx, status = _context(request, form)
+    ctx, status = _context(request, form, key[2])
     template = templates_of(request).env.get_template("configurator/_results_response.html")
     fragment = Fragment(status, template.render(ctx).encode())
     if not getattr(request.state, "prices_unread", False):

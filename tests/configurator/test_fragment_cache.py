@@ -172,7 +172,7 @@ def test_a_fragment_priced_without_the_live_prices_is_not_kept(  # type: ignore[
     _change_price(app.state.engine, 36_000_00, ops=ops)
     assert "$36,000.00" in client.get(URL, headers=HX).text
 
-    def blip(self, engine):  # type: ignore[no-untyped-def]
+    def blip(self, engine, version=None):  # type: ignore[no-untyped-def]
         raise OSError("connection lost")
 
     monkeypatch.setattr(svc.PriceCache, "get", blip)
@@ -285,3 +285,29 @@ def test_early_answers_are_counted_as_hits_under_the_route_s_name(live_app) -> N
             assert c.get(URL, headers=HX).status_code == 200
     assert (cache.hits, cache.misses) == (hits + 3, misses)
     assert REQUESTS.labels("GET", "/size", "200")._value.get() == before + 3
+
+
+def test_a_first_answer_reads_the_price_version_once(live_app, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The version in the fragment's key is the one its prices are read at: one read for a
+    first answer (not one for the key and another for the prices), none within the
+    interval; the prices are still those of that version."""
+    from app.configurator import routes
+
+    app_, t = live_app
+    reads: list[int] = []
+    read = svc.price_version_now
+
+    def counted(engine):  # type: ignore[no-untyped-def]
+        reads.append(1)
+        return read(engine)
+
+    monkeypatch.setattr(routes, "price_version_now", counted)
+    monkeypatch.setattr(svc, "price_version_now", counted)
+    with TestClient(app_) as c:
+        assert "$34,900.00" in c.get(URL, headers=HX).text
+        assert len(reads) == 1
+        assert "$34,900.00" in c.get(URL + "&seq_len=8192", headers=HX).text  # another miss
+        assert len(reads) == 1
+        t[0] += 0.25
+        assert c.get(URL + "&seq_len=2048", headers=HX).status_code == 200
+        assert len(reads) == 2
