@@ -15,6 +15,7 @@ from urllib.parse import urlencode
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from markupsafe import Markup
 from starlette.datastructures import QueryParams
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -431,6 +432,19 @@ def _context(
     return ctx, 422 if errors else 200
 
 
+@lru_cache(maxsize=1)
+def empty_error_slots() -> Markup:
+    """Every field's error slot, empty and out of band (what a fragment without field
+    errors sends so that messages fixed since the last answer go away)."""
+    return Markup(  # noqa: S704 - field names are fixed identifiers
+        "".join(
+            f'<div id="err-{name}" class="err-slot" hx-swap-oob="true"></div>\n'
+            for name in forms.FIELDS
+            if name != "tie_embeddings"
+        )
+    )
+
+
 def _fragment(request: Request, form: forms.SizeForm, canonical: str) -> Fragment:
     """The htmx answer, from the per-process cache of rendered fragments when the same
     canonical query was answered in this language at this price version.
@@ -448,7 +462,9 @@ def _fragment(request: Request, form: forms.SizeForm, canonical: str) -> Fragmen
         return hit
     ctx, status = _context(request, form, key[2])
     template = templates_of(request).env.get_template("configurator/_results_response.html")
-    fragment = Fragment(status, template.render(ctx).encode())
+    fragment = Fragment(
+        status, template.render(ctx, empty_error_slots=empty_error_slots()).encode()
+    )
     if not getattr(request.state, "prices_unread", False):
         # priced from the seed prices after a failed read (a database blip): that answer
         # only, never kept under the current price version for every reader
