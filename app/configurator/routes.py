@@ -535,7 +535,11 @@ class CachedFragments:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["method"] == "GET" and scope["path"] == "/size":
-            answer = self._cached(scope)
+            try:
+                answer = self._cached(scope)
+            except Exception:  # never an answer of its own: the route answers (or errs) as ever
+                log.exception("early /size fragment lookup failed")
+                answer = None
             if answer is not None:
                 status, body, headers = answer
                 scope["route"] = self._size_route()  # the metrics label, as routed
