@@ -554,8 +554,7 @@ class CachedFragments:
         return self._route
 
     def _cached(self, scope: Scope) -> tuple[int, bytes, list[tuple[bytes, bytes]]] | None:
-        hx = boosted = restore = body = None
-        accept = b""
+        hx = boosted = restore = accept = body = None
         for k, v in scope["headers"]:  # the first of each, as Starlette's Headers.get
             if k == b"hx-request":
                 hx = v if hx is None else hx
@@ -564,7 +563,7 @@ class CachedFragments:
             elif k == b"hx-history-restore-request":
                 restore = v if restore is None else restore
             elif k == b"accept-encoding":
-                accept = accept or v
+                accept = v if accept is None else accept
             elif k == b"transfer-encoding" or (k == b"content-length" and v != b"0"):
                 body = True
         if hx != b"true" or boosted or restore == b"true" or body:
@@ -582,7 +581,7 @@ class CachedFragments:
         fragment = cache.get((canonical, current_locale(), version), count_miss=False)
         if fragment is None:
             return None
-        gz = b"gzip" in accept
+        gz = accept is not None and b"gzip" in accept
         if gz and fragment.compressed is None:
             return None  # compressed once, by the route in its thread
         body_bytes = fragment.compressed if gz else fragment.body
