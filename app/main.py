@@ -95,6 +95,9 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
     # AppMiddleware (request id, locale, headers, access log) wraps them all.
     app.add_middleware(ConcurrencyLimit, limit=settings.db_pool_size)
     app.add_middleware(BodyLimit)
+    # A live /size fragment already rendered is answered here, before the router and the
+    # thread pool (the most frequent request; app/configurator/routes.py).
+    app.add_middleware(configurator_routes.CachedFragments)
     app.add_middleware(AppMiddleware, https=settings.https, default_locale=settings.default_locale)
     # Outermost: compress pages, fragments and static files (htmx is ~51 KB raw, ~16 KB gzipped).
     app.add_middleware(Compress, minimum_size=800)

@@ -163,11 +163,17 @@ class PriceCache:
         self._prices: Mapping[str, int] = MappingProxyType({})
         self.reads = 0  # how often the prices themselves were read (for tests and benchmarks)
 
-    def get(self, engine: Engine) -> Mapping[str, int]:
-        v = price_version_now(engine)  # before the prices: a change in between re-reads later
+    def get(self, engine: Engine, version: int | None = None) -> Mapping[str, int]:
+        """The prices at the current version, or at ``version`` when the caller read it
+        already (the live fragment's cache key): then it is not read again, and prices kept
+        for a later version than that are answered as they are."""
+        # the version before the prices: a change in between re-reads later
+        v = price_version_now(engine) if version is None else version
         with self._lock:
             if v == self._version:
                 return self._prices
+            if version is not None and self._version is not None and v < self._version:
+                return self._prices  # newer than asked for: never older than the key
         with Session(reader(engine)) as session:  # deferred on SQLite: never waits for a writer
             prices = MappingProxyType(list_prices(session))
         with self._lock:

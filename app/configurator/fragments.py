@@ -13,7 +13,12 @@ Each process reads it at most once per ``fragment_price_max_age_ms`` (``PriceVer
 200 ms by default): the read itself is cheap, but under load a thread that gives up the GIL
 for a database call waits behind a thread computing a first answer, and that wait was the
 largest cost of a cached answer (docs/benchmarks-ab.md, hfr2). A fragment rendered on a miss
-reads the prices afresh, so one stored under an older version is never older than it.
+is priced at the version in its key, which is not read a second time (prices the process
+holds for a later version are used as they are), so it is never older than its key.
+
+Within the interval a cached fragment does not even reach the route: ``CachedFragments``
+(app/configurator/routes.py) answers it before the router and the thread pool. Reading the
+version (a database call) is always left to the route, in a worker thread.
 """
 
 from __future__ import annotations
@@ -48,6 +53,11 @@ class Fragment:
     body: bytes
     _gzipped: bytes | None = None
 
+    @property
+    def compressed(self) -> bytes | None:
+        """The gzipped body if it was made already (``gzipped`` makes it), else None."""
+        return self._gzipped
+
     def gzipped(self) -> bytes:
         """The body gzip-compressed, once per fragment (not once per answer, as the app's
         GZip middleware would: ~0.6 ms for 30 KB, more than a whole /healthz request)."""
@@ -66,12 +76,15 @@ class FragmentCache:
         self.hits = 0
         self.misses = 0
 
-    def get(self, key: Key) -> Fragment | None:
+    def get(self, key: Key, *, count_miss: bool = True) -> Fragment | None:
+        """The fragment under ``key`` (counted as a hit), or None (a miss, counted unless
+        ``count_miss`` is false: the early lookup that hands a miss on to the route)."""
         with self._lock:
             hit = self._items.get(key)
             if hit is None:
-                self.misses += 1
-                _MISS.inc()
+                if count_miss:
+                    self.misses += 1
+                    _MISS.inc()
                 return None
             self._items.move_to_end(key)
             self.hits += 1
@@ -118,6 +131,16 @@ class PriceVersionMemo:
         self.now = now
         self._state: tuple[Any, float] | None = None  # (version, read at); swapped whole
         self.reads = 0
+
+    def fresh(self) -> Any:
+        """The version last read if it is still within the interval, else None (read
+        nothing: the caller that may not wait for the database leaves the read to one that
+        may)."""
+        state = self._state
+        if state is None or self.max_age_s <= 0:
+            return None
+        age = self.now() - state[1]
+        return state[0] if 0 <= age < self.max_age_s else None
 
     def get(self, read: Callable[[], Any]) -> Any:
         t = self.now()

@@ -15,6 +15,9 @@ from urllib.parse import urlencode
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from markupsafe import Markup
+from starlette.datastructures import QueryParams
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.catalog.service import price_cache_of, price_version_now
 from app.catalog.specs import NodeSpec, all_specs
@@ -98,17 +101,19 @@ def _preset_ids() -> frozenset[str]:
     return frozenset(p["id"] for p in _presets())
 
 
-def _live_prices(request: Request) -> dict[str, int] | None:
+def _live_prices(request: Request, version: int | None = None) -> dict[str, int] | None:
     """Live list prices: this process's cache, valid while the catalog's price version is
     unchanged (one primary-key read per request; the prices themselves are read again only
     after a change, made by any process). The engine's seed prices when there is no catalog.
+    A fragment passes the version its cache key holds: not read a second time.
 
     The version is read outside any ORM transaction (on SQLite no ``BEGIN IMMEDIATE``,
     which would queue every page on the write lock); prices are read in their own short
     session only after a change.
     """
     try:
-        return dict(price_cache_of(request.app.state).get(request.app.state.engine)) or None
+        cache = price_cache_of(request.app.state)
+        return dict(cache.get(request.app.state.engine, version=version)) or None
     except Exception:  # an unmigrated catalog must not break sizing
         log.debug("no live prices", exc_info=True)
         request.state.prices_unread = True  # this answer is not kept (routes._fragment)
@@ -388,12 +393,15 @@ def _price_version(request: Request) -> Any:
         return None
 
 
-def _context(request: Request, form: forms.SizeForm) -> tuple[dict[str, Any], int]:
-    """What the results (and the page around them) show, and the status: nothing per user."""
+def _context(
+    request: Request, form: forms.SizeForm, price_version: Any = None
+) -> tuple[dict[str, Any], int]:
+    """What the results (and the page around them) show, and the status: nothing per user.
+    ``price_version``: the version already read (a fragment's key), else read here."""
     result: dict[str, Any] | None = None
     if form.ok and form.request is not None:
         try:
-            result = size(form.request, prices=_live_prices(request))
+            result = size(form.request, prices=_live_prices(request, price_version))
         except SizingError as e:
             for path, msg in e.codes:
                 f = forms.engine_field(path, form)
@@ -428,6 +436,19 @@ def _context(request: Request, form: forms.SizeForm) -> tuple[dict[str, Any], in
     return ctx, 422 if errors else 200
 
 
+@lru_cache(maxsize=1)
+def empty_error_slots() -> Markup:
+    """Every field's error slot, empty and out of band (what a fragment without field
+    errors sends so that messages fixed since the last answer go away)."""
+    return Markup(  # noqa: S704 - field names are fixed identifiers
+        "".join(
+            f'<div id="err-{name}" class="err-slot" hx-swap-oob="true"></div>\n'
+            for name in forms.FIELDS
+            if name != "tie_embeddings"
+        )
+    )
+
+
 def _fragment(request: Request, form: forms.SizeForm, canonical: str) -> Fragment:
     """The htmx answer, from the per-process cache of rendered fragments when the same
     canonical query was answered in this language at this price version.
@@ -443,9 +464,11 @@ def _fragment(request: Request, form: forms.SizeForm, canonical: str) -> Fragmen
     hit = cache.get(key)
     if hit is not None:
         return hit
-    ctx, status = _context(request, form)
+    ctx, status = _context(request, form, key[2])
     template = templates_of(request).env.get_template("configurator/_results_response.html")
-    fragment = Fragment(status, template.render(ctx).encode())
+    fragment = Fragment(
+        status, template.render(ctx, empty_error_slots=empty_error_slots()).encode()
+    )
     if not getattr(request.state, "prices_unread", False):
         # priced from the seed prices after a failed read (a database blip): that answer
         # only, never kept under the current price version for every reader
@@ -460,13 +483,10 @@ def size_page(request: Request) -> Response:
     htmx = is_htmx(request)
     if htmx and request.headers.get("hx-history-restore-request") != "true":
         fragment = _fragment(request, form, canonical)
-        # htmx would push the form's raw query (~30 empty fields); push the canonical one.
-        headers = {"HX-Push-Url": "/size?" + canonical, "Vary": VARY + ", Accept-Encoding"}
-        if accepts_gzip(request.headers.get("accept-encoding")):
-            # compressed once per cached fragment; the GZip middleware passes it through
-            headers["Content-Encoding"] = "gzip"
-            return HTMLResponse(fragment.gzipped(), status_code=fragment.status, headers=headers)
-        return HTMLResponse(fragment.body, status_code=fragment.status, headers=headers)
+        gz = accepts_gzip(request.headers.get("accept-encoding"))
+        # compressed once per cached fragment; the GZip middleware passes it through
+        body = fragment.gzipped() if gz else fragment.body
+        return HTMLResponse(body, fragment.status, headers=fragment_headers(canonical, gz))
     if not htmx and canonical and any(not v.strip() for v in request.query_params.values()):
         # A form sent without JavaScript carries every empty field; the address a customer
         # copies should be the short canonical one (issue 19, defect 10).
@@ -477,3 +497,103 @@ def size_page(request: Request) -> Response:
     resp = render(request, "configurator/size.html", ctx, status_code=status)
     resp.headers["Vary"] = VARY
     return resp
+
+
+def fragment_headers(canonical: str, gzipped: bool) -> dict[str, str]:
+    """The fragment's own headers, the same from the route and from ``CachedFragments``."""
+    # htmx would push the form's raw query (~30 empty fields); push the canonical one.
+    headers = {"HX-Push-Url": "/size?" + canonical, "Vary": VARY + ", Accept-Encoding"}
+    if gzipped:
+        headers["Content-Encoding"] = "gzip"
+    return headers
+
+
+# Raw query strings up to this long have their canonical query remembered (typing repeats
+# them); a longer one is parsed each time, so the memo stays small whatever is sent.
+CANONICAL_MEMO_MAX_QUERY = 1024
+
+
+@lru_cache(maxsize=4096)
+def _canonical_memo(raw: bytes) -> str:
+    return _canonical(raw)
+
+
+def _canonical(raw: bytes) -> str:
+    """The canonical query of a raw query string (as ``size_page`` computes it)."""
+    return forms.parse_query(QueryParams(raw), _preset_ids()).query_string()
+
+
+class CachedFragments:
+    """Pure ASGI, just inside ``AppMiddleware``: a live ``/size`` fragment that is already in
+    the process's fragment cache is answered here, on the event loop, without the router,
+    its dependencies or a worker thread (the route's answer, byte for byte, headers too;
+    ``AppMiddleware`` still adds the request id, security headers, language, log and
+    metrics). Anything else — a miss, a price version older than its interval (read by the
+    route, in a thread: never on the event loop), a gzip answer not compressed yet, a
+    request with a body — goes on to the route unchanged.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+        self._route: Any = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] == "GET" and scope["path"] == "/size":
+            try:
+                answer = self._cached(scope)
+            except Exception:  # never an answer of its own: the route answers (or errs) as ever
+                log.exception("early /size fragment lookup failed")
+                answer = None
+            if answer is not None:
+                status, body, headers = answer
+                scope["route"] = self._size_route()  # the metrics label, as routed
+                await send({"type": "http.response.start", "status": status, "headers": headers})
+                await send({"type": "http.response.body", "body": body})
+                return
+        await self.app(scope, receive, send)
+
+    def _size_route(self) -> Any:
+        if self._route is None:  # the route object the router would have put in the scope
+            self._route = next(r for r in router.routes if getattr(r, "path", "") == "/size")
+        return self._route
+
+    def _cached(self, scope: Scope) -> tuple[int, bytes, list[tuple[bytes, bytes]]] | None:
+        hx = boosted = restore = accept = body = None
+        for k, v in scope["headers"]:  # the first of each, as Starlette's Headers.get
+            if k == b"hx-request":
+                hx = v if hx is None else hx
+            elif k == b"hx-boosted":
+                boosted = v if boosted is None else boosted
+            elif k == b"hx-history-restore-request":
+                restore = v if restore is None else restore
+            elif k == b"accept-encoding":
+                accept = v if accept is None else accept
+            elif k == b"transfer-encoding" or (k == b"content-length" and v != b"0"):
+                body = True
+        if hx != b"true" or boosted or restore == b"true" or body:
+            return None  # the page, a history restore or a body: the route decides
+        state = scope["app"].state
+        cache = getattr(state, "size_fragments", None)
+        memo = getattr(state, "price_version_memo", None)
+        version = memo.fresh() if memo is not None else None
+        if cache is None or version is None:
+            return None
+        raw = scope["query_string"]
+        canonical = (
+            _canonical_memo(raw) if len(raw) <= CANONICAL_MEMO_MAX_QUERY else _canonical(raw)
+        )
+        fragment = cache.get((canonical, current_locale(), version), count_miss=False)
+        if fragment is None:
+            return None
+        gz = accept is not None and accepts_gzip(accept.decode("latin-1"))
+        if gz and fragment.compressed is None:
+            return None  # compressed once, by the route in its thread
+        body_bytes = fragment.compressed if gz else fragment.body
+        assert body_bytes is not None
+        headers = [(b"content-length", str(len(body_bytes)).encode())]
+        headers.append((b"content-type", b"text/html; charset=utf-8"))
+        headers += [
+            (k.lower().encode("latin-1"), v.encode("latin-1"))
+            for k, v in fragment_headers(canonical, gz).items()
+        ]
+        return fragment.status, body_bytes, headers

@@ -172,7 +172,7 @@ def test_a_fragment_priced_without_the_live_prices_is_not_kept(  # type: ignore[
     _change_price(app.state.engine, 36_000_00, ops=ops)
     assert "$36,000.00" in client.get(URL, headers=HX).text
 
-    def blip(self, engine):  # type: ignore[no-untyped-def]
+    def blip(self, engine, version=None):  # type: ignore[no-untyped-def]
         raise OSError("connection lost")
 
     monkeypatch.setattr(svc.PriceCache, "get", blip)
@@ -181,3 +181,133 @@ def test_a_fragment_priced_without_the_live_prices_is_not_kept(  # type: ignore[
     monkeypatch.undo()
     t = client.get(other_query, headers=HX).text
     assert "$36,000.00" in t and "$34,900.00" not in t
+
+
+@pytest.fixture
+def live_app(settings, clock, seeded):  # type: ignore[no-untyped-def]
+    """An app with the production interval and a timer the test moves."""
+    t = [1000.0]
+    application = create_app(
+        settings.model_copy(update={"fragment_price_max_age_ms": 200}), clock=clock
+    )
+    application.state.price_version_memo = PriceVersionMemo(0.2, now=lambda: t[0])
+    yield application, t
+    application.state.engine.dispose()
+
+
+def _without_request_id(headers) -> dict[str, str]:  # type: ignore[no-untyped-def]
+    return {k: v for k, v in headers.items() if k != "x-request-id"}
+
+
+def test_a_cached_fragment_answered_before_the_router_is_the_route_s_answer(
+    live_app, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    """Within the price interval a cached fragment is answered by ``CachedFragments``
+    (no router, no thread): the same status, bytes and headers as the route's, in each
+    language, plain and gzipped, an answer with field errors too."""
+    from app.configurator import routes
+
+    app_, _t = live_app
+    bad = "/size?model=llama-3.1-8b&tokens=lots&seq_len=4096"
+    asks = [
+        (URL, {**HX, "Accept-Encoding": "identity"}),
+        (URL, {**HX, "Accept-Encoding": "identity", "Accept-Language": "zh-CN"}),
+        (URL, {**HX, "Accept-Encoding": "gzip"}),
+        (URL + "&params=&mfu=", {**HX, "Accept-Encoding": "identity"}),
+        (bad, {**HX, "Accept-Encoding": "identity"}),
+    ]
+    with TestClient(app_) as c:
+        routed = [c.get(u, headers=h) for u, h in asks]  # rendered (and compressed) by the route
+        assert routed[-1].status_code == 422
+        monkeypatch.setattr(routes, "_fragment", _not_called)
+        early = [c.get(u, headers=h) for u, h in asks]
+    for a, b in zip(routed, early, strict=True):
+        assert (a.status_code, a.content) == (b.status_code, b.content)
+        assert _without_request_id(a.headers) == _without_request_id(b.headers)
+    assert early[1].headers["content-language"] == "zh-CN" and "每" in early[1].text
+    assert early[2].headers["content-encoding"] == "gzip"
+    assert early[0].headers["x-frame-options"] == "DENY"
+    assert early[0].headers["hx-push-url"] == early[3].headers["hx-push-url"]
+
+
+def _not_called(*args, **kwargs):  # type: ignore[no-untyped-def]
+    raise AssertionError("the route rendered an answer the cache had")
+
+
+def test_what_the_early_answer_leaves_to_the_route(live_app, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The page itself, a history restore, a boosted request, a price version past its
+    interval (read by the route, in a thread) and a first gzip request all reach the route."""
+    from app.configurator import routes
+
+    app_, t = live_app
+    seen: list[str] = []
+    real = routes._fragment
+
+    def counted(request, form, canonical):  # type: ignore[no-untyped-def]
+        seen.append(canonical)
+        return real(request, form, canonical)
+
+    monkeypatch.setattr(routes, "_fragment", counted)
+    plain = {**HX, "Accept-Encoding": "identity"}
+    with TestClient(app_) as c:
+        assert c.get(URL, headers=plain).status_code == 200
+        assert len(seen) == 1
+        assert c.get(URL, headers=plain).status_code == 200
+        assert len(seen) == 1  # answered early
+        page = c.get(URL, headers={"Accept-Encoding": "identity"})
+        assert "<html" in page.text and 'name="csrf-token"' in page.text
+        restore = c.get(URL, headers={**plain, "HX-History-Restore-Request": "true"})
+        assert "<html" in restore.text
+        boosted = c.get(URL, headers={**plain, "HX-Boosted": "true"})
+        assert "<html" in boosted.text
+        assert len(seen) == 1
+        assert c.get(URL, headers={**HX, "Accept-Encoding": "gzip"}).status_code == 200
+        assert len(seen) == 2  # compressed by the route, once
+        assert c.get(URL, headers={**HX, "Accept-Encoding": "gzip"}).status_code == 200
+        assert len(seen) == 2
+        t[0] += 0.25  # the version is past its interval: the route reads it
+        assert c.get(URL, headers=plain).status_code == 200
+        assert len(seen) == 3
+        assert c.get(URL, headers=plain).status_code == 200
+        assert len(seen) == 3
+
+
+def test_early_answers_are_counted_as_hits_under_the_route_s_name(live_app) -> None:  # type: ignore[no-untyped-def]
+    from app.web.middleware import REQUESTS
+
+    app_, _t = live_app
+    cache = fragment_cache_of(app_.state)
+    with TestClient(app_) as c:
+        c.get(URL, headers=HX)
+        hits, misses = cache.hits, cache.misses
+        before = REQUESTS.labels("GET", "/size", "200")._value.get()
+        for _ in range(3):
+            assert c.get(URL, headers=HX).status_code == 200
+    assert (cache.hits, cache.misses) == (hits + 3, misses)
+    assert REQUESTS.labels("GET", "/size", "200")._value.get() == before + 3
+
+
+def test_a_first_answer_reads_the_price_version_once(live_app, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The version in the fragment's key is the one its prices are read at: one read for a
+    first answer (not one for the key and another for the prices), none within the
+    interval; the prices are still those of that version."""
+    from app.configurator import routes
+
+    app_, t = live_app
+    reads: list[int] = []
+    read = svc.price_version_now
+
+    def counted(engine):  # type: ignore[no-untyped-def]
+        reads.append(1)
+        return read(engine)
+
+    monkeypatch.setattr(routes, "price_version_now", counted)
+    monkeypatch.setattr(svc, "price_version_now", counted)
+    with TestClient(app_) as c:
+        assert "$34,900.00" in c.get(URL, headers=HX).text
+        assert len(reads) == 1
+        assert "$34,900.00" in c.get(URL + "&seq_len=8192", headers=HX).text  # another miss
+        assert len(reads) == 1
+        t[0] += 0.25
+        assert c.get(URL + "&seq_len=2048", headers=HX).status_code == 200
+        assert len(reads) == 2
