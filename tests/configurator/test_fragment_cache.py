@@ -311,3 +311,17 @@ def test_a_first_answer_reads_the_price_version_once(live_app, monkeypatch) -> N
         t[0] += 0.25
         assert c.get(URL + "&seq_len=2048", headers=HX).status_code == 200
         assert len(reads) == 2
+
+
+def test_the_early_answer_honours_gzip_q0(live_app, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """``gzip;q=0`` means "not gzip", on the early path as on the route."""
+    from app.configurator import routes
+
+    app_, _t = live_app
+    with TestClient(app_) as c:
+        assert c.get(URL, headers={**HX, "Accept-Encoding": "gzip"}).status_code == 200
+        monkeypatch.setattr(routes, "_fragment", _not_called)
+        refused = c.get(URL, headers={**HX, "Accept-Encoding": "gzip;q=0, identity"})
+    assert refused.status_code == 200
+    assert "content-encoding" not in refused.headers
+    assert "每" not in refused.text and "hgx-b200" in refused.text.lower()
