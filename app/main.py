@@ -26,6 +26,7 @@ from app.quotes import routes as quotes_routes
 from app.settings import Settings
 from app.staff import routes as staff_routes
 from app.tables import MODEL_MODULES, import_models
+from app.warmup import warm_process
 from app.web import routes as web_routes
 from app.web.csrf import csrf_protect
 from app.web.encoding import Compress
@@ -116,4 +117,6 @@ def asgi() -> FastAPI:
     start, so logging is configured here (not in ``create_app``)."""
     settings = Settings()
     logs.configure(settings.log_level)
-    return create_app(settings)
+    app = create_app(settings)
+    warm_process()  # once per worker, before it serves (app/warmup.py)
+    return app

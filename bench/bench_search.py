@@ -52,6 +52,9 @@ def grid() -> list[dict[str, Any]]:
 
 
 def run(rounds: int = ROUNDS) -> dict[str, Any]:
+    from app.warmup import warm_process
+
+    warm_process()  # what each server worker does once before it serves (app/warmup.py)
     size = _engine()
     reqs = grid()
     refused = 0
