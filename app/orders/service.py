@@ -870,7 +870,7 @@ def _pay_held(
             told = seen.date
             _paid_messages(session, order, user, told, now)
         session.flush()  # the rows above: written before any lock is taken
-        hold = ledger.place_hold(
+        hold_id = ledger.place_hold_id(
             session,
             user_id=user.id,
             amount_cents=amount,
@@ -880,7 +880,7 @@ def _pay_held(
             reason=f"order #{order.id}: first month",
             actor_id=user.id,
         )
-        order.first_hold_id = hold.id
+        order.first_hold_id = hold_id
         order.status = OrderStatus.paid.value
         order.paid_at = now
         order.pay_attempts = attempts
