@@ -54,7 +54,19 @@ def once(attempts: int, processes: int, concurrency: int, spy: Path | None) -> f
             if spy is not None:
                 exe = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
                 rec = subprocess.Popen(  # noqa: S603
-                    [exe, "record", "-p", str(pids[0]), "-r", "500", "--gil", "-f", "raw", "-o", str(spy)],
+                    [
+                        exe,
+                        "record",
+                        "-p",
+                        str(pids[0]),
+                        "-r",
+                        "500",
+                        "--gil",
+                        "-f",
+                        "raw",
+                        "-o",
+                        str(spy),
+                    ],
                     stdout=subprocess.DEVNULL,
                     stderr=subprocess.DEVNULL,
                 )

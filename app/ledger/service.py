@@ -40,9 +40,9 @@ import hashlib
 import json
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import BigInteger, String, bindparam, case, func, or_, update
+from sqlalchemy import BigInteger, String, Table, bindparam, case, func, or_, update
 from sqlalchemy import insert as sa_insert
 from sqlalchemy import select as sa_select
 from sqlalchemy.exc import IntegrityError
@@ -541,11 +541,15 @@ def place_hold(
     return hold
 
 
-_ACC = LedgerAccount.__table__
-_IDEM = IdempotencyRecord.__table__
-_HOLDS = Hold.__table__
-_ENTRIES = JournalEntry.__table__
-_POSTINGS = Posting.__table__
+def _table(model: Any) -> Table:
+    return cast(Table, model.__table__)
+
+
+_ACC = _table(LedgerAccount)
+_IDEM = _table(IdempotencyRecord)
+_HOLDS = _table(Hold)
+_ENTRIES = _table(JournalEntry)
+_POSTINGS = _table(Posting)
 # The hold's statements, built once (plain Core: no ORM objects, no unit-of-work flush).
 _LOCK_AVAILABLE = (
     sa_select(_ACC.c.id, _ACC.c.balance_cents)
