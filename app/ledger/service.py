@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import BigInteger, String, Table, bindparam, case, func, or_, update
+from sqlalchemy import BigInteger, String, Table, bindparam, case, func, or_, text, update
 from sqlalchemy import insert as sa_insert
 from sqlalchemy import select as sa_select
 from sqlalchemy.exc import IntegrityError
@@ -50,6 +50,7 @@ from sqlalchemy.orm.attributes import set_committed_value
 from sqlmodel import Session, col, select
 
 from app import errors
+from app.db import is_postgres
 from app.errors import N_
 from app.ledger import receipts
 from app.ledger.models import (
@@ -642,19 +643,101 @@ def place_hold_id(
         raise errors.Conflict(N_("The balance changed; try again."))
     for account_id, balance in after.values():
         _keep_loaded_true(session, account_id, balance)
-    reason = reason[:300]
+    legs = {leg.account: leg.amount_cents for leg in legs_for(EntryKind.hold, amount_cents)}
+    postings = [
+        {
+            "account_id": after[code][0],
+            "amount_cents": legs[kind.value],
+            "balance_after_cents": after[code][1],
+        }
+        for code, kind in ((avail_code, AccountKind.available), (held_code, AccountKind.held))
+    ]
+    rows = {
+        "user_id": user_id,
+        "amount": amount_cents,
+        "reason": reason[:300],
+        "order_id": order_id,
+        "key": idempotency_key,
+        "actor_id": actor_id,
+        "fp": fp,
+        "now": now,
+    }
+    if is_postgres(session):
+        return _write_hold_pg(session, rows, postings)
+    return _write_hold(session, rows, postings)
+
+
+# PostgreSQL: the hold, its entry, both postings and the idempotency record in ONE statement
+# (ids drawn first, so the hold and its entry point at each other without a second UPDATE;
+# the postings' foreign key to the entry is checked at the end of the statement).
+_HOLD_WRITES_PG = text(
+    """
+WITH ids AS (
+  SELECT nextval(pg_get_serial_sequence('ledger_holds', 'id'))::INTEGER AS hid,
+         nextval(pg_get_serial_sequence('ledger_entries', 'id'))::INTEGER AS eid
+), h AS (
+  INSERT INTO ledger_holds (id, user_id, amount_cents, status, reason, order_id,
+                            idempotency_key, entry_id, resolve_reason, created_at, actor_id)
+  SELECT hid, CAST(:user_id AS INTEGER), CAST(:amount AS BIGINT), 'pending',
+         CAST(:reason AS VARCHAR), CAST(:order_id AS INTEGER), CAST(:key AS VARCHAR), eid, '',
+         CAST(:now AS TIMESTAMPTZ), CAST(:actor_id AS INTEGER)
+  FROM ids
+), e AS (
+  INSERT INTO ledger_entries (id, kind, reason, user_id, order_id, hold_id, actor_id,
+                              crypto_currency, crypto_amount, rate, amount_cents, created_at)
+  SELECT eid, 'hold', CAST(:reason AS VARCHAR), CAST(:user_id AS INTEGER),
+         CAST(:order_id AS INTEGER), hid, CAST(:actor_id AS INTEGER), '', '', '',
+         CAST(:amount AS BIGINT), CAST(:now AS TIMESTAMPTZ)
+  FROM ids
+), p AS (
+  INSERT INTO ledger_postings (entry_id, account_id, amount_cents, balance_after_cents,
+                               created_at)
+  SELECT eid, v.account_id, v.amount_cents, v.after_cents, CAST(:now AS TIMESTAMPTZ)
+  FROM ids, (VALUES
+    (CAST(:a_account AS INTEGER), CAST(:a_amount AS BIGINT), CAST(:a_after AS BIGINT)),
+    (CAST(:h_account AS INTEGER), CAST(:h_amount AS BIGINT), CAST(:h_after AS BIGINT))
+  ) AS v (account_id, amount_cents, after_cents)
+), i AS (
+  INSERT INTO ledger_idempotency (user_id, key, command, fingerprint, hold_id, entry_id,
+                                  created_at)
+  SELECT CAST(:user_id AS INTEGER), CAST(:key AS VARCHAR), 'hold', CAST(:fp AS VARCHAR),
+         hid, eid, CAST(:now AS TIMESTAMPTZ)
+  FROM ids
+)
+SELECT hid FROM ids
+"""
+)
+
+
+def _write_hold_pg(session: Session, rows: dict[str, Any], postings: list[dict[str, Any]]) -> int:
+    a, h = postings
+    params = {
+        **rows,
+        "a_account": a["account_id"],
+        "a_amount": a["amount_cents"],
+        "a_after": a["balance_after_cents"],
+        "h_account": h["account_id"],
+        "h_amount": h["amount_cents"],
+        "h_after": h["balance_after_cents"],
+    }
+    return int(session.connection().execute(_HOLD_WRITES_PG, params).scalar_one())
+
+
+def _write_hold(session: Session, rows: dict[str, Any], postings: list[dict[str, Any]]) -> int:
+    """The same rows as ``_HOLD_WRITES_PG``, one plain statement each (SQLite)."""
+    conn = session.connection()
     hold_id = int(
         conn.execute(
             _INSERT_HOLD,
             {
-                "user_id": user_id,
-                "amount_cents": amount_cents,
+                "user_id": rows["user_id"],
+                "amount_cents": rows["amount"],
                 "status": HoldStatus.pending.value,
-                "reason": reason,
-                "order_id": order_id,
-                "idempotency_key": idempotency_key,
-                "created_at": now,
-                "actor_id": actor_id,
+                "reason": rows["reason"],
+                "order_id": rows["order_id"],
+                "idempotency_key": rows["key"],
+                "created_at": rows["now"],
+                "actor_id": rows["actor_id"],
                 "resolve_reason": "",
             },
         ).scalar_one()
@@ -664,48 +747,35 @@ def place_hold_id(
             _INSERT_ENTRY,
             {
                 "kind": EntryKind.hold.value,
-                "reason": reason,
-                "user_id": user_id,
-                "order_id": order_id,
+                "reason": rows["reason"],
+                "user_id": rows["user_id"],
+                "order_id": rows["order_id"],
                 "hold_id": hold_id,
-                "actor_id": actor_id,
+                "actor_id": rows["actor_id"],
                 "crypto_currency": "",
                 "crypto_amount": "",
                 "rate": "",
-                "amount_cents": amount_cents,
-                "created_at": now,
+                "amount_cents": rows["amount"],
+                "created_at": rows["now"],
             },
         ).scalar_one()
     )
-    legs = {leg.account: leg.amount_cents for leg in legs_for(EntryKind.hold, amount_cents)}
     conn.execute(
         sa_insert(_POSTINGS).values(
-            [
-                {
-                    "entry_id": entry_id,
-                    "account_id": after[code][0],
-                    "amount_cents": legs[kind.value],
-                    "balance_after_cents": after[code][1],
-                    "created_at": now,
-                }
-                for code, kind in (
-                    (avail_code, AccountKind.available),
-                    (held_code, AccountKind.held),
-                )
-            ]
+            [{**p, "entry_id": entry_id, "created_at": rows["now"]} for p in postings]
         )
     )
     conn.execute(_SET_HOLD_ENTRY, {"hid": hold_id, "eid": entry_id})
     conn.execute(
         sa_insert(_IDEM),
         {
-            "user_id": user_id,
-            "key": idempotency_key,
+            "user_id": rows["user_id"],
+            "key": rows["key"],
             "command": "hold",
-            "fingerprint": fp,
+            "fingerprint": rows["fp"],
             "hold_id": hold_id,
             "entry_id": entry_id,
-            "created_at": now,
+            "created_at": rows["now"],
         },
     )
     return hold_id
