@@ -15,7 +15,7 @@ from sqlmodel import Session, col, select
 
 from app import messages
 from app.accounts.models import User
-from app.db import transaction
+from app.db import is_postgres, transaction
 from app.notifications.models import Notification, OutboxEmail
 
 log = logging.getLogger("app.mail")
@@ -151,11 +151,19 @@ def notify_now(
         params=params,
     )
     conn = session.connection()
-    conn.execute(sa_insert(_NOTIFICATIONS), note)
-    if email is not None:
+    if email is None:
+        conn.execute(sa_insert(_NOTIFICATIONS), note)
+        return
+    email = {**email, "attempts": 0, "last_error": "", "sent_at": None}
+    if is_postgres(session):  # both rows in one statement (a data-modifying WITH)
         conn.execute(
-            sa_insert(_OUTBOX), {**email, "attempts": 0, "last_error": "", "sent_at": None}
+            sa_insert(_OUTBOX)
+            .values(**email)
+            .add_cte(sa_insert(_NOTIFICATIONS).values(**note).cte("note"))
         )
+        return
+    conn.execute(sa_insert(_NOTIFICATIONS), note)
+    conn.execute(sa_insert(_OUTBOX), email)
 
 
 def unread_for(session: Session, user_id: int, limit: int = 20) -> list[Notification]:
