@@ -640,7 +640,7 @@ def place_hold_id(
         )
     }
     if set(after) != {avail_code, held_code}:  # pragma: no cover - the locked row had enough
-        raise errors.Conflict(N_("The balance changed; try again."))
+        raise errors.Conflict()
     for account_id, balance in after.values():
         _keep_loaded_true(session, account_id, balance)
     legs = {leg.account: leg.amount_cents for leg in legs_for(EntryKind.hold, amount_cents)}

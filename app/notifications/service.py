@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 from email.message import EmailMessage
 from typing import Any, cast
 
-from sqlalchemy import Table, or_, update
+from sqlalchemy import Table, bindparam, or_, update
 from sqlalchemy import insert as sa_insert
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
@@ -126,6 +126,21 @@ _NOTIFICATIONS = cast(Table, Notification.__table__)  # type: ignore[attr-define
 _OUTBOX = cast(Table, OutboxEmail.__table__)  # type: ignore[attr-defined]
 
 
+_NOTE_COLUMNS = ("user_id", "kind", "message", "msgid", "params", "link", "created_at")
+_EMAIL_COLUMNS = (
+    "to_addr", "subject", "body", "kind", "created_at", "attempts", "last_error", "sent_at"
+)  # fmt: skip
+_NOTE_AND_EMAIL_PG = (
+    sa_insert(_OUTBOX)
+    .values({c: bindparam(f"e_{c}") for c in _EMAIL_COLUMNS})
+    .add_cte(
+        sa_insert(_NOTIFICATIONS)
+        .values({c: bindparam(f"n_{c}") for c in _NOTE_COLUMNS})
+        .cte("note")
+    )
+)
+
+
 def notify_now(
     session: Session,
     *,
@@ -157,9 +172,8 @@ def notify_now(
     email = {**email, "attempts": 0, "last_error": "", "sent_at": None}
     if is_postgres(session):  # both rows in one statement (a data-modifying WITH)
         conn.execute(
-            sa_insert(_OUTBOX)
-            .values(**email)
-            .add_cte(sa_insert(_NOTIFICATIONS).values(**note).cte("note"))
+            _NOTE_AND_EMAIL_PG,
+            {**{f"n_{k}": v for k, v in note.items()}, **{f"e_{k}": v for k, v in email.items()}},
         )
         return
     conn.execute(sa_insert(_NOTIFICATIONS), note)

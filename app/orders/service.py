@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import date, datetime
 from typing import Any, cast
 
-from sqlalchemy import Table
+from sqlalchemy import Table, bindparam
 from sqlalchemy import insert as sa_insert
 from sqlalchemy import update as sa_update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
@@ -491,9 +491,13 @@ def ssh_keys_of(order: Order) -> list[dict[str, str]]:
 # ---------------------------------------------------------------------------------------
 
 
+_BY_KEY = select(Order).where(
+    Order.user_id == bindparam("uid"), Order.idempotency_key == bindparam("key")
+)
+
+
 def _find_by_key(session: Session, user_id: int, key: str) -> Order | None:
-    stmt = select(Order).where(Order.user_id == user_id, Order.idempotency_key == key)
-    return session.exec(stmt).first()
+    return session.exec(_BY_KEY, params={"uid": user_id, "key": key}).first()
 
 
 def find_existing(session: Session, user: User, key: str, draft: OrderDraft) -> Order | None:
@@ -882,6 +886,9 @@ def _paid_messages(session: Session, order: Order, user: User, day: date, now: d
     )
 
 
+_ORDER_UPDATE = sa_update(_ORDERS).where(_ORDERS.c.id == bindparam("order_pk"))
+
+
 def _update_order_now(
     session: Session, order: Order, changes: dict[str, Any], before: dict[str, Any]
 ) -> None:
@@ -889,9 +896,8 @@ def _update_order_now(
     UPDATE at the next flush). ``before`` collects the old values, for a rollback."""
     for k in changes:
         before.setdefault(k, getattr(order, k))
-    session.connection().execute(
-        sa_update(_ORDERS).where(_ORDERS.c.id == order.id).values(**changes)
-    )
+    # the SET clause is the parameters' columns (statement built once)
+    session.connection().execute(_ORDER_UPDATE, {"order_pk": order.id, **changes})
     for k, v in changes.items():
         set_committed_value(order, k, v)
 
