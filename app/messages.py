@@ -14,6 +14,7 @@ Rows written before codes existed have no ``msgid``: their stored text is shown 
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 from datetime import date, datetime
@@ -70,16 +71,23 @@ def _decode(raw: str | dict[str, Any] | None) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _value(v: Any, locale: str) -> Any:
+@functools.lru_cache(maxsize=4096)
+def _medium_date(iso: str, locale: str) -> str:
+    """Babel's "medium" date in ``locale``: the same answer for the same day and language,
+    so kept (a checkout formats its promised date four times; Babel parses the pattern each
+    time)."""
     from babel.dates import format_date
+
+    return str(format_date(date.fromisoformat(iso), "medium", locale=i18n.babel_locale(locale)))
+
+
+def _value(v: Any, locale: str) -> Any:
     from babel.numbers import format_decimal
 
     if isinstance(v, dict) and "t" in v:
         kind = v.get("t")
         if kind == "date":
-            return format_date(
-                date.fromisoformat(str(v["v"])), "medium", locale=i18n.babel_locale(locale)
-            )
+            return _medium_date(str(v["v"]), locale)
         if kind == "money":
             return format_cents(int(v["v"]), locale, str(v.get("c") or "USD"))
         if kind == "msg":

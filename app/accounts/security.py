@@ -128,11 +128,16 @@ LAST_USED_RESOLUTION = timedelta(minutes=1)
 
 
 def user_for_api_token(session: Session, raw: str, now: datetime) -> User | None:
-    row = session.exec(select(ApiToken).where(ApiToken.token_hash == sha256(raw))).first()
-    if row is None or row.revoked_at is not None:
+    # the token and its user in one round trip (the user is loaded into the session)
+    found = session.exec(
+        select(ApiToken, User)
+        .join(User, User.id == ApiToken.user_id)  # type: ignore[arg-type]
+        .where(ApiToken.token_hash == sha256(raw))
+    ).first()
+    if found is None:
         return None
-    user = session.get(User, row.user_id)
-    if user is None or not user.is_active:
+    row, user = found
+    if row.revoked_at is not None or not user.is_active:
         return None
     # "Last used" is shown to the minute; writing it on every call would lock the token
     # row for the whole request, so parallel calls with one token would queue on it.

@@ -19,9 +19,11 @@ import threading
 from collections.abc import Mapping
 from datetime import date, datetime
 from types import MappingProxyType
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import Date, Integer, func, literal, union_all, update
+from sqlalchemy import Date, Integer, String, Table, bindparam, func, literal, union_all, update
+from sqlalchemy import insert as sa_insert
+from sqlalchemy import select as sa_select
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
@@ -305,25 +307,22 @@ def _translate_and_format() -> tuple[Any, Any]:
     return i18n.gettext, fmt
 
 
-def _stock_reads(
-    session: Session, sku_id: str, *, lead: bool
-) -> tuple[int, list[pr.Batch], int | None]:
-    """(nodes available, open batches, lead days or None) in ONE round trip: the count, the
-    batches and (with ``lead``) the stock row's lead time as one ``UNION ALL``. Under the
-    SKU lock every statement is time other buyers wait, so the promise's reads are one."""
+def _stock_reads_statement(lead: bool) -> Any:
+    """The promise's reads as one ``UNION ALL`` (built once per shape; the SKU a parameter)."""
+    sku = bindparam("sku", type_=String)
     count = select(
         literal("n").label("k"),
         literal(None, Integer).label("id"),
         literal(None, Date).label("on"),
         func.count().label("v"),
-    ).where(col(Node.sku_id) == sku_id, col(Node.state) == NodeState.available.value)
+    ).where(col(Node.sku_id) == sku, col(Node.state) == NodeState.available.value)
     batches = select(
         literal("b"),
         col(IncomingBatch.id),
         col(IncomingBatch.expected_on),
         col(IncomingBatch.quantity) - col(IncomingBatch.reserved),
     ).where(
-        col(IncomingBatch.sku_id) == sku_id,
+        col(IncomingBatch.sku_id) == sku,
         col(IncomingBatch.status) == BatchStatus.expected.value,
     )
     parts = [count, batches]
@@ -334,10 +333,23 @@ def _stock_reads(
                 literal(None, Integer),
                 literal(None, Date),
                 col(SkuStock.lead_time_business_days),
-            ).where(col(SkuStock.sku_id) == sku_id)
+            ).where(col(SkuStock.sku_id) == sku)
         )
+    return union_all(*parts)
+
+
+_STOCK_READS = {lead: _stock_reads_statement(lead) for lead in (False, True)}
+
+
+def _stock_reads(
+    session: Session, sku_id: str, *, lead: bool
+) -> tuple[int, list[pr.Batch], int | None]:
+    """(nodes available, open batches, lead days or None) in ONE round trip: the count, the
+    batches and (with ``lead``) the stock row's lead time as one ``UNION ALL``. Under the
+    SKU lock every statement is time other buyers wait, so the promise's reads are one."""
     in_stock, lead_days, found = 0, None, []
-    for kind, bid, on, v in session.exec(union_all(*parts)).all():  # type: ignore[call-overload]
+    rows = session.connection().execute(_STOCK_READS[lead], {"sku": sku_id}).all()
+    for kind, bid, on, v in rows:
         if kind == "n":
             in_stock = int(v)
         elif kind == "l":
@@ -406,6 +418,16 @@ def _lock_sku(session: Session, sku_id: str, now: datetime) -> SkuStock:
             select(SkuStock).where(SkuStock.sku_id == sku_id).with_for_update()
         ).one()
     return row
+
+
+_RESERVATIONS = cast(Table, StockReservation.__table__)  # type: ignore[attr-defined]
+_STOCK = cast(Table, SkuStock.__table__)  # type: ignore[attr-defined]
+# the SKU's stock row locked, its lead time read: one plain statement, no ORM object
+_LOCK_SKU_LEAD = (
+    sa_select(_STOCK.c.lead_time_business_days)
+    .where(_STOCK.c.sku_id == bindparam("sku"))
+    .with_for_update()
+)
 
 
 def _active_reservation(session: Session, order_id: int) -> StockReservation | None:
@@ -482,8 +504,10 @@ def reserve_for_order(
     existing = next((r for r in mine if r.released_at is None), None)
     if existing is not None:
         return _promise_of(existing)
-    stock = _lock_sku(session, sku_id, now)
-    p = _promise_from(session, sku_id, quantity, now, tz, lead_days=stock.lead_time_business_days)
+    lead = session.connection().execute(_LOCK_SKU_LEAD, {"sku": sku_id}).scalar()
+    if lead is None:  # no stock row yet: made (and locked) once per SKU
+        lead = _lock_sku(session, sku_id, now).lead_time_business_days
+    p = _promise_from(session, sku_id, quantity, now, tz, lead_days=int(lead))
     if not p.available or p.date is None or p.ready_at is None:
         raise TalkToSales(p)
     if expected_date is not None and p.date > expected_date:
@@ -521,27 +545,27 @@ def reserve_for_order(
         if took.rowcount != 1:
             raise StockChanged(p)
     params = {k: (v.isoformat() if isinstance(v, date) else v) for k, v in p.params}
+    frozen = {
+        "sku_id": sku_id,
+        "quantity": quantity,
+        "from_stock": p.from_stock,
+        "batch_units_json": json.dumps([[b, u] for b, u in p.from_batches]),
+        "promised_date": p.date,
+        "ready_at": p.ready_at,
+        "in_stock": p.in_stock,
+        "explanation": p.explanation[:300],
+        "message": p.message,
+        "params_json": json.dumps(params),
+        "created_at": now,
+        "released_at": None,
+    }
+    if not mine:  # the usual case: one plain INSERT, no ORM object
+        session.connection().execute(sa_insert(_RESERVATIONS), {"order_id": order_id, **frozen})
+        return p
     # A reservation released earlier for this order (cancelled, then paid again) is reused.
-    r = (mine[0] if mine else None) or StockReservation(
-        order_id=order_id,
-        sku_id=sku_id,
-        quantity=quantity,
-        promised_date=p.date,
-        ready_at=p.ready_at,
-        created_at=now,
-    )
-    r.sku_id = sku_id
-    r.quantity = quantity
-    r.from_stock = p.from_stock
-    r.batch_units_json = json.dumps([[b, u] for b, u in p.from_batches])
-    r.promised_date = p.date
-    r.ready_at = p.ready_at
-    r.in_stock = p.in_stock
-    r.explanation = p.explanation[:300]
-    r.message = p.message
-    r.params_json = json.dumps(params)
-    r.created_at = now
-    r.released_at = None
+    r = mine[0]
+    for k, v in frozen.items():
+        setattr(r, k, v)
     session.add(r)
     session.flush()
     return p

@@ -40,14 +40,17 @@ import hashlib
 import json
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import func, update
+from sqlalchemy import BigInteger, String, Table, bindparam, case, func, or_, text, update
+from sqlalchemy import insert as sa_insert
+from sqlalchemy import select as sa_select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm.attributes import set_committed_value
 from sqlmodel import Session, col, select
 
 from app import errors
+from app.db import is_postgres
 from app.errors import N_
 from app.ledger import receipts
 from app.ledger.models import (
@@ -524,78 +527,258 @@ def place_hold(
     actor_id: int | None = None,
 ) -> Hold:
     """Reserve money: it leaves *available* at once. Raises ``InsufficientBalance``."""
-    _check_amount(amount_cents)
-    _check_key(idempotency_key)
-    avail, held, fp, prior = _open(
+    hold_id = place_hold_id(
         session,
         user_id=user_id,
-        key=idempotency_key,
-        now=now,
-        command="hold",
-        load_held=False,  # a hold only credits it: by code, in its UPDATE
-        amount=amount_cents,
-        order_id=order_id,
-    )
-    if prior is not None:
-        hold = session.get(Hold, prior.hold_id)
-        assert hold is not None
-        return hold
-    hold = Hold(
-        user_id=user_id,
         amount_cents=amount_cents,
-        reason=reason[:300],
-        order_id=order_id,
         idempotency_key=idempotency_key,
-        created_at=now,
+        now=now,
+        reason=reason,
+        order_id=order_id,
         actor_id=actor_id,
     )
+    hold = session.get(Hold, hold_id)
+    assert hold is not None
+    return hold
 
-    def _insert_hold() -> dict[str, Any]:
-        session.add(hold)
-        session.flush()
-        return {"hold_id": hold.id}
 
-    try:
-        entry = _move(
-            session,
-            EntryKind.hold,
-            amount_cents,
-            user_id=user_id,
-            now=now,
-            avail=avail,
-            held=held,
-            before_entry=_insert_hold,
-            reason=reason[:300],
-            order_id=order_id,
-            actor_id=actor_id,
-        )
-    except _Short as s:
+def _table(model: Any) -> Table:
+    return cast(Table, model.__table__)
+
+
+_ACC = _table(LedgerAccount)
+_IDEM = _table(IdempotencyRecord)
+_HOLDS = _table(Hold)
+_ENTRIES = _table(JournalEntry)
+_POSTINGS = _table(Posting)
+# The hold's statements, built once (plain Core: no ORM objects, no unit-of-work flush).
+_LOCK_AVAILABLE = (
+    sa_select(_ACC.c.id, _ACC.c.balance_cents)
+    .where(_ACC.c.code == bindparam("code"))
+    .with_for_update()
+)
+_PRIOR = sa_select(_IDEM.c.command, _IDEM.c.fingerprint, _IDEM.c.hold_id).where(
+    _IDEM.c.user_id == bindparam("uid"), _IDEM.c.key == bindparam("key")
+)
+_AVAIL_CODE = bindparam("avail_code", type_=String)
+_AMOUNT = bindparam("amount", type_=BigInteger)
+# available -a and held +a in one statement; the debit stays conditional (never negative)
+_HOLD_BALANCES = (
+    update(_ACC)
+    .where(
+        _ACC.c.code.in_([_AVAIL_CODE, bindparam("held_code", type_=String)]),
+        or_(_ACC.c.code != _AVAIL_CODE, _ACC.c.balance_cents >= _AMOUNT),
+    )
+    .values(
+        balance_cents=_ACC.c.balance_cents
+        + case((_ACC.c.code == _AVAIL_CODE, -_AMOUNT), else_=_AMOUNT)
+    )
+    .returning(_ACC.c.id, _ACC.c.code, _ACC.c.balance_cents)
+)
+_INSERT_HOLD = sa_insert(_HOLDS).returning(_HOLDS.c.id)
+_INSERT_ENTRY = sa_insert(_ENTRIES).returning(_ENTRIES.c.id)
+_SET_HOLD_ENTRY = (
+    update(_HOLDS).where(_HOLDS.c.id == bindparam("hid")).values(entry_id=bindparam("eid"))
+)
+
+
+def _keep_loaded_true(session: Session, account_id: int, balance: int) -> None:
+    """A copy of the account loaded earlier in this session shows the balance just written."""
+    loaded = session.identity_map.get(session.identity_key(LedgerAccount, account_id))
+    if loaded is not None:
+        set_committed_value(loaded, "balance_cents", balance)
+
+
+def place_hold_id(
+    session: Session,
+    *,
+    user_id: int,
+    amount_cents: int,
+    idempotency_key: str,
+    now: datetime,
+    reason: str,
+    order_id: int | None = None,
+    actor_id: int | None = None,
+) -> int:
+    """``place_hold``, returning the hold's id (the checkout needs no more): the same rules
+    in plain statements — the customer's available row locked, the key looked up under the
+    lock, both balances in one conditional UPDATE, then the hold, entry, postings and the
+    idempotency record."""
+    _check_amount(amount_cents)
+    _check_key(idempotency_key)
+    avail_code, held_code = _code(user_id, AccountKind.available), _code(user_id, AccountKind.held)
+    row = session.connection().execute(_LOCK_AVAILABLE, {"code": avail_code}).first()
+    if row is None:  # a customer's first money command: create the accounts (rare path)
+        _lock_customer(session, user_id, now, load_held=False)
+        row = session.connection().execute(_LOCK_AVAILABLE, {"code": avail_code}).first()
+        assert row is not None
+    available = int(row[1])
+    fp = _fingerprint("hold", amount=amount_cents, order_id=order_id)
+    prior = session.connection().execute(_PRIOR, {"uid": user_id, "key": idempotency_key}).first()
+    if prior is not None:
+        if prior[0] != "hold" or prior[1] != fp:
+            raise IdempotencyConflict()
+        return int(prior[2])
+    if available < amount_cents:  # the row is locked: this is the balance the UPDATE sees
         raise _decline(
             session,
             user_id=user_id,
             key=idempotency_key,
             command="hold",
             amount_cents=amount_cents,
-            available=s.available,
+            available=available,
             now=now,
             order_id=order_id,
             reason=reason,
-        ) from None
-    hold.entry_id = entry.id
-    session.add(hold)
-    session.add(
-        IdempotencyRecord(
-            user_id=user_id,
-            key=idempotency_key,
-            command="hold",
-            fingerprint=fp,
-            hold_id=hold.id,
-            entry_id=entry.id,
-            created_at=now,
+        )
+    conn = session.connection()
+    after = {
+        r[1]: (int(r[0]), int(r[2]))
+        for r in conn.execute(
+            _HOLD_BALANCES,
+            {"avail_code": avail_code, "held_code": held_code, "amount": amount_cents},
+        )
+    }
+    if set(after) != {avail_code, held_code}:  # pragma: no cover - the locked row had enough
+        raise errors.Conflict()
+    for account_id, balance in after.values():
+        _keep_loaded_true(session, account_id, balance)
+    legs = {leg.account: leg.amount_cents for leg in legs_for(EntryKind.hold, amount_cents)}
+    postings = [
+        {
+            "account_id": after[code][0],
+            "amount_cents": legs[kind.value],
+            "balance_after_cents": after[code][1],
+        }
+        for code, kind in ((avail_code, AccountKind.available), (held_code, AccountKind.held))
+    ]
+    rows = {
+        "user_id": user_id,
+        "amount": amount_cents,
+        "reason": reason[:300],
+        "order_id": order_id,
+        "key": idempotency_key,
+        "actor_id": actor_id,
+        "fp": fp,
+        "now": now,
+    }
+    if is_postgres(session):
+        return _write_hold_pg(session, rows, postings)
+    return _write_hold(session, rows, postings)
+
+
+# PostgreSQL: the hold, its entry, both postings and the idempotency record in ONE statement
+# (ids drawn first, so the hold and its entry point at each other without a second UPDATE;
+# the postings' foreign key to the entry is checked at the end of the statement).
+_HOLD_WRITES_PG = text(
+    """
+WITH ids AS (
+  SELECT nextval(pg_get_serial_sequence('ledger_holds', 'id'))::INTEGER AS hid,
+         nextval(pg_get_serial_sequence('ledger_entries', 'id'))::INTEGER AS eid
+), h AS (
+  INSERT INTO ledger_holds (id, user_id, amount_cents, status, reason, order_id,
+                            idempotency_key, entry_id, resolve_reason, created_at, actor_id)
+  SELECT hid, CAST(:user_id AS INTEGER), CAST(:amount AS BIGINT), 'pending',
+         CAST(:reason AS VARCHAR), CAST(:order_id AS INTEGER), CAST(:key AS VARCHAR), eid, '',
+         CAST(:now AS TIMESTAMPTZ), CAST(:actor_id AS INTEGER)
+  FROM ids
+), e AS (
+  INSERT INTO ledger_entries (id, kind, reason, user_id, order_id, hold_id, actor_id,
+                              crypto_currency, crypto_amount, rate, amount_cents, created_at)
+  SELECT eid, 'hold', CAST(:reason AS VARCHAR), CAST(:user_id AS INTEGER),
+         CAST(:order_id AS INTEGER), hid, CAST(:actor_id AS INTEGER), '', '', '',
+         CAST(:amount AS BIGINT), CAST(:now AS TIMESTAMPTZ)
+  FROM ids
+), p AS (
+  INSERT INTO ledger_postings (entry_id, account_id, amount_cents, balance_after_cents,
+                               created_at)
+  SELECT eid, v.account_id, v.amount_cents, v.after_cents, CAST(:now AS TIMESTAMPTZ)
+  FROM ids, (VALUES
+    (CAST(:a_account AS INTEGER), CAST(:a_amount AS BIGINT), CAST(:a_after AS BIGINT)),
+    (CAST(:h_account AS INTEGER), CAST(:h_amount AS BIGINT), CAST(:h_after AS BIGINT))
+  ) AS v (account_id, amount_cents, after_cents)
+), i AS (
+  INSERT INTO ledger_idempotency (user_id, key, command, fingerprint, hold_id, entry_id,
+                                  created_at)
+  SELECT CAST(:user_id AS INTEGER), CAST(:key AS VARCHAR), 'hold', CAST(:fp AS VARCHAR),
+         hid, eid, CAST(:now AS TIMESTAMPTZ)
+  FROM ids
+)
+SELECT hid FROM ids
+"""
+)
+
+
+def _write_hold_pg(session: Session, rows: dict[str, Any], postings: list[dict[str, Any]]) -> int:
+    a, h = postings
+    params = {
+        **rows,
+        "a_account": a["account_id"],
+        "a_amount": a["amount_cents"],
+        "a_after": a["balance_after_cents"],
+        "h_account": h["account_id"],
+        "h_amount": h["amount_cents"],
+        "h_after": h["balance_after_cents"],
+    }
+    return int(session.connection().execute(_HOLD_WRITES_PG, params).scalar_one())
+
+
+def _write_hold(session: Session, rows: dict[str, Any], postings: list[dict[str, Any]]) -> int:
+    """The same rows as ``_HOLD_WRITES_PG``, one plain statement each (SQLite)."""
+    conn = session.connection()
+    hold_id = int(
+        conn.execute(
+            _INSERT_HOLD,
+            {
+                "user_id": rows["user_id"],
+                "amount_cents": rows["amount"],
+                "status": HoldStatus.pending.value,
+                "reason": rows["reason"],
+                "order_id": rows["order_id"],
+                "idempotency_key": rows["key"],
+                "created_at": rows["now"],
+                "actor_id": rows["actor_id"],
+                "resolve_reason": "",
+            },
+        ).scalar_one()
+    )
+    entry_id = int(
+        conn.execute(
+            _INSERT_ENTRY,
+            {
+                "kind": EntryKind.hold.value,
+                "reason": rows["reason"],
+                "user_id": rows["user_id"],
+                "order_id": rows["order_id"],
+                "hold_id": hold_id,
+                "actor_id": rows["actor_id"],
+                "crypto_currency": "",
+                "crypto_amount": "",
+                "rate": "",
+                "amount_cents": rows["amount"],
+                "created_at": rows["now"],
+            },
+        ).scalar_one()
+    )
+    conn.execute(
+        sa_insert(_POSTINGS).values(
+            [{**p, "entry_id": entry_id, "created_at": rows["now"]} for p in postings]
         )
     )
-    session.flush()
-    return hold
+    conn.execute(_SET_HOLD_ENTRY, {"hid": hold_id, "eid": entry_id})
+    conn.execute(
+        sa_insert(_IDEM),
+        {
+            "user_id": rows["user_id"],
+            "key": rows["key"],
+            "command": "hold",
+            "fingerprint": rows["fp"],
+            "hold_id": hold_id,
+            "entry_id": entry_id,
+            "created_at": rows["now"],
+        },
+    )
+    return hold_id
 
 
 def _resolve(

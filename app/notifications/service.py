@@ -6,15 +6,16 @@ import logging
 import smtplib
 from datetime import datetime, timedelta
 from email.message import EmailMessage
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import or_, update
+from sqlalchemy import Table, bindparam, or_, update
+from sqlalchemy import insert as sa_insert
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
 from app import messages
 from app.accounts.models import User
-from app.db import transaction
+from app.db import is_postgres, transaction
 from app.notifications.models import Notification, OutboxEmail
 
 log = logging.getLogger("app.mail")
@@ -41,6 +42,48 @@ def enqueue_email(
     return row
 
 
+def _rows(
+    session: Session,
+    *,
+    user_id: int,
+    kind: str,
+    message: str,
+    now: datetime,
+    link: str,
+    email_to: str | None,
+    email_subject: str | None,
+    params: dict[str, Any] | None,
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """The notification's column values, and the email's (None without ``email_to``)."""
+    user = session.get(User, user_id)
+    locale = user.locale if user is not None and user.locale else "en"
+    text = messages.render(message, params, locale=locale)
+    note = {
+        "user_id": user_id,
+        "kind": kind,
+        "message": text[:1000],
+        "msgid": message,
+        "params": messages.encode(params),
+        "link": link,
+        "created_at": now,
+    }
+    if not email_to:
+        return note, None
+    subject = (
+        messages.render(email_subject, {**(params or {}), "what": text[:80]}, locale=locale)
+        if email_subject
+        else text
+    )
+    email = {
+        "to_addr": email_to.strip(),
+        "subject": single_line(subject[:120]),
+        "body": text,
+        "kind": kind,
+        "created_at": now,
+    }
+    return note, email
+
+
 def notify(
     session: Session,
     *,
@@ -59,38 +102,82 @@ def notify(
     ``message`` (and ``email_subject``) are English msgids with ``{name}`` parameters: the
     notification is stored as that code and shown in the reader's language; the email is
     written in the recipient's language (their account's language)."""
-
-    user = session.get(User, user_id)
-    locale = user.locale if user is not None and user.locale else "en"
-    text = messages.render(message, params, locale=locale)
-    n = Notification(
+    note, email = _rows(
+        session,
         user_id=user_id,
         kind=kind,
-        message=text[:1000],
-        msgid=message,
-        params=messages.encode(params),
+        message=message,
+        now=now,
         link=link,
-        created_at=now,
+        email_to=email_to,
+        email_subject=email_subject,
+        params=params,
     )
+    n = Notification(**note)
     session.add(n)
-    if email_to:
-        subject = (
-            messages.render(email_subject, {**(params or {}), "what": text[:80]}, locale=locale)
-            if email_subject
-            else text
-        )
-        enqueue_email(
-            session,
-            to=email_to,
-            subject=subject[:120],
-            body=text,
-            now=now,
-            kind=kind,
-            flush=False,
-        )
-    if flush:  # flush=False: the caller's next flush writes both rows (a checkout does)
+    if email is not None:
+        session.add(OutboxEmail(**email))
+    if flush:  # flush=False: the caller's next flush writes both rows
         session.flush()
     return n
+
+
+_NOTIFICATIONS = cast(Table, Notification.__table__)  # type: ignore[attr-defined]
+_OUTBOX = cast(Table, OutboxEmail.__table__)  # type: ignore[attr-defined]
+
+
+_NOTE_COLUMNS = ("user_id", "kind", "message", "msgid", "params", "link", "created_at")
+_EMAIL_COLUMNS = (
+    "to_addr", "subject", "body", "kind", "created_at", "attempts", "last_error", "sent_at"
+)  # fmt: skip
+_NOTE_AND_EMAIL_PG = (
+    sa_insert(_OUTBOX)
+    .values({c: bindparam(f"e_{c}") for c in _EMAIL_COLUMNS})
+    .add_cte(
+        sa_insert(_NOTIFICATIONS)
+        .values({c: bindparam(f"n_{c}") for c in _NOTE_COLUMNS})
+        .cte("note")
+    )
+)
+
+
+def notify_now(
+    session: Session,
+    *,
+    user_id: int,
+    kind: str,
+    message: str,
+    now: datetime,
+    link: str = "",
+    email_to: str | None = None,
+    email_subject: str | None = None,
+    params: dict[str, Any] | None = None,
+) -> None:
+    """``notify`` written at once as plain INSERTs (no ORM objects: a checkout's hot path)."""
+    note, email = _rows(
+        session,
+        user_id=user_id,
+        kind=kind,
+        message=message,
+        now=now,
+        link=link,
+        email_to=email_to,
+        email_subject=email_subject,
+        params=params,
+    )
+    conn = session.connection()
+    if email is None:
+        conn.execute(sa_insert(_NOTIFICATIONS), note)
+        return
+    email = {**email, "attempts": 0, "last_error": "", "sent_at": None}
+    if is_postgres(session):  # both rows in one statement (a data-modifying WITH)
+        conn.execute(
+            _NOTE_AND_EMAIL_PG,
+            {**{f"n_{k}": v for k, v in note.items()}, **{f"e_{k}": v for k, v in email.items()}},
+        )
+        return
+    conn.execute(sa_insert(_NOTIFICATIONS), note)
+    conn.execute(sa_insert(_OUTBOX), email)
 
 
 def unread_for(session: Session, user_id: int, limit: int = 20) -> list[Notification]:

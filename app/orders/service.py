@@ -20,15 +20,22 @@ import json
 import secrets
 from dataclasses import asdict, dataclass, field
 from datetime import date, datetime
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy import Table, bindparam
+from sqlalchemy import insert as sa_insert
+from sqlalchemy import update as sa_update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.orm import make_transient_to_detached
+from sqlalchemy.orm.attributes import set_committed_value
 from sqlmodel import Session, col, select
 
 from app import messages
 from app.accounts.models import User
 from app.catalog.specs import SELF_SERVE_MAX_NODES
 from app.clock import utc
+from app.db import is_postgres
 from app.errors import N_, Conflict, InvalidInput, NotFound
 from app.numbers import NumberError, parse_int
 from app.orders.lifecycle import (
@@ -359,6 +366,28 @@ def balance_of(session: Session, user: User | None) -> tuple[int | None, int | N
 # ---------------------------------------------------------------------------------------
 
 
+def _event_values(
+    order: Order,
+    kind: str,
+    message: str,
+    now: datetime,
+    actor: User | int | None,
+    customer_visible: bool,
+    params: dict[str, Any] | None,
+) -> dict[str, Any]:
+    assert order.id is not None
+    return {
+        "order_id": order.id,
+        "at": now,
+        "kind": kind[:40],
+        "message": messages.render(message, params, locale="en")[:1000],
+        "msgid": message,
+        "params": messages.encode(params),
+        "actor_id": actor.id if isinstance(actor, User) else actor,
+        "customer_visible": customer_visible,
+    }
+
+
 def add_event(
     session: Session,
     order: Order,
@@ -376,24 +405,31 @@ def add_event(
     ``message`` is an English msgid (``N_``) with ``{name}`` parameters: the event is
     stored as that code and rendered in the reader's language (app/notifications/
     messages.py); the English text is kept as well, for logs and exports."""
-    from app import messages
-
-    assert order.id is not None
-    actor_id = actor.id if isinstance(actor, User) else actor
-    ev = OrderEvent(
-        order_id=order.id,
-        at=now,
-        kind=kind[:40],
-        message=messages.render(message, params, locale="en")[:1000],
-        msgid=message,
-        params=messages.encode(params),
-        actor_id=actor_id,
-        customer_visible=customer_visible,
-    )
+    ev = OrderEvent(**_event_values(order, kind, message, now, actor, customer_visible, params))
     session.add(ev)
     if flush:  # flush=False: the next flush writes it (with the checkout's other rows)
         session.flush()
     return ev
+
+
+_EVENTS = cast(Table, OrderEvent.__table__)  # type: ignore[attr-defined]
+_ORDERS = cast(Table, Order.__table__)  # type: ignore[attr-defined]
+
+
+def _add_event_now(
+    session: Session,
+    order: Order,
+    kind: str,
+    message: str,
+    now: datetime,
+    actor: User | int | None = None,
+    *,
+    params: dict[str, Any] | None = None,
+) -> None:
+    """``add_event`` as one plain INSERT, written at once (the checkout's hot path)."""
+    session.connection().execute(
+        sa_insert(_EVENTS), _event_values(order, kind, message, now, actor, True, params)
+    )
 
 
 def timeline(session: Session, order_id: int, *, customer: bool = True) -> list[OrderEvent]:
@@ -455,9 +491,13 @@ def ssh_keys_of(order: Order) -> list[dict[str, str]]:
 # ---------------------------------------------------------------------------------------
 
 
+_BY_KEY = select(Order).where(
+    Order.user_id == bindparam("uid"), Order.idempotency_key == bindparam("key")
+)
+
+
 def _find_by_key(session: Session, user_id: int, key: str) -> Order | None:
-    stmt = select(Order).where(Order.user_id == user_id, Order.idempotency_key == key)
-    return session.exec(stmt).first()
+    return session.exec(_BY_KEY, params={"uid": user_id, "key": key}).first()
 
 
 def find_existing(session: Session, user: User, key: str, draft: OrderDraft) -> Order | None:
@@ -597,25 +637,47 @@ def create_order_for_checkout(
         quote_expires_at=terms.quote_expires_at,
         created_at=now,
     )
-    try:
-        with session.begin_nested():
-            session.add(order)
-            session.flush()
-    except IntegrityError:
+    new_id = _insert_new_order(session, order)
+    if new_id is None:
         # A concurrent submit with the same key won the race: answer with its order.
         again = find_existing(session, user, key, draft)
-        if again is None:
-            raise
+        if again is None:  # pragma: no cover - the conflict was on this very key
+            raise IdempotencyConflict()
         return Created(again, False)
     if order.quote_id is not None:
         from app.quotes import service as quotes
 
         assert order.id is not None
         quotes.mark_used(session, order.quote_id, order.id, now)
-    add_event(
-        session, order, "created", N_("Order placed; waiting for payment."), now, user, flush=False
-    )
+    _add_event_now(session, order, "created", N_("Order placed; waiting for payment."), now, user)
     return Created(order, True, seen)
+
+
+def _insert_new_order(session: Session, order: Order) -> int | None:
+    """INSERT … ON CONFLICT (user, key) DO NOTHING RETURNING id: the new order's id, or None
+    when an order with this key exists (no savepoint, no retry). The object becomes the
+    session's persistent copy of the row, as if loaded."""
+    values = {c.key: getattr(order, c.key) for c in _ORDERS.columns if c.key != "id"}
+    stmt = _ORDER_INSERT_PG if is_postgres(session) else _ORDER_INSERT_SQLITE
+    new_id = session.connection().execute(stmt, values).scalar()
+    if new_id is None:
+        return None
+    order.id = int(new_id)
+    make_transient_to_detached(order)
+    session.add(order)
+    return order.id
+
+
+_ORDER_INSERT_PG = (
+    pg_insert(_ORDERS)
+    .on_conflict_do_nothing(index_elements=["user_id", "idempotency_key"])
+    .returning(_ORDERS.c.id)
+)
+_ORDER_INSERT_SQLITE = (
+    sqlite_insert(_ORDERS)
+    .on_conflict_do_nothing(index_elements=["user_id", "idempotency_key"])
+    .returning(_ORDERS.c.id)
+)
 
 
 def _claim_quote(
@@ -794,12 +856,12 @@ class _DateMoved(Exception):
 
 
 def _paid_messages(session: Session, order: Order, user: User, day: date, now: datetime) -> None:
-    """The paid event and notification, as codes (each reader sees their language). Added,
-    not flushed: the caller's next flush writes them with the other rows."""
-    from app.notifications.service import notify
+    """The paid event and notification (with its email), as codes (each reader sees their
+    language), written at once as plain INSERTs."""
+    from app.notifications.service import notify_now
 
     assert user.id is not None
-    add_event(
+    _add_event_now(
         session,
         order,
         "paid",
@@ -807,9 +869,8 @@ def _paid_messages(session: Session, order: Order, user: User, day: date, now: d
         now,
         user,
         params={"date": messages.day(day)},
-        flush=False,
     )
-    notify(
+    notify_now(
         session,
         user_id=user.id,
         kind="order_paid",
@@ -822,8 +883,23 @@ def _paid_messages(session: Session, order: Order, user: User, day: date, now: d
         link=_order_link(order),
         email_to=user.email,
         email_subject=N_("Order #{id} paid"),
-        flush=False,
     )
+
+
+_ORDER_UPDATE = sa_update(_ORDERS).where(_ORDERS.c.id == bindparam("order_pk"))
+
+
+def _update_order_now(
+    session: Session, order: Order, changes: dict[str, Any], before: dict[str, Any]
+) -> None:
+    """One plain UPDATE of the order's row; the object shows the values as loaded (no second
+    UPDATE at the next flush). ``before`` collects the old values, for a rollback."""
+    for k in changes:
+        before.setdefault(k, getattr(order, k))
+    # the SET clause is the parameters' columns (statement built once)
+    session.connection().execute(_ORDER_UPDATE, {"order_pk": order.id, **changes})
+    for k, v in changes.items():
+        set_committed_value(order, k, v)
 
 
 def _pay_held(
@@ -852,65 +928,97 @@ def _pay_held(
 
     Without ``early`` (the second try after ``_DateMoved``: stock taken between the read
     and the lock) the messages carry the date made under the lock."""
+
+    assert order.id is not None and user.id is not None
+    before: dict[str, Any] = {}
+    try:
+        with session.begin_nested():
+            return _pay_in_savepoint(
+                session, order, user, amount, now, expected_promise, attempts,
+                seen=seen, early=early, new_order=new_order, before=before,
+            )  # fmt: skip
+    except BaseException:
+        for k, v in before.items():  # rolled back with the savepoint: the object says so too
+            set_committed_value(order, k, v)
+        raise
+
+
+def _pay_in_savepoint(
+    session: Session,
+    order: Order,
+    user: User,
+    amount: int,
+    now: datetime,
+    expected_promise: date | None,
+    attempts: int,
+    *,
+    seen: Any,
+    early: bool,
+    new_order: bool,
+    before: dict[str, Any],
+) -> Order:
     from app.catalog import service as catalog
     from app.ledger import service as ledger
 
     assert order.id is not None and user.id is not None
-    with session.begin_nested():
-        told: date | None = None
-        if early and seen is None:
-            seen = catalog.current_promise(session, order.sku_id, order.quantity, now)
-        if (
-            early
-            and seen is not None
-            and seen.available
-            and seen.date is not None
-            and (expected_promise is None or seen.date == expected_promise)
-        ):
-            told = seen.date
-            _paid_messages(session, order, user, told, now)
-        session.flush()  # the rows above: written before any lock is taken
-        hold = ledger.place_hold(
+    told: date | None = None
+    if early and seen is None:
+        seen = catalog.current_promise(session, order.sku_id, order.quantity, now)
+    if (
+        early
+        and seen is not None
+        and seen.available
+        and seen.date is not None
+        and (expected_promise is None or seen.date == expected_promise)
+    ):
+        told = seen.date
+        _paid_messages(session, order, user, told, now)
+    session.flush()  # anything pending: written before any lock is taken
+    hold_id = ledger.place_hold_id(
+        session,
+        user_id=user.id,
+        amount_cents=amount,
+        idempotency_key=_first_month_key(order),
+        now=now,
+        order_id=order.id,
+        reason=f"order #{order.id}: first month",
+        actor_id=user.id,
+    )
+    changes: dict[str, Any] = {
+        "first_hold_id": hold_id,
+        "status": OrderStatus.paid.value,
+        "paid_at": now,
+        "pay_attempts": attempts,
+    }
+    if told is not None:
+        changes["promised_date"] = told
+        changes["promise_explanation"] = (seen.explanation or "")[:300]
+    _update_order_now(session, order, changes, before)  # before the SKU lock
+    try:
+        promise = catalog.reserve_for_order(
             session,
-            user_id=user.id,
-            amount_cents=amount,
-            idempotency_key=_first_month_key(order),
-            now=now,
             order_id=order.id,
-            reason=f"order #{order.id}: first month",
-            actor_id=user.id,
+            sku_id=order.sku_id,
+            quantity=order.quantity,
+            now=now,
+            new_order=new_order,
         )
-        order.first_hold_id = hold.id
-        order.status = OrderStatus.paid.value
-        order.paid_at = now
-        order.pay_attempts = attempts
-        if told is not None:
-            order.promised_date = told
-            order.promise_explanation = (seen.explanation or "")[:300]
-        session.add(order)
-        session.flush()  # the order's UPDATE: before the SKU lock
-        try:
-            promise = catalog.reserve_for_order(
-                session,
-                order_id=order.id,
-                sku_id=order.sku_id,
-                quantity=order.quantity,
-                now=now,
-                new_order=new_order,
-            )
-        except catalog.TalkToSales:
-            raise NotPromisable() from None
-        if not promise.available or promise.date is None:
-            raise NotPromisable()
-        if expected_promise is not None and promise.date != expected_promise:
-            raise PromiseChanged(promise.date, promise.explanation)
-        if told is not None and promise.date != told:
-            raise _DateMoved()
-        order.promised_date = promise.date
-        order.promise_explanation = (promise.explanation or "")[:300]  # UPDATE only if changed
-        if told is None:
-            _paid_messages(session, order, user, promise.date, now)
-        session.flush()
+    except catalog.TalkToSales:
+        raise NotPromisable() from None
+    if not promise.available or promise.date is None:
+        raise NotPromisable()
+    if expected_promise is not None and promise.date != expected_promise:
+        raise PromiseChanged(promise.date, promise.explanation)
+    if told is not None and promise.date != told:
+        raise _DateMoved()
+    frozen = {
+        "promised_date": promise.date,
+        "promise_explanation": (promise.explanation or "")[:300],
+    }
+    if any(getattr(order, k) != v for k, v in frozen.items()):
+        _update_order_now(session, order, frozen, before)
+    if told is None:
+        _paid_messages(session, order, user, promise.date, now)
     return order
 
 

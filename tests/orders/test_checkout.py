@@ -414,7 +414,7 @@ def test_failure_halfway_leaves_nothing(
     def boom(*a: Any, **k: Any) -> None:
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr(ledger, "place_hold", boom)
+    monkeypatch.setattr(ledger, "place_hold_id", boom)
     with Session(engine, expire_on_commit=False) as s:
         with pytest.raises(RuntimeError):
             service.pay_order(s, user=u, order_id=order.id, idempotency_key="k1", now=clock.now())
