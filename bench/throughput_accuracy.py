@@ -487,6 +487,7 @@ def kimi_fp4() -> dict[str, Any]:
         "sel_nodes": sel18["nodes"],
         "sel_mfu": sel18["effective_mfu"],
         "sel_cost_ratio": sel18["rental_cost_usd"] / o["rental_cost_usd"],
+        "sel_offload": bool(sel18["layout"]["offload_optimizer"]),
         "with_attention_mfu": opt(attention_flops=True)["effective_mfu"],
         "none_offopt_mfu": opt(nodes=o["nodes"], recompute="none")["effective_mfu"],
     }
@@ -518,7 +519,14 @@ def _kimi_lines(k: dict[str, Any]) -> list[str]:
         f"({100 * k['offload_mfu']:.1f} %) instead of a free "
         f"{100 * k['none_mfu']['fp4']:.1f} %.",
         f"- **More nodes**: {k['sel_nodes']} nodes with selective recomputation reach "
-        f"{100 * k['sel_mfu']:.1f} % at {k['sel_cost_ratio']:.1f}x the price (monthly billing: "
+        f"{100 * k['sel_mfu']:.1f} %"
+        + (
+            " (the variant that surely fits keeps the optimizer on the host; without offload "
+            "the upper memory estimate is over the line)"
+            if k["sel_offload"]
+            else ""
+        )
+        + f" at {k['sel_cost_ratio']:.1f}x the price (monthly billing: "
         "the cheaper plan already finishes inside its one month), so the recommendation rightly "
         "stays at the cheapest plan.",
         "- **Which peak.** The same no-recompute run is "
