@@ -107,12 +107,9 @@ def seeded(engine: Engine, clock: FixedClock, make_user: Callable[..., User]) ->
     return Seeded(customer, staff, delivered, delayed, draft, inv.id or 0)
 
 
-def test_every_customer_page_of_an_order_reads_as_chinese(
-    client: TestClient, seeded: Seeded, login: Callable[[TestClient, User], TestClient]
-) -> None:
-    login(client, seeded.customer)
-    client.cookies.set("lang", "zh_CN")
-    pages = [
+def customer_pages(seeded: Seeded) -> list[str]:
+    """Every page a signed-in customer sees around an order (shared by the Chinese tests)."""
+    return [
         "/console",
         f"/console/orders/{seeded.delivered.id}",
         f"/console/orders/{seeded.delayed.id}",
@@ -122,6 +119,14 @@ def test_every_customer_page_of_an_order_reads_as_chinese(
         "/account",
         f"/topups/{seeded.invoice_id}",
     ]
+
+
+def test_every_customer_page_of_an_order_reads_as_chinese(
+    client: TestClient, seeded: Seeded, login: Callable[[TestClient, User], TestClient]
+) -> None:
+    login(client, seeded.customer)
+    client.cookies.set("lang", "zh_CN")
+    pages = customer_pages(seeded)
     found = {}
     for url in pages:
         r = client.get(url)

@@ -16,7 +16,11 @@ from app.catalog.specs import all_specs
 from app.i18n import labelled, punct
 from tests.conftest import START
 from tests.support.chinese import ascii_punctuation
-from tests.web.test_chinese_pages import Seeded, seeded  # noqa: F401  (the fixture)
+from tests.web.test_chinese_pages import (  # noqa: F401  (seeded: the fixture)
+    Seeded,
+    customer_pages,
+    seeded,
+)
 
 PUBLIC = [
     "/",
@@ -89,15 +93,7 @@ def test_customer_pages_in_chinese_use_full_width_punctuation(
 ) -> None:
     login(client, seeded.customer)
     client.cookies.set("lang", "zh_CN")
-    pages = [
-        "/console",
-        f"/console/orders/{seeded.delivered.id}",
-        f"/console/orders/{seeded.delayed.id}",
-        f"/orders/{seeded.draft.id}/review",
-        "/balance",
-        "/account",
-        f"/topups/{seeded.invoice_id}",
-    ]
+    pages = customer_pages(seeded)
     found = {}
     for url in pages:
         r = client.get(url)
