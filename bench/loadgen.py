@@ -159,10 +159,76 @@ async def _run(
     load.distinct = len(seen)
 
 
-def request_bytes(host: str, port: int, path: str, headers: dict[str, str] | None = None) -> bytes:
-    lines = [f"GET {path} HTTP/1.1", f"Host: {host}:{port}", "Connection: keep-alive"]
+def request_bytes(
+    host: str,
+    port: int,
+    path: str,
+    headers: dict[str, str] | None = None,
+    *,
+    method: str = "GET",
+    body: bytes = b"",
+) -> bytes:
+    lines = [f"{method} {path} HTTP/1.1", f"Host: {host}:{port}", "Connection: keep-alive"]
     lines += [f"{k}: {v}" for k, v in (headers or {}).items()]
-    return ("\r\n".join(lines) + "\r\n\r\n").encode()
+    if body or method not in ("GET", "HEAD"):
+        lines.append(f"Content-Length: {len(body)}")
+    return ("\r\n".join(lines) + "\r\n\r\n").encode() + body
+
+
+async def _send_once(
+    targets: list[tuple[str, int]],
+    requests: list[list[bytes]],
+    concurrency: int,
+    load: Load,
+) -> None:
+    """Each request sent exactly once: ``requests[t]`` go to ``targets[t]``; connection ``i``
+    talks to target ``i % len(targets)`` and takes that target's next unsent request."""
+    queues = [iter(rs) for rs in requests]
+
+    async def worker(i: int) -> None:
+        t = i % len(targets)
+        host, port = targets[t]
+        reader, writer = await asyncio.open_connection(host, port)
+        for req in queues[t]:
+            t0 = time.perf_counter()
+            try:
+                writer.write(req)
+                status, n = await _read_response(reader)
+            except (OSError, asyncio.IncompleteReadError, ValueError):
+                load.errors += 1  # not retried: a lost answer is counted, never resent
+                writer.close()
+                reader, writer = await asyncio.open_connection(host, port)
+                continue
+            load.latencies_ms.append((time.perf_counter() - t0) * 1000)
+            load.statuses[status] += 1
+            load.requests += 1
+            load.bytes_in += n
+        writer.close()
+
+    await asyncio.gather(*(worker(i) for i in range(concurrency)))
+
+
+def send_once(
+    name: str,
+    targets: list[tuple[str, int]],
+    requests: list[list[bytes]],
+    *,
+    server_pids: list[int],
+    concurrency: int = 16,
+) -> Load:
+    """Send every prepared request exactly once (``requests[t]`` to ``targets[t]``, e.g. one
+    app process each) over ``concurrency`` keep-alive connections spread over the targets;
+    measure the client's CPU and the servers' over the same interval. For requests that
+    must not repeat (paid checkouts: each has its own idempotency key)."""
+    load = Load(name)
+    load.distinct = sum(len(r) for r in requests)
+    c0, t0 = _self_cpu(), time.perf_counter()
+    s0 = sum(_tree_cpu(p) for p in server_pids)
+    asyncio.run(_send_once(targets, requests, concurrency, load))
+    load.seconds = time.perf_counter() - t0
+    load.client_cpu = (_self_cpu() - c0) / load.seconds
+    load.server_cpu = (sum(_tree_cpu(p) for p in server_pids) - s0) / load.seconds
+    return load
 
 
 def drive(
