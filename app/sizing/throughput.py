@@ -192,6 +192,55 @@ def attention_width(arch: Architecture) -> float:
     return float(arch.num_attention_heads * arch.head_dim)
 
 
+def gemm_split(
+    arch: Architecture,
+    counts: ParamCounts,
+    seq_len: int,
+    precision: str,
+    setup: Setup,
+    hw: Hardware,
+) -> dict[str, float]:
+    """GPU-seconds per token of the GEMM term of :func:`predict`, by kind of GEMM (the same
+    formulas, kept apart for the step-time decomposition in docs/sizing-accuracy-time.md;
+    tests/sizing/test_throughput.py checks that the parts add up to ``predict``'s term)."""
+    s = setup
+    tp, cp, ep = max(1, s.tp), max(1, s.cp), max(1, s.ep)
+    h = arch.hidden_size
+    L = arch.num_layers
+    moe = arch.moe
+    attn_p = attention_params(arch)
+    n_moe = (L - moe.dense_layers) if moe else 0
+    n_dense = L - n_moe
+    dense_mlp = max(0, counts.dense_layer - attn_p - arch.norms_per_layer * h)
+    head = counts.head if counts.head else counts.embedding
+    out = {
+        "attention_projections": 6.0 * L * attn_p / _eff(precision, h / tp),
+        "output_head": 6.0 * head / _eff(precision, h),
+        "dense_mlp": 6.0 * n_dense * dense_mlp / _eff(precision, arch.intermediate_size / tp),
+        "routed_experts": 0.0,
+        "shared_experts_and_router": 0.0,
+    }
+    if moe is not None and n_moe:
+        expert = counts.moe_layer_experts / moe.num_experts
+        other = counts.moe_layer - counts.moe_layer_experts - attn_p - arch.norms_per_layer * h
+        tok_mb = max(1, s.micro_batch_size) * seq_len
+        per_expert_tokens = tok_mb / cp * moe.experts_per_token * ep / moe.num_experts
+        d_exp = min(moe.expert_intermediate_size, per_expert_tokens)
+        out["routed_experts"] = (
+            6.0
+            * n_moe
+            * moe.experts_per_token
+            * expert
+            / _eff(precision, d_exp)
+            * (1 + ROUTING_IMBALANCE)
+        )
+        out["shared_experts_and_router"] = (
+            6.0 * n_moe * max(0, other) / _eff(precision, moe.expert_intermediate_size)
+        )
+    scale = (8.0 / 6.0 if s.recompute == "full" else 1.0) / (hw.peak(precision) * 1e12)
+    return {k: v * scale for k, v in out.items()}
+
+
 def predict(
     arch: Architecture,
     counts: ParamCounts,
