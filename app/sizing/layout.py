@@ -338,16 +338,15 @@ class _Kind:
     """What is known about one shape kind in one variant (every count, one job): its
     memory floor and its evaluations so far, by shard group (ascending)."""
 
-    __slots__ = ("by", "groups", "floor", "mems")
+    __slots__ = ("by", "groups", "floor")
 
     def __init__(self, floor: int) -> None:
         self.floor = floor  # GPU bytes at FLOOR_SHARD_GROUP
         self.groups: list[int] = []
-        self.by: dict[int, tuple[int, int]] = {}  # group -> (GPU bytes, host bytes)
-        # group -> the Memory itself: the kind, the variant and the group are everything
+        # group -> the figure itself: the kind, the variant and the group are everything
         # memory() reads of a layout (its memo key, see _kind_key), so a count that meets a
         # group another count evaluated takes the figure without building a Layout
-        self.mems: dict[int, Memory] = {}
+        self.by: dict[int, Memory] = {}
 
 
 def _kind_key(job: Job, s: Shape, world: int) -> tuple[object, ...] | None:
@@ -435,8 +434,8 @@ class _Probe:
         return fits_bytes(total, cpu, self.limit, self.host, self.g)
 
     @staticmethod
-    def _neighbours(kind: _Kind, d: int) -> tuple[tuple[int, int] | None, tuple[int, int] | None]:
-        """Known (GPU, host) bytes at the largest group ≤ ``d`` and the smallest ≥ ``d``."""
+    def _neighbours(kind: _Kind, d: int) -> tuple[Memory | None, Memory | None]:
+        """Known figures at the largest group ≤ ``d`` and the smallest ≥ ``d``."""
         ds, by = kind.groups, kind.by
         if d in by:
             return by[d], by[d]
@@ -450,9 +449,9 @@ class _Probe:
             if kind.floor > self.limit:
                 return True
             below, above = self._neighbours(kind, self.shapes[rank].shard_group)
-            if above is not None and above[0] > self.limit:
+            if above is not None and above.total > self.limit:
                 return True
-            if below is not None and below[0] <= self.limit:
+            if below is not None and below.total <= self.limit:
                 return False
         if sure:
             return False
@@ -465,9 +464,9 @@ class _Probe:
             if kind.floor > self.limit:
                 return False
             below, above = self._neighbours(kind, self.shapes[rank].shard_group)
-            if below is not None and self._fits(*below):
+            if below is not None and self._fits(below.total, below.cpu_offload_per_gpu):
                 return True
-            if above is not None and not self._fits(*above):
+            if above is not None and not self._fits(above.total, above.cpu_offload_per_gpu):
                 return False
         m = self.memory(rank, mbs, rc, off)
         return self._fits(m.total, m.cpu_offload_per_gpu)
@@ -479,7 +478,7 @@ class _Probe:
             s = self.shapes[rank]
             kind = self._kind(rank, mbs, rc, off)
             if kind is not None:
-                m = kind.mems.get(s.shard_group)
+                m = kind.by.get(s.shard_group)
                 if m is not None:
                     self._mem[k] = m
                     return m
@@ -487,13 +486,11 @@ class _Probe:
                 s, world=self.world, mbs=mbs, recompute=rc, offload_opt=off, offload_params=False
             )
             m = self._mem[k] = memory(self.job, lay)
-            if kind is not None:
-                kind.mems.setdefault(s.shard_group, m)
             if kind is not None and s.shard_group not in kind.by:
                 # the figure first, then a new group list (never changed in place): a
                 # request reading the shared record from another thread sees a sorted list
                 # whose every group has its figure
-                kind.by[s.shard_group] = (m.total, m.cpu_offload_per_gpu)
+                kind.by[s.shard_group] = m
                 groups = list(kind.groups)
                 bisect.insort(groups, s.shard_group)
                 kind.groups = groups
@@ -581,10 +578,11 @@ def best_layouts(
     probe = _Probe(job, world, limit, host_ram, g, all_shapes, records)
     # whether a variant's floor overflows the GPU (then it does at every count): per rank
     # for the leanest variant, per combination otherwise; filled as walks reach them
+    # (dictionaries of booleans: the garbage collector does not track them)
     wk = ("walk", ck, kinds, limit)
-    walk: tuple[list[bool | None], list[bool | None]] | None = job.cache.get(wk)
+    walk: tuple[dict[int, bool], dict[int, bool]] | None = job.cache.get(wk)
     if walk is None:
-        walk = ([None] * len(all_shapes), [None] * len(combos))
+        walk = ({}, {})
         if len(job.cache) < 20000:
             job.cache[wk] = walk
     lean_floor, floor = walk
@@ -605,7 +603,7 @@ def best_layouts(
         if rank in dead:
             continue
         if rank not in alive:
-            over = lean_floor[rank]
+            over = lean_floor.get(rank)
             if over is None:
                 over = lean_floor[rank] = probe.floor_over(rank, *lean)
             if over or probe.over(rank, *lean):
@@ -614,7 +612,7 @@ def best_layouts(
                 dead.add(rank)
                 continue
             alive.add(rank)
-        miss = floor[i]
+        miss = floor.get(i)
         if miss is None:
             miss = floor[i] = probe.floor_over(rank, mbs, rc, off)
         if miss or probe.over(rank, mbs, rc, off, sure=True):

@@ -291,10 +291,10 @@ class Memory:
         )
 
     @cached_property
-    def range_bytes(self) -> tuple[int, int]:
-        """``memory_range(self)``: [low, high] bytes around the total."""
-        down, up = range_spread(self)
-        return scaled_range(float(self.total), down, up)
+    def range_high(self) -> int:
+        """``memory_range(self)[1]`` (an int: a cached tuple would be one more object for the
+        garbage collector to track in every figure the search keeps)."""
+        return memory_range(self)[1]
 
     @property
     def states(self) -> int:
@@ -857,9 +857,9 @@ def memory_range(mem: Memory, likely: int | None = None) -> tuple[int, int]:
     allocator's view) gets the same relative spread. Always low ≤ likely ≤ high and
     high/low ≤ 1.6.
     """
-    if likely is None or mem.total <= 0:
-        return mem.range_bytes
     down, up = range_spread(mem)
+    if likely is None or mem.total <= 0:
+        return scaled_range(float(mem.total), down, up)
     f = likely / mem.total
     return scaled_range(float(likely), down * f, up * f)
 
@@ -868,4 +868,4 @@ def fit_verdict(mem: Memory, limit: float) -> str:
     """fits (high bound under the limit) | tight (likely fits, high does not) | does_not_fit."""
     if mem.total > limit:
         return "does_not_fit"
-    return "fits" if mem.range_bytes[1] <= limit else "tight"
+    return "fits" if mem.range_high <= limit else "tight"
