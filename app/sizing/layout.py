@@ -110,8 +110,9 @@ _LABELS: dict[tuple[object, ...], Msg] = {}
 
 
 def _label(code: str, params: dict[str, int] | None = None) -> Msg:
-    # each code is made at one place, its params always in the same order: no sort needed
-    key = (code, *(params or {}).items())
+    # each code is made at one place with the same param names in the same order: the code
+    # and the values are the key (no sort, no (name, value) pair per param)
+    key = (code, *params.values()) if params else (code,)
     got = _LABELS.get(key)
     if got is None:
         got = _LABELS.setdefault(key, Msg(code, dict(params or {})))
