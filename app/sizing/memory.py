@@ -330,6 +330,20 @@ class Memory:
         }
 
 
+def new_memory(**figures: int) -> Memory:
+    """``Memory(**figures)`` in one step: the frozen dataclass's __init__ sets each of its 11
+    fields through object.__setattr__, and the search builds one per stage of every layout
+    whose memory it evaluates (the instance dictionary is the keywords, in field order at
+    the one call site; tests/sizing/test_search_pruning.py checks it against Memory(...))."""
+    m = _new_object(Memory)
+    _set_attr(m, "__dict__", figures)
+    return m
+
+
+_new_object = object.__new__
+_set_attr = object.__setattr__
+
+
 # --- activations ----------------------------------------------------------------------------
 
 
@@ -812,7 +826,7 @@ def _memory_stage(job: Job, lay: Layout, *, first_stage: bool) -> Memory:
     nccl = fw.nccl_bytes_per_group * groups
     frag = fw.fragmentation * (act + gather)
     overhead = fw.context_bytes + nccl + gather + frag
-    return Memory(
+    return new_memory(
         weights=int(weights),
         gradients=int(grads),
         master_weights=int(master),

@@ -352,5 +352,11 @@ def test_a_memorys_cached_total_and_range_are_its_own(req: dict[str, Any], nodes
             + m.overhead
         )
         assert m.total == parts
+        # new_memory (one step) builds what the dataclass builds, every field set
+        fresh = Memory(**{f.name: getattr(m, f.name) for f in fields(Memory)})
+        assert m == fresh and hash(m) == hash(fresh) and repr(m) == repr(fresh)
+        assert [k for k in vars(m) if k in {f.name for f in fields(Memory)}] == [
+            f.name for f in fields(Memory)
+        ]
         assert memory_range(m)[1] == m.range_high == memory_range(replace(m))[1]
         assert replace(m) == m and hash(replace(m)) == hash(m)
