@@ -390,6 +390,19 @@ def _kind(job: Job, s: Shape, world: int, mbs: int, rc: str, off: bool) -> _Kind
 _UNKNOWN = object()  # not yet looked up (a record may be None: ddp, single-rank group)
 
 
+def _records(job: Job, kinds: tuple[Any, ...]) -> dict[Any, _Kind | None]:
+    """(rank, variant) -> the kind's record (its floor, its known groups): depends on the
+    sequence of kinds only, so kept per sequence, shared by every count (and SKU) that has
+    it, filled as walks reach them."""
+    rk = ("records", kinds)
+    records: dict[Any, _Kind | None] | None = job.cache.get(rk)
+    if records is None:
+        records = {}
+        if len(job.cache) < 20000:
+            job.cache[rk] = records
+    return records
+
+
 class _Probe:
     """Memory questions about the layouts of one node count, answered without evaluating
     ``memory()`` where the answer already follows from other evaluations.
@@ -567,16 +580,7 @@ def best_layouts(
     limit = usable * (1 - SAFETY_MARGIN)
     lean_rc, lean_off, lean_mbs = recompute_options[-1], offload_options[-1], min(mbs_options)
     lean = (lean_mbs, lean_rc, lean_off)
-    # (rank, variant) -> the kind's record (its floor, its known groups): depends on the
-    # sequence of kinds only, so kept per sequence, shared by every count (and SKU) that has
-    # it, filled as walks reach them
-    rk = ("records", kinds)
-    records: dict[Any, _Kind | None] | None = job.cache.get(rk)
-    if records is None:
-        records = {}
-        if len(job.cache) < 20000:
-            job.cache[rk] = records
-    probe = _Probe(job, world, limit, host_ram, g, all_shapes, records)
+    probe = _Probe(job, world, limit, host_ram, g, all_shapes, _records(job, kinds))
     # whether a variant's floor overflows the GPU (then it does at every count): per rank
     # for the leanest variant, per combination otherwise; filled as walks reach them
     # (dictionaries of booleans: the garbage collector does not track them)
@@ -686,8 +690,8 @@ def any_fits(
     if host_ram is None:
         offload_options = [o for o in offload_options if not o] or offload_options
     limit = usable * (1 - SAFETY_MARGIN)
-    all_shapes = shapes(job, nodes, g)
-    probe = _Probe(job, world, limit, host_ram, g, all_shapes)
+    all_shapes, _effs, kinds = _shape_info(job, nodes, g)
+    probe = _Probe(job, world, limit, host_ram, g, all_shapes, _records(job, kinds))
     lean = (min(mbs_options), recompute_options[-1], offload_options[-1])
     return any(probe.fits(rank, *lean) for rank in range(len(all_shapes)))
 
