@@ -110,11 +110,12 @@ class SkuSearch:
         """``c`` with its efficiency from the throughput model (unless the mfu is pinned)."""
         if not self.modelled:
             return c
-        if c.layout not in self._predicted:
-            self._predicted[c.layout] = compute.predicted_mfu(
+        got = self._predicted.get(c.layout)  # (one hash of the layout, not two)
+        if got is None:
+            got = self._predicted[c.layout] = compute.predicted_mfu(
                 self.r.job, c.layout, self.spec, attention_counted=self.r.attention_flops
             )
-        return layout.Candidate(c.layout, c.memory, self._predicted[c.layout][0], c.label, c.rank)
+        return layout.Candidate(c.layout, c.memory, got[0], c.label, c.rank)
 
     def tokens_per_s_per_gpu(self, lay: Layout) -> float | None:
         got = self._predicted.get(lay)
