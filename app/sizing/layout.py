@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import bisect
-from dataclasses import dataclass, replace
-from typing import Any
+from dataclasses import MISSING, fields, replace
+from typing import Any, NamedTuple
 
 from app.sizing.memory import SAFETY_MARGIN, Job, Layout, Memory, fit_verdict, memory
 from app.sizing.messages import Msg
@@ -23,8 +23,11 @@ OFFLOAD_OPT_EFF = 0.70
 OFFLOAD_PARAM_EFF = 0.50
 
 
-@dataclass(frozen=True)
-class Shape:
+# Named tuples, not dataclasses: the search makes tens of thousands per request (a shape list
+# per node count, candidates per count), and a tuple is built in one step where a frozen
+# dataclass sets each field through object.__setattr__ (and carries a __dict__ for the
+# garbage collector to visit)
+class Shape(NamedTuple):
     sharding: str
     shard_group: int
     tp: int
@@ -34,8 +37,7 @@ class Shape:
     label: Msg
 
 
-@dataclass(frozen=True)
-class Candidate:
+class Candidate(NamedTuple):
     layout: Layout
     memory: Memory
     efficiency: float
@@ -81,6 +83,26 @@ def shapes(job: Job, nodes: int, g: int) -> list[Shape]:
     return got
 
 
+def _shape_info(
+    job: Job, nodes: int, g: int
+) -> tuple[list[Shape], tuple[float, ...], tuple[tuple[object, ...] | None, ...]]:
+    """(shapes, their static efficiencies, their kinds at this count), memoised per job
+    with the shapes: every walk at this count (one per SKU, limit and ``want``) reads them."""
+    key = ("shape_info", nodes, g)
+    got: tuple[list[Shape], tuple[float, ...], tuple[Any, ...]] | None = job.cache.get(key)
+    if got is None:
+        all_shapes = shapes(job, nodes, g)
+        world = nodes * g
+        got = (
+            all_shapes,
+            tuple(shape_efficiency(s, g) for s in all_shapes),
+            tuple(_kind_key(job, s, world) for s in all_shapes),
+        )
+        if len(job.cache) < 20000:
+            job.cache[key] = got
+    return got
+
+
 # Shape labels are few (a code and small integers) and read-only: one Msg per distinct label
 # for the process, instead of one (with its params dict) per shape per node count, which the
 # job memos kept by the ten thousand for the garbage collector to visit on every full pass
@@ -88,7 +110,9 @@ _LABELS: dict[tuple[object, ...], Msg] = {}
 
 
 def _label(code: str, params: dict[str, int] | None = None) -> Msg:
-    key = (code, *sorted((params or {}).items()))
+    # each code is made at one place with the same param names in the same order: the code
+    # and the values are the key (no sort, no (name, value) pair per param)
+    key = (code, *params.values()) if params else (code,)
     got = _LABELS.get(key)
     if got is None:
         got = _LABELS.setdefault(key, Msg(code, dict(params or {})))
@@ -227,22 +251,39 @@ def _shapes(job: Job, nodes: int, g: int) -> list[Shape]:
     return out
 
 
+# A Layout built in one step: the frozen dataclass's own __init__ sets its 14 fields one
+# object.__setattr__ at a time, and the search builds ~300 layouts per request (one per
+# memory figure it asks for). The same instance dictionary, in field order, defaults last;
+# tests/sizing/test_search_pruning.py checks it against Layout(...) (equality, hash, repr,
+# replace) so a new Layout field cannot be missed here.
+_LAYOUT_DEFAULTS = {f.name: f.default for f in fields(Layout) if f.default is not MISSING}
+_new_object = object.__new__
+_set_attr = object.__setattr__
+
+
 def make_layout(
     s: Shape, *, world: int, mbs: int, recompute: str, offload_opt: bool, offload_params: bool
 ) -> Layout:
-    return Layout(
-        sharding=s.sharding,
-        shard_group=s.shard_group,
-        tp=s.tp,
-        pp=s.pp,
-        ep=s.ep,
-        cp=s.cp,
-        micro_batch_size=mbs,
-        recompute=recompute,
-        offload_optimizer=offload_opt,
-        offload_params=offload_params,
-        world=world,
+    lay = _new_object(Layout)
+    _set_attr(
+        lay,
+        "__dict__",
+        {
+            "sharding": s.sharding,
+            "shard_group": s.shard_group,
+            "tp": s.tp,
+            "pp": s.pp,
+            "ep": s.ep,
+            "cp": s.cp,
+            "micro_batch_size": mbs,
+            "recompute": recompute,
+            "offload_optimizer": offload_opt,
+            "offload_params": offload_params,
+            "world": world,
+            **_LAYOUT_DEFAULTS,
+        },
     )
+    return lay
 
 
 def fits(mem: Memory, usable: int, host_ram: int | None, g: int) -> bool:
@@ -303,7 +344,10 @@ class _Kind:
     def __init__(self, floor: int) -> None:
         self.floor = floor  # GPU bytes at FLOOR_SHARD_GROUP
         self.groups: list[int] = []
-        self.by: dict[int, tuple[int, int]] = {}  # group -> (GPU bytes, host bytes)
+        # group -> the figure itself: the kind, the variant and the group are everything
+        # memory() reads of a layout (its memo key, see _kind_key), so a count that meets a
+        # group another count evaluated takes the figure without building a Layout
+        self.by: dict[int, Memory] = {}
 
 
 def _kind_key(job: Job, s: Shape, world: int) -> tuple[object, ...] | None:
@@ -328,15 +372,35 @@ def _kind(job: Job, s: Shape, world: int, mbs: int, rc: str, off: bool) -> _Kind
     key = ("kind", kk, mbs, rc, off)
     got: _Kind | None = job.cache.get(key)
     if got is None:
+        # memory_floor of the layout (group ≥ 2 here), built at the floor's group directly
         lay = make_layout(
-            s, world=world, mbs=mbs, recompute=rc, offload_opt=off, offload_params=False
+            s._replace(shard_group=FLOOR_SHARD_GROUP),
+            world=world,
+            mbs=mbs,
+            recompute=rc,
+            offload_opt=off,
+            offload_params=False,
         )
-        floor = memory_floor(job, lay)
-        assert floor is not None
-        got = _Kind(floor.total)
+        got = _Kind(memory(job, lay).total)
         if len(job.cache) < 20000:
             job.cache[key] = got
     return got
+
+
+_UNKNOWN = object()  # not yet looked up (a record may be None: ddp, single-rank group)
+
+
+def _records(job: Job, kinds: tuple[Any, ...]) -> dict[Any, _Kind | None]:
+    """(rank, variant) -> the kind's record (its floor, its known groups): depends on the
+    sequence of kinds only, so kept per sequence, shared by every count (and SKU) that has
+    it, filled as walks reach them."""
+    rk = ("records", kinds)
+    records: dict[Any, _Kind | None] | None = job.cache.get(rk)
+    if records is None:
+        records = {}
+        if len(job.cache) < 20000:
+            job.cache[rk] = records
+    return records
 
 
 class _Probe:
@@ -370,10 +434,10 @@ class _Probe:
 
     def _kind(self, rank: int, mbs: int, rc: str, off: bool) -> _Kind | None:
         k = (rank, mbs, rc, off)
-        if k in self._kinds:
-            return self._kinds[k]
-        got = self._kinds[k] = _kind(self.job, self.shapes[rank], self.world, mbs, rc, off)
-        return got
+        got = self._kinds.get(k, _UNKNOWN)
+        if got is _UNKNOWN:
+            got = self._kinds[k] = _kind(self.job, self.shapes[rank], self.world, mbs, rc, off)
+        return got  # type: ignore[return-value]
 
     def floor_over(self, rank: int, mbs: int, rc: str, off: bool) -> bool:
         """Whether this variant overflows the GPU at every shard group (its floor does)."""
@@ -384,8 +448,8 @@ class _Probe:
         return fits_bytes(total, cpu, self.limit, self.host, self.g)
 
     @staticmethod
-    def _neighbours(kind: _Kind, d: int) -> tuple[tuple[int, int] | None, tuple[int, int] | None]:
-        """Known (GPU, host) bytes at the largest group ≤ ``d`` and the smallest ≥ ``d``."""
+    def _neighbours(kind: _Kind, d: int) -> tuple[Memory | None, Memory | None]:
+        """Known figures at the largest group ≤ ``d`` and the smallest ≥ ``d``."""
         ds, by = kind.groups, kind.by
         if d in by:
             return by[d], by[d]
@@ -399,9 +463,9 @@ class _Probe:
             if kind.floor > self.limit:
                 return True
             below, above = self._neighbours(kind, self.shapes[rank].shard_group)
-            if above is not None and above[0] > self.limit:
+            if above is not None and above.total > self.limit:
                 return True
-            if below is not None and below[0] <= self.limit:
+            if below is not None and below.total <= self.limit:
                 return False
         if sure:
             return False
@@ -414,9 +478,9 @@ class _Probe:
             if kind.floor > self.limit:
                 return False
             below, above = self._neighbours(kind, self.shapes[rank].shard_group)
-            if below is not None and self._fits(*below):
+            if below is not None and self._fits(below.total, below.cpu_offload_per_gpu):
                 return True
-            if above is not None and not self._fits(*above):
+            if above is not None and not self._fits(above.total, above.cpu_offload_per_gpu):
                 return False
         m = self.memory(rank, mbs, rc, off)
         return self._fits(m.total, m.cpu_offload_per_gpu)
@@ -426,16 +490,21 @@ class _Probe:
         m = self._mem.get(k)
         if m is None:
             s = self.shapes[rank]
+            kind = self._kind(rank, mbs, rc, off)
+            if kind is not None:
+                m = kind.by.get(s.shard_group)
+                if m is not None:
+                    self._mem[k] = m
+                    return m
             lay = make_layout(
                 s, world=self.world, mbs=mbs, recompute=rc, offload_opt=off, offload_params=False
             )
             m = self._mem[k] = memory(self.job, lay)
-            kind = self._kind(rank, mbs, rc, off)
             if kind is not None and s.shard_group not in kind.by:
                 # the figure first, then a new group list (never changed in place): a
                 # request reading the shared record from another thread sees a sorted list
                 # whose every group has its figure
-                kind.by[s.shard_group] = (m.total, m.cpu_offload_per_gpu)
+                kind.by[s.shard_group] = m
                 groups = list(kind.groups)
                 bisect.insort(groups, s.shard_group)
                 kind.groups = groups
@@ -487,10 +556,9 @@ def best_layouts(
     world = nodes * g
     if host_ram is None:
         offload_options = [o for o in offload_options if not o] or offload_options
-    all_shapes = shapes(job, nodes, g)
+    all_shapes, effs, kinds = _shape_info(job, nodes, g)
     # the order depends only on the shapes' efficiencies (and the options): one sort per
     # distinct sequence, shared by every count that has it
-    effs = tuple(shape_efficiency(s, g) for s in all_shapes)
     ck = ("combos", effs, tuple(mbs_options), tuple(recompute_options), tuple(offload_options))
     combos: list[tuple[float, int, int, str, bool]] | None = job.cache.get(ck)
     if combos is None:
@@ -512,23 +580,23 @@ def best_layouts(
     limit = usable * (1 - SAFETY_MARGIN)
     lean_rc, lean_off, lean_mbs = recompute_options[-1], offload_options[-1], min(mbs_options)
     lean = (lean_mbs, lean_rc, lean_off)
-    # what the floors say depends on the shapes' kinds and the limit only: kept per
-    # sequence of kinds, shared by every count that has it, filled as walks reach them
-    kinds = tuple(_kind_key(job, s, world) for s in all_shapes)
+    probe = _Probe(job, world, limit, host_ram, g, all_shapes, _records(job, kinds))
+    # whether a variant's floor overflows the GPU (then it does at every count): per rank
+    # for the leanest variant, per combination otherwise; filled as walks reach them
+    # (dictionaries of booleans: the garbage collector does not track them)
     wk = ("walk", ck, kinds, limit)
-    walk: tuple[dict[Any, _Kind | None], dict[int, bool], dict[int, bool]] | None
-    walk = job.cache.get(wk)
+    walk: tuple[dict[int, bool], dict[int, bool]] | None = job.cache.get(wk)
     if walk is None:
-        walk = ({}, {}, {})
+        walk = ({}, {})
         if len(job.cache) < 20000:
             job.cache[wk] = walk
-    records, lean_floor, floor = walk  # (rank, variant) -> record; rank / index -> over
-    probe = _Probe(job, world, limit, host_ram, g, all_shapes, records)
+    lean_floor, floor = walk
     # per_tp: one sure representative per (TP, EP) degree pair
     reps: dict[tuple[int, int], Candidate] = {}
     tp_count: dict[tuple[int, int], int] = {}
-    for s in all_shapes:
-        tp_count[(s.tp, s.ep)] = tp_count.get((s.tp, s.ep), 0) + 1
+    if per_tp:
+        for s in all_shapes:
+            tp_count[(s.tp, s.ep)] = tp_count.get((s.tp, s.ep), 0) + 1
     dead: set[int] = set()
     alive: set[int] = set()  # shapes whose leanest variant fits on the GPU
     lean_fits: dict[int, bool] = {}
@@ -558,16 +626,20 @@ def best_layouts(
             mem = probe.memory(rank, mbs, rc, off)
         if mem is not None and fits(mem, usable, host_ram, g):
             s = all_shapes[rank]
-            lay = make_layout(
-                s, world=world, mbs=mbs, recompute=rc, offload_opt=off, offload_params=False
-            )
-            cand = Candidate(lay, mem, eff, s.label, rank)
             if fit_verdict(mem, limit) == "tight":
-                tight.setdefault(rank, cand)
+                if rank not in tight:
+                    lay = make_layout(
+                        s, world=world, mbs=mbs, recompute=rc, offload_opt=off, offload_params=False
+                    )
+                    tight[rank] = Candidate(lay, mem, eff, s.label, rank)
                 # if even the leanest variant of this shape is tight, none is sure
                 if fit_verdict(probe.memory(rank, *lean), limit) != "fits":
                     dead.add(rank)
                 continue
+            lay = make_layout(
+                s, world=world, mbs=mbs, recompute=rc, offload_opt=off, offload_params=False
+            )
+            cand = Candidate(lay, mem, eff, s.label, rank)
             if len(found) < want:
                 found.append(cand)
                 if len(found) >= want:
@@ -618,8 +690,8 @@ def any_fits(
     if host_ram is None:
         offload_options = [o for o in offload_options if not o] or offload_options
     limit = usable * (1 - SAFETY_MARGIN)
-    all_shapes = shapes(job, nodes, g)
-    probe = _Probe(job, world, limit, host_ram, g, all_shapes)
+    all_shapes, _effs, kinds = _shape_info(job, nodes, g)
+    probe = _Probe(job, world, limit, host_ram, g, all_shapes, _records(job, kinds))
     lean = (min(mbs_options), recompute_options[-1], offload_options[-1])
     return any(probe.fits(rank, *lean) for rank in range(len(all_shapes)))
 

@@ -15,6 +15,7 @@ import math
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Any
 
 from app.sizing.params import Architecture, MoE, ParamCounts
@@ -276,7 +277,9 @@ class Memory:
     fragmentation: int
     cpu_offload_per_gpu: int  # host RAM this GPU's offloaded states need
 
-    @property
+    # computed once per figure (read-only, not a field: equality and hashing are the
+    # fields'): the search asks each figure's total and range again and again
+    @cached_property
     def total(self) -> int:
         return (
             self.weights
@@ -286,6 +289,12 @@ class Memory:
             + self.activations
             + self.overhead
         )
+
+    @cached_property
+    def range_high(self) -> int:
+        """``memory_range(self)[1]`` (an int: a cached tuple would be one more object for the
+        garbage collector to track in every figure the search keeps)."""
+        return memory_range(self)[1]
 
     @property
     def states(self) -> int:
@@ -319,6 +328,20 @@ class Memory:
             "fsdp_gather_buffers": self.gather_buffers,
             "allocator_fragmentation": self.fragmentation,
         }
+
+
+def new_memory(**figures: int) -> Memory:
+    """``Memory(**figures)`` in one step: the frozen dataclass's __init__ sets each of its 11
+    fields through object.__setattr__, and the search builds one per stage of every layout
+    whose memory it evaluates (the instance dictionary is the keywords, in field order at
+    the one call site; tests/sizing/test_search_pruning.py checks it against Memory(...))."""
+    m = _new_object(Memory)
+    _set_attr(m, "__dict__", figures)
+    return m
+
+
+_new_object = object.__new__
+_set_attr = object.__setattr__
 
 
 # --- activations ----------------------------------------------------------------------------
@@ -651,6 +674,8 @@ def resolve_layout(job: Job, lay: Layout) -> Layout:
     m = job.num_microbatches
     if not m and job.global_batch_size:
         m = max(1, math.ceil(job.global_batch_size / (lay.micro_batch_size * max(1, lay.dp))))
+    if not m and job.pp_schedule == "1f1b":
+        return lay  # the replacement would equal ``lay`` field for field (no copy to make)
     return replace(
         lay,
         pp_schedule=job.pp_schedule,
@@ -796,11 +821,12 @@ def _memory_stage(job: Job, lay: Layout, *, first_stage: bool) -> Memory:
             gather += 2.0 * min(DS_MAX_LIVE_PARAMS, nonexp + exp) * 0.05  # prefetch bucket
     elif fw.id == "deepspeed" and z1 and d > 1:
         gather = 2.0 * DS_BUCKET_ELEMENTS  # one BF16 reduce bucket
-    groups = sum(1 for x in (lay.dp, lay.tp, lay.pp, lay.ep, lay.cp) if x > 1)
+    # parallel dimensions in use (one NCCL communicator kind each)
+    groups = (lay.dp > 1) + (lay.tp > 1) + (lay.pp > 1) + (lay.ep > 1) + (lay.cp > 1)
     nccl = fw.nccl_bytes_per_group * groups
     frag = fw.fragmentation * (act + gather)
     overhead = fw.context_bytes + nccl + gather + frag
-    return Memory(
+    return new_memory(
         weights=int(weights),
         gradients=int(grads),
         master_weights=int(master),
@@ -856,5 +882,4 @@ def fit_verdict(mem: Memory, limit: float) -> str:
     """fits (high bound under the limit) | tight (likely fits, high does not) | does_not_fit."""
     if mem.total > limit:
         return "does_not_fit"
-    _lo, hi = memory_range(mem)
-    return "fits" if hi <= limit else "tight"
+    return "fits" if mem.range_high <= limit else "tight"

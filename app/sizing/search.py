@@ -9,7 +9,7 @@ limit, the deadline). Which plan to show is decided by ``recommend.choose_plan``
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from app.catalog.specs import SELF_SERVE_MAX_NODES, NodeSpec
 from app.sizing import compute, layout
@@ -41,9 +41,9 @@ def runs_precision(spec: NodeSpec, precision: str) -> bool:
     return precision != "fp4" or bool(spec.fp4_dense_tflops)
 
 
-@dataclass(frozen=True)
-class Plan:
-    """One SKU at one node count with its best fitting layout."""
+class Plan(NamedTuple):
+    """One SKU at one node count with its best fitting layout (a named tuple: a search
+    prices up to a hundred counts per SKU)."""
 
     nodes: int
     candidate: layout.Candidate
@@ -110,11 +110,12 @@ class SkuSearch:
         """``c`` with its efficiency from the throughput model (unless the mfu is pinned)."""
         if not self.modelled:
             return c
-        if c.layout not in self._predicted:
-            self._predicted[c.layout] = compute.predicted_mfu(
+        got = self._predicted.get(c.layout)  # (one hash of the layout, not two)
+        if got is None:
+            got = self._predicted[c.layout] = compute.predicted_mfu(
                 self.r.job, c.layout, self.spec, attention_counted=self.r.attention_flops
             )
-        return layout.Candidate(c.layout, c.memory, self._predicted[c.layout][0], c.label, c.rank)
+        return layout.Candidate(c.layout, c.memory, got[0], c.label, c.rank)
 
     def tokens_per_s_per_gpu(self, lay: Layout) -> float | None:
         got = self._predicted.get(lay)
@@ -205,7 +206,8 @@ class SkuSearch:
 
     def first_fit(self) -> int | None:
         """The smallest node count at which some layout fits (memory only falls with nodes)."""
-        ns = [n for n in layout.node_candidates(self.max_nodes) if n >= self.lower_bound()]
+        lb = self.lower_bound()
+        ns = [n for n in layout.node_candidates(self.max_nodes) if n >= lb]
         ns = ns or [self.max_nodes]
         if self.best(ns[0]):
             return ns[0]

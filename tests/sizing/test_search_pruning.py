@@ -13,7 +13,7 @@ sharing one memo (the order the engine visits them in).
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import fields, replace
 from typing import Any
 
 import pytest
@@ -31,7 +31,7 @@ from app.sizing.layout import (
     shape_efficiency,
     shapes,
 )
-from app.sizing.memory import SAFETY_MARGIN, Job, Memory, fit_verdict, memory
+from app.sizing.memory import SAFETY_MARGIN, Job, Layout, Memory, fit_verdict, memory, memory_range
 from app.sizing.request import parse
 
 FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -302,3 +302,61 @@ def test_the_engine_answers_as_with_the_exhaustive_walk(
         mp.setattr(layout, "any_fits", reference_any_fits)
         exhaustive = _cold_answer(req)
     assert pruned == exhaustive
+
+
+def test_make_layout_builds_what_the_dataclass_builds() -> None:
+    """make_layout fills the instance dictionary in one step (app/sizing/layout.py): the
+    same fields, equality, hash, repr and replace() as Layout(...) itself, and every field
+    set (a new Layout field must be added there too)."""
+    s = layout.Shape("zero3", 16, 2, 4, 1, 2, layout._label("layout.cp", {"cp": 2}))
+    got = make_layout(
+        s, world=128, mbs=2, recompute="selective", offload_opt=True, offload_params=False
+    )
+    want = Layout(
+        sharding="zero3",
+        shard_group=16,
+        tp=2,
+        pp=4,
+        ep=1,
+        cp=2,
+        micro_batch_size=2,
+        recompute="selective",
+        offload_optimizer=True,
+        offload_params=False,
+        world=128,
+    )
+    assert got == want and hash(got) == hash(want) and repr(got) == repr(want)
+    assert vars(got) == vars(want) and list(vars(got)) == [f.name for f in fields(Layout)]
+    assert replace(got, tp=8, pp_schedule="gpipe") == replace(want, tp=8, pp_schedule="gpipe")
+    with pytest.raises(AttributeError):
+        got.tp = 4  # type: ignore[misc]  # still frozen
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(req=requests, nodes=st.sampled_from([1, 2, 3, 8, 24]))
+def test_a_memorys_cached_total_and_range_are_its_own(req: dict[str, Any], nodes: int) -> None:
+    """Memory.total and Memory.range_high are computed once per figure: they equal the sum
+    of the parts and memory_range's high end, and play no part in equality."""
+    job = _job(req)
+    for s in shapes(job, nodes, 8)[:6]:
+        lay = make_layout(
+            s, world=nodes * 8, mbs=1, recompute="full", offload_opt=False, offload_params=False
+        )
+        m = memory(job, lay)
+        parts = (
+            m.weights
+            + m.gradients
+            + m.master_weights
+            + m.optimizer_states
+            + m.activations
+            + m.overhead
+        )
+        assert m.total == parts
+        # new_memory (one step) builds what the dataclass builds, every field set
+        fresh = Memory(**{f.name: getattr(m, f.name) for f in fields(Memory)})
+        assert m == fresh and hash(m) == hash(fresh) and repr(m) == repr(fresh)
+        assert [k for k in vars(m) if k in {f.name for f in fields(Memory)}] == [
+            f.name for f in fields(Memory)
+        ]
+        assert memory_range(m)[1] == m.range_high == memory_range(replace(m))[1]
+        assert replace(m) == m and hash(replace(m)) == hash(m)
