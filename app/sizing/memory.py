@@ -750,29 +750,87 @@ def _memory(job: Job, lay: Layout) -> Memory:
     return best
 
 
+# What one stage's memory takes from the layout besides the shard group and the offload
+# switches: memoised per job across shard groups, so a figure at another group (the search
+# evaluates the same shape kind at many) does only the group's own arithmetic. Every value is
+# the one _memory_stage computed inline before (same expressions, same order of operations):
+# the parameter split, bytes per state, wrap unit, activations, NCCL groups and the
+# framework's figures. A tuple of numbers and booleans (not tracked by the collector).
+_StageParts = tuple[
+    float, float, float, float, float, float, bool, bool, bool, bool, float, int, int, float
+]
+
+
+def _stage_parts(job: Job, lay: Layout, *, first_stage: bool) -> _StageParts:
+    key = (
+        "stage",
+        first_stage,
+        lay.sharding,
+        lay.tp,
+        lay.pp,
+        lay.ep,
+        lay.cp,
+        lay.dp > 1,
+        lay.micro_batch_size,
+        lay.recompute,
+        lay.pp_schedule,
+        lay.virtual_stages,
+        lay.num_microbatches,
+    )
+    hit: _StageParts | None = job.cache.get(key)
+    if hit is None:
+        fw = job.fw
+        nonexp, exp = _stage_params(job, lay, first_stage=first_stage)
+        w_b, g_b, m_b, o_b = _state_bytes(job)
+        z1 = lay.sharding in ("zero1", "zero2", "zero3")
+        z2 = lay.sharding in ("zero2", "zero3")
+        z3 = lay.sharding == "zero3"
+        fsdp2 = fw.states == "fsdp2" and lay.sharding != "ddp"
+        c = job.counts
+        unit = c.largest_unit / lay.tp
+        if job.arch.moe is not None and c.largest_unit == c.moe_layer:
+            unit = (c.moe_layer - c.moe_layer_experts) / lay.tp + c.moe_layer_experts / (
+                lay.tp * lay.ep
+            )
+        act, _logits = activation_bytes(job, lay, first_stage=first_stage)
+        # parallel dimensions in use (one NCCL communicator kind each)
+        groups = (lay.dp > 1) + (lay.tp > 1) + (lay.pp > 1) + (lay.ep > 1) + (lay.cp > 1)
+        nccl = fw.nccl_bytes_per_group * groups
+        hit = (
+            nonexp,
+            exp,
+            w_b,
+            g_b,
+            m_b,
+            o_b,
+            z1,
+            z2,
+            z3,
+            fsdp2,
+            unit,
+            act,
+            nccl,
+            job.lora_params / (lay.tp * lay.pp),
+        )
+        if len(job.cache) < 20000:
+            job.cache[key] = hit
+    return hit
+
+
 def _memory_stage(job: Job, lay: Layout, *, first_stage: bool) -> Memory:
     fw = job.fw
-    nonexp, exp = _stage_params(job, lay, first_stage=first_stage)
+    nonexp, exp, w_b, g_b, m_b, o_b, z1, z2, z3, fsdp2, unit, act, nccl, lora_tp_pp = _stage_parts(
+        job, lay, first_stage=first_stage
+    )
     d = max(1, lay.shard_group) if lay.sharding != "ddp" else 1
     d_e = max(1, d // lay.ep)
-    w_b, g_b, m_b, o_b = _state_bytes(job)
 
     def sharded(bytes_per_param: float, shard: bool) -> float:
         if not shard:
             return bytes_per_param * (nonexp + exp)
         return bytes_per_param * (nonexp / d + exp / d_e)
 
-    z1 = lay.sharding in ("zero1", "zero2", "zero3")
-    z2 = lay.sharding in ("zero2", "zero3")
-    z3 = lay.sharding == "zero3"
-    fsdp2 = fw.states == "fsdp2" and lay.sharding != "ddp"
     cpu = 0.0
-    c = job.counts
-    unit = c.largest_unit / lay.tp
-    if job.arch.moe is not None and c.largest_unit == c.moe_layer:
-        unit = (c.moe_layer - c.moe_layer_experts) / lay.tp + c.moe_layer_experts / (
-            lay.tp * lay.ep
-        )
     if job.method == "full":
         if fsdp2 and job.master_weights:
             # the FP32 sharded parameter is the master copy; BF16 exists only gathered
@@ -790,7 +848,7 @@ def _memory_stage(job: Job, lay: Layout, *, first_stage: bool) -> Memory:
     else:
         base_b = QLORA_BYTES_PER_PARAM if job.method == "qlora" else 2.0
         weights = sharded(base_b, z3)
-        trainable = job.lora_params / (lay.tp * lay.pp) / (d if z1 else 1)
+        trainable = lora_tp_pp / (d if z1 else 1)
         weights += 2.0 * trainable
         grads = g_b * trainable
         master = 4.0 * trainable
@@ -802,7 +860,6 @@ def _memory_stage(job: Job, lay: Layout, *, first_stage: bool) -> Memory:
     if lay.offload_params and z3:
         cpu += weights
         weights = 0.0
-    act, _logits = activation_bytes(job, lay, first_stage=first_stage)
     gather = 0.0
     if z3 and (d > 1 or fsdp2):
         # FSDP2 casts to the gather dtype even on one rank: the BF16 copies exist at d = 1
@@ -821,9 +878,6 @@ def _memory_stage(job: Job, lay: Layout, *, first_stage: bool) -> Memory:
             gather += 2.0 * min(DS_MAX_LIVE_PARAMS, nonexp + exp) * 0.05  # prefetch bucket
     elif fw.id == "deepspeed" and z1 and d > 1:
         gather = 2.0 * DS_BUCKET_ELEMENTS  # one BF16 reduce bucket
-    # parallel dimensions in use (one NCCL communicator kind each)
-    groups = (lay.dp > 1) + (lay.tp > 1) + (lay.pp > 1) + (lay.ep > 1) + (lay.cp > 1)
-    nccl = fw.nccl_bytes_per_group * groups
     frag = fw.fragmentation * (act + gather)
     overhead = fw.context_bytes + nccl + gather + frag
     return new_memory(
