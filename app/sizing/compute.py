@@ -106,6 +106,17 @@ def peak_tflops(spec: NodeSpec, precision: str) -> float:
     return spec.bf16_dense_tflops
 
 
+# per (job, SKU, attention convention): the SKU (its hardware is rebuilt if the catalog
+# object changes), its hardware, (MFU, tokens/s) by layout, and the throughput model's
+# per-token compute terms by the layout fields they read (throughput.predict's memo)
+_MfuMemo = tuple[
+    NodeSpec,
+    Hardware,
+    dict[Layout, tuple[float, float]],
+    dict[tuple[int, int, int, int, str], tuple[float, float, float]],
+]
+
+
 def predicted_mfu(
     job: Job,
     lay: Layout,
@@ -127,22 +138,27 @@ def predicted_mfu(
     the Throughput with its breakdown dict): a tuple of floats is not tracked by the garbage
     collector, and every tracked object kept here is visited by each full collection."""
     key = ("mfu", spec.id, attention_counted)
-    got: tuple[NodeSpec, Hardware, dict[Layout, tuple[float, float]]] | None = job.cache.get(key)
+    got: _MfuMemo | None = job.cache.get(key)
     if got is None or got[0] is not spec:
-        got = (spec, hardware_from_spec(spec), {})
+        got = (spec, hardware_from_spec(spec), {}, {})
         if len(job.cache) < 20000:
             job.cache[key] = got
     known = got[2]
     hit = known.get(lay)
     if hit is None:
-        hit = _predicted(job, lay, spec, got[1], attention_counted)
+        hit = _predicted(job, lay, spec, got[1], attention_counted, got[3])
         if len(known) < 20000:
             known[lay] = hit
     return hit
 
 
 def _predicted(
-    job: Job, lay: Layout, spec: NodeSpec, hw: Hardware, attention_counted: bool
+    job: Job,
+    lay: Layout,
+    spec: NodeSpec,
+    hw: Hardware,
+    attention_counted: bool,
+    per_token_memo: dict[tuple[int, int, int, int, str], tuple[float, float, float]],
 ) -> tuple[float, float]:
     m = job.num_microbatches or None
     if not m and job.global_batch_size:
@@ -166,7 +182,7 @@ def _predicted(
         virtual_stages=job.virtual_stages,
         activation_offload_bytes=offloaded_activation_bytes(job, lay),
     )
-    tp = predict(arch, counts, seq_len, precision, setup, hw)
+    tp = predict(arch, counts, seq_len, precision, setup, hw, per_token_memo=per_token_memo)
     per_token = 6.0 * counts.active
     if attention_counted:
         per_token += attention_flops(arch, seq_len, 1.0)
