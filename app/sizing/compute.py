@@ -152,6 +152,44 @@ def predicted_mfu(
     return hit
 
 
+_new_object = object.__new__
+_set_attr = object.__setattr__
+
+
+def setup_for(job: Job, lay: Layout) -> Setup:
+    """The throughput model's Setup for ``lay`` in ``job``: ``Setup(...)`` built in one step
+    (every field given, in field order; the frozen dataclass's __init__ sets its 15 fields
+    one object.__setattr__ at a time, once per prediction). tests/sizing/test_search_pruning.py
+    checks it against ``Setup(...)`` (equality, hash, repr), so a new field cannot be missed."""
+    m = job.num_microbatches or None
+    if not m and job.global_batch_size:
+        dp = max(1, lay.world // (lay.tp * lay.pp * lay.cp))
+        m = max(1, job.global_batch_size // (dp * lay.micro_batch_size))
+    setup = _new_object(Setup)
+    _set_attr(
+        setup,
+        "__dict__",
+        {
+            "world": lay.world,
+            "tp": lay.tp,
+            "pp": lay.pp,
+            "ep": lay.ep,
+            "cp": lay.cp,
+            "sharding": lay.sharding,
+            "shard_group": lay.shard_group,
+            "micro_batch_size": lay.micro_batch_size,
+            "recompute": lay.recompute,
+            "offload_optimizer": lay.offload_optimizer,
+            "offload_params": lay.offload_params,
+            "num_microbatches": m,
+            "pp_schedule": job.pp_schedule,
+            "virtual_stages": job.virtual_stages,
+            "activation_offload_bytes": offloaded_activation_bytes(job, lay),
+        },
+    )
+    return setup
+
+
 def _predicted(
     job: Job,
     lay: Layout,
@@ -160,28 +198,8 @@ def _predicted(
     attention_counted: bool,
     per_token_memo: dict[tuple[int, int, int, int, str], tuple[float, float, float]],
 ) -> tuple[float, float]:
-    m = job.num_microbatches or None
-    if not m and job.global_batch_size:
-        dp = max(1, lay.world // (lay.tp * lay.pp * lay.cp))
-        m = max(1, job.global_batch_size // (dp * lay.micro_batch_size))
     arch, counts, seq_len, precision = job.arch, job.counts, job.seq_len, job.precision
-    setup = Setup(
-        world=lay.world,
-        tp=lay.tp,
-        pp=lay.pp,
-        ep=lay.ep,
-        cp=lay.cp,
-        sharding=lay.sharding,
-        shard_group=lay.shard_group,
-        micro_batch_size=lay.micro_batch_size,
-        recompute=lay.recompute,
-        offload_optimizer=lay.offload_optimizer,
-        offload_params=lay.offload_params,
-        num_microbatches=m,
-        pp_schedule=job.pp_schedule,
-        virtual_stages=job.virtual_stages,
-        activation_offload_bytes=offloaded_activation_bytes(job, lay),
-    )
+    setup = setup_for(job, lay)
     tp = predict(arch, counts, seq_len, precision, setup, hw, per_token_memo=per_token_memo)
     per_token = 6.0 * counts.active
     if attention_counted:
