@@ -825,29 +825,29 @@ def _memory_stage(job: Job, lay: Layout, *, first_stage: bool) -> Memory:
     d = max(1, lay.shard_group) if lay.sharding != "ddp" else 1
     d_e = max(1, d // lay.ep)
 
-    def sharded(bytes_per_param: float, shard: bool) -> float:
-        if not shard:
-            return bytes_per_param * (nonexp + exp)
-        return bytes_per_param * (nonexp / d + exp / d_e)
+    # parameters per GPU, whole or sharded (bytes per parameter × one of these: what a
+    # ``sharded(bytes, shard)`` helper returned, without a closure per call)
+    whole = nonexp + exp
+    shard = nonexp / d + exp / d_e
 
     cpu = 0.0
     if job.method == "full":
         if fsdp2 and job.master_weights:
             # the FP32 sharded parameter is the master copy; BF16 exists only gathered
-            weights = 0.0 if z3 else sharded(w_b, False)
-            grads = sharded(g_b, True)
+            weights = 0.0 if z3 else w_b * whole
+            grads = g_b * shard
         else:
-            weights = sharded(w_b, z3)
-            grads = sharded(g_b, z2 or fsdp2)
-        master = sharded(m_b, z1)
-        optim = sharded(o_b, z1)
+            weights = w_b * (shard if z3 else whole)
+            grads = g_b * (shard if (z2 or fsdp2) else whole)
+        master = m_b * (shard if z1 else whole)
+        optim = o_b * (shard if z1 else whole)
         if job.optimizer_in_backward:
             # each parameter's gradient is consumed by its optimizer step during backward:
             # at most one wrap unit of gradients is live
             grads = min(grads, g_b * unit / (d if (z2 or fsdp2) else 1))
     else:
         base_b = QLORA_BYTES_PER_PARAM if job.method == "qlora" else 2.0
-        weights = sharded(base_b, z3)
+        weights = base_b * (shard if z3 else whole)
         trainable = lora_tp_pp / (d if z1 else 1)
         weights += 2.0 * trainable
         grads = g_b * trainable
