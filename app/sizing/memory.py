@@ -334,7 +334,8 @@ def new_memory(**figures: int) -> Memory:
     """``Memory(**figures)`` in one step: the frozen dataclass's __init__ sets each of its 11
     fields through object.__setattr__, and the search builds one per stage of every layout
     whose memory it evaluates (the instance dictionary is the keywords, in field order at
-    the one call site; tests/sizing/test_search_pruning.py checks it against Memory(...))."""
+    the one call site, then ``total``: the cached property's value, which it then never
+    computes; tests/sizing/test_search_pruning.py checks it against Memory(...))."""
     m = _new_object(Memory)
     _set_attr(m, "__dict__", figures)
     return m
@@ -880,18 +881,30 @@ def _memory_stage(job: Job, lay: Layout, *, first_stage: bool) -> Memory:
         gather = 2.0 * DS_BUCKET_ELEMENTS  # one BF16 reduce bucket
     frag = fw.fragmentation * (act + gather)
     overhead = fw.context_bytes + nccl + gather + frag
+    w_i, g_i, m_i, o_i, a_i, ov_i = (
+        int(weights),
+        int(grads),
+        int(master),
+        int(optim),
+        int(act),
+        int(overhead),
+    )
     return new_memory(
-        weights=int(weights),
-        gradients=int(grads),
-        master_weights=int(master),
-        optimizer_states=int(optim),
-        activations=int(act),
-        overhead=int(overhead),
+        weights=w_i,
+        gradients=g_i,
+        master_weights=m_i,
+        optimizer_states=o_i,
+        activations=a_i,
+        overhead=ov_i,
         context=fw.context_bytes,
         nccl=nccl,
         gather_buffers=int(gather),
         fragmentation=int(frag),
         cpu_offload_per_gpu=int(cpu * CPU_OFFLOAD_FACTOR),
+        # Memory.total, set where the parts are at hand (the cached_property's own sum, in
+        # its order): every figure's total is read, and cached_property's first read takes
+        # a lock (Python 3.11)
+        total=w_i + g_i + m_i + o_i + a_i + ov_i,
     )
 
 
