@@ -14,9 +14,9 @@ from __future__ import annotations
 import math
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from functools import cached_property
-from typing import Any
+from typing import Any, Generic, TypeVar, overload
 
 from app.sizing.params import Architecture, MoE, ParamCounts
 
@@ -263,6 +263,36 @@ class Layout:
         return min(x, float(m)) if m is not None else x
 
 
+_T = TypeVar("_T")
+
+
+class _once(Generic[_T]):  # noqa: N801 - used as a decorator, like cached_property
+    """``functools.cached_property`` without its lock (Python 3.11 takes an RLock on every
+    first read; 3.12 dropped it): the value is computed on the first read and stored in the
+    instance dictionary, which later reads find first (a non-data descriptor). Two threads
+    reading a figure's value at once may both compute it: the same pure value."""
+
+    def __init__(self, func: Callable[[Any], _T]) -> None:
+        self.func = func
+        self.attrname = func.__name__
+        self.__doc__ = func.__doc__
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.attrname = name
+
+    @overload
+    def __get__(self, instance: None, owner: type | None = None) -> _once[_T]: ...
+
+    @overload
+    def __get__(self, instance: object, owner: type | None = None) -> _T: ...
+
+    def __get__(self, instance: object | None, owner: type | None = None) -> _T | _once[_T]:
+        if instance is None:
+            return self
+        val = instance.__dict__[self.attrname] = self.func(instance)
+        return val
+
+
 @dataclass(frozen=True)
 class Memory:
     weights: int
@@ -279,7 +309,7 @@ class Memory:
 
     # computed once per figure (read-only, not a field: equality and hashing are the
     # fields'): the search asks each figure's total and range again and again
-    @cached_property
+    @_once
     def total(self) -> int:
         return (
             self.weights
@@ -290,7 +320,7 @@ class Memory:
             + self.overhead
         )
 
-    @cached_property
+    @_once
     def range_high(self) -> int:
         """``memory_range(self)[1]`` (an int: a cached tuple would be one more object for the
         garbage collector to track in every figure the search keeps)."""
@@ -901,9 +931,8 @@ def _memory_stage(job: Job, lay: Layout, *, first_stage: bool) -> Memory:
         gather_buffers=int(gather),
         fragmentation=int(frag),
         cpu_offload_per_gpu=int(cpu * CPU_OFFLOAD_FACTOR),
-        # Memory.total, set where the parts are at hand (the cached_property's own sum, in
-        # its order): every figure's total is read, and cached_property's first read takes
-        # a lock (Python 3.11)
+        # Memory.total, set where the parts are at hand (the property's own sum, in its
+        # order): every figure's total is read
         total=w_i + g_i + m_i + o_i + a_i + ov_i,
     )
 
