@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import math
-from functools import lru_cache
 
 from app.catalog.pricing import HOURS_PER_MONTH
 from app.catalog.specs import NodeSpec
 from app.money import cents_to_usd as cents_to_usd  # re-exported for the engine
 from app.sizing.memory import Job, Layout, offloaded_activation_bytes
-from app.sizing.params import Architecture, ParamCounts
+from app.sizing.params import Architecture
 from app.sizing.throughput import Hardware, Setup, hardware_from_spec, predict
 
 HOURS_PER_WEEK = 168
@@ -96,9 +95,6 @@ def storage(
 # --- time model ------------------------------------------------------------------------------
 
 
-_HW: dict[str, tuple[Hardware, NodeSpec]] = {}
-
-
 def peak_tflops(spec: NodeSpec, precision: str) -> float:
     """Dense peak per GPU for the training precision (FP4: the SKU's FP4 dense figure)."""
     if precision == "fp8":
@@ -108,6 +104,17 @@ def peak_tflops(spec: NodeSpec, precision: str) -> float:
             raise ValueError(f"{spec.id} has no FP4 dense peak")
         return spec.fp4_dense_tflops
     return spec.bf16_dense_tflops
+
+
+# per (job, SKU, attention convention): the SKU (its hardware is rebuilt if the catalog
+# object changes), its hardware, (MFU, tokens/s) by layout, and the throughput model's
+# per-token compute terms by the layout fields they read (throughput.predict's memo)
+_MfuMemo = tuple[
+    NodeSpec,
+    Hardware,
+    dict[Layout, tuple[float, float]],
+    dict[tuple[int, int, int, int, str], tuple[float, float, float]],
+]
 
 
 def predicted_mfu(
@@ -121,65 +128,79 @@ def predicted_mfu(
     the engine's convention:
     model FLOPs per token (6·N_active, plus attention when the request counts it) × tokens/s
     per GPU ÷ the dense peak of the training precision. Adapters (LoRA/QLoRA) are priced at
-    the full-training MFU on their 4·N FLOPs (they skip weight gradients). Memoised across
-    requests (requests that differ only in token count share every layout's answer)."""
-    if _HW.get(spec.id, (None, None))[1] is not spec:
-        _HW[spec.id] = (hardware_from_spec(spec), spec)
+    the full-training MFU on their 4·N FLOPs (they skip weight gradients).
+
+    Memoised in the job's memo, per SKU and attention convention, by layout: every input of
+    the prediction is a field of the job (equal jobs share the memo, see
+    ``memory.with_shared_memo``: requests that differ only in token count share every
+    layout's answer), of the layout or of the SKU, so the key is the layout alone (one hash
+    of it, not of the architecture and parameter counts besides). Two floats per entry (not
+    the Throughput with its breakdown dict): a tuple of floats is not tracked by the garbage
+    collector, and every tracked object kept here is visited by each full collection."""
+    key = ("mfu", spec.id, attention_counted)
+    got: _MfuMemo | None = job.cache.get(key)
+    if got is None or got[0] is not spec:
+        got = (spec, hardware_from_spec(spec), {}, {})
+        if len(job.cache) < 20000:
+            job.cache[key] = got
+    known = got[2]
+    hit = known.get(lay)
+    if hit is None:
+        hit = _predicted(job, lay, spec, got[1], attention_counted, got[3])
+        if len(known) < 20000:
+            known[lay] = hit
+    return hit
+
+
+_new_object = object.__new__
+_set_attr = object.__setattr__
+
+
+def setup_for(job: Job, lay: Layout) -> Setup:
+    """The throughput model's Setup for ``lay`` in ``job``: ``Setup(...)`` built in one step
+    (every field given, in field order; the frozen dataclass's __init__ sets its 15 fields
+    one object.__setattr__ at a time, once per prediction). tests/sizing/test_search_pruning.py
+    checks it against ``Setup(...)`` (equality, hash, repr), so a new field cannot be missed."""
     m = job.num_microbatches or None
     if not m and job.global_batch_size:
         dp = max(1, lay.world // (lay.tp * lay.pp * lay.cp))
         m = max(1, job.global_batch_size // (dp * lay.micro_batch_size))
-    return _predicted(
-        job.arch,
-        job.counts,
-        job.seq_len,
-        job.precision,
-        lay,
-        spec.id,
-        attention_counted,
-        m,
-        job.pp_schedule,
-        job.virtual_stages,
-        offloaded_activation_bytes(job, lay),
+    setup = _new_object(Setup)
+    _set_attr(
+        setup,
+        "__dict__",
+        {
+            "world": lay.world,
+            "tp": lay.tp,
+            "pp": lay.pp,
+            "ep": lay.ep,
+            "cp": lay.cp,
+            "sharding": lay.sharding,
+            "shard_group": lay.shard_group,
+            "micro_batch_size": lay.micro_batch_size,
+            "recompute": lay.recompute,
+            "offload_optimizer": lay.offload_optimizer,
+            "offload_params": lay.offload_params,
+            "num_microbatches": m,
+            "pp_schedule": job.pp_schedule,
+            "virtual_stages": job.virtual_stages,
+            "activation_offload_bytes": offloaded_activation_bytes(job, lay),
+        },
     )
+    return setup
 
 
-# Two floats per entry (not the Throughput with its breakdown dict): a tuple of floats is
-# not tracked by the garbage collector, and every tracked object kept here is visited by each
-# full collection (16,384 entries holding a Throughput each made one take ~60 ms of CPU)
-@lru_cache(maxsize=4096)
 def _predicted(
-    arch: Architecture,
-    counts: ParamCounts,
-    seq_len: int,
-    precision: str,
+    job: Job,
     lay: Layout,
-    sku: str,
+    spec: NodeSpec,
+    hw: Hardware,
     attention_counted: bool,
-    num_microbatches: int | None,
-    pp_schedule: str,
-    virtual_stages: int,
-    activation_offload_bytes: float = 0.0,
+    per_token_memo: dict[tuple[int, int, int, int, str], tuple[float, float, float]],
 ) -> tuple[float, float]:
-    hw, spec = _HW[sku]
-    setup = Setup(
-        world=lay.world,
-        tp=lay.tp,
-        pp=lay.pp,
-        ep=lay.ep,
-        cp=lay.cp,
-        sharding=lay.sharding,
-        shard_group=lay.shard_group,
-        micro_batch_size=lay.micro_batch_size,
-        recompute=lay.recompute,
-        offload_optimizer=lay.offload_optimizer,
-        offload_params=lay.offload_params,
-        num_microbatches=num_microbatches,
-        pp_schedule=pp_schedule,
-        virtual_stages=virtual_stages,
-        activation_offload_bytes=activation_offload_bytes,
-    )
-    tp = predict(arch, counts, seq_len, precision, setup, hw)
+    arch, counts, seq_len, precision = job.arch, job.counts, job.seq_len, job.precision
+    setup = setup_for(job, lay)
+    tp = predict(arch, counts, seq_len, precision, setup, hw, per_token_memo=per_token_memo)
     per_token = 6.0 * counts.active
     if attention_counted:
         per_token += attention_flops(arch, seq_len, 1.0)

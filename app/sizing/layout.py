@@ -363,10 +363,11 @@ def _kind_key(job: Job, s: Shape, world: int) -> tuple[object, ...] | None:
     return (s.sharding, s.tp, s.pp, s.ep, s.cp, dp if per_dp else dp > 1)
 
 
-def _kind(job: Job, s: Shape, world: int, mbs: int, rc: str, off: bool) -> _Kind | None:
+def _kind(
+    job: Job, s: Shape, world: int, mbs: int, rc: str, off: bool, kk: tuple[object, ...] | None
+) -> _Kind | None:
     """The shared record of shape ``s`` (group ≥ 2) in this variant, None for ``ddp`` or a
-    single-rank group."""
-    kk = _kind_key(job, s, world)
+    single-rank group. ``kk``: ``_kind_key(job, s, world)`` (the count's shape info has it)."""
     if kk is None:
         return None
     key = ("kind", kk, mbs, rc, off)
@@ -424,10 +425,12 @@ class _Probe:
         host_ram: int | None,
         g: int,
         shapes_: list[Shape],
+        kind_keys: tuple[tuple[object, ...] | None, ...],
         kinds: dict[tuple[int, int, str, bool], _Kind | None] | None = None,
     ) -> None:
         self.job, self.world, self.limit, self.host, self.g = job, world, limit, host_ram, g
         self.shapes = shapes_
+        self.kind_keys = kind_keys  # _kind_key of each shape at this count (_shape_info)
         # (rank, variant) -> its record; shared by the counts whose shapes have the same kinds
         self._kinds = {} if kinds is None else kinds
         self._mem: dict[tuple[int, int, str, bool], Memory] = {}
@@ -436,7 +439,9 @@ class _Probe:
         k = (rank, mbs, rc, off)
         got = self._kinds.get(k, _UNKNOWN)
         if got is _UNKNOWN:
-            got = self._kinds[k] = _kind(self.job, self.shapes[rank], self.world, mbs, rc, off)
+            got = self._kinds[k] = _kind(
+                self.job, self.shapes[rank], self.world, mbs, rc, off, self.kind_keys[rank]
+            )
         return got  # type: ignore[return-value]
 
     def floor_over(self, rank: int, mbs: int, rc: str, off: bool) -> bool:
@@ -580,7 +585,7 @@ def best_layouts(
     limit = usable * (1 - SAFETY_MARGIN)
     lean_rc, lean_off, lean_mbs = recompute_options[-1], offload_options[-1], min(mbs_options)
     lean = (lean_mbs, lean_rc, lean_off)
-    probe = _Probe(job, world, limit, host_ram, g, all_shapes, _records(job, kinds))
+    probe = _Probe(job, world, limit, host_ram, g, all_shapes, kinds, _records(job, kinds))
     # whether a variant's floor overflows the GPU (then it does at every count): per rank
     # for the leanest variant, per combination otherwise; filled as walks reach them
     # (dictionaries of booleans: the garbage collector does not track them)
@@ -691,7 +696,7 @@ def any_fits(
         offload_options = [o for o in offload_options if not o] or offload_options
     limit = usable * (1 - SAFETY_MARGIN)
     all_shapes, _effs, kinds = _shape_info(job, nodes, g)
-    probe = _Probe(job, world, limit, host_ram, g, all_shapes, _records(job, kinds))
+    probe = _Probe(job, world, limit, host_ram, g, all_shapes, kinds, _records(job, kinds))
     lean = (min(mbs_options), recompute_options[-1], offload_options[-1])
     return any(probe.fits(rank, *lean) for rank in range(len(all_shapes)))
 

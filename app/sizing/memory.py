@@ -14,9 +14,9 @@ from __future__ import annotations
 import math
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from functools import cached_property
-from typing import Any
+from typing import Any, Generic, TypeVar, overload
 
 from app.sizing.params import Architecture, MoE, ParamCounts
 
@@ -263,6 +263,36 @@ class Layout:
         return min(x, float(m)) if m is not None else x
 
 
+_T = TypeVar("_T")
+
+
+class _once(Generic[_T]):  # noqa: N801 - used as a decorator, like cached_property
+    """``functools.cached_property`` without its lock (Python 3.11 takes an RLock on every
+    first read; 3.12 dropped it): the value is computed on the first read and stored in the
+    instance dictionary, which later reads find first (a non-data descriptor). Two threads
+    reading a figure's value at once may both compute it: the same pure value."""
+
+    def __init__(self, func: Callable[[Any], _T]) -> None:
+        self.func = func
+        self.attrname = func.__name__
+        self.__doc__ = func.__doc__
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.attrname = name
+
+    @overload
+    def __get__(self, instance: None, owner: type | None = None) -> _once[_T]: ...
+
+    @overload
+    def __get__(self, instance: object, owner: type | None = None) -> _T: ...
+
+    def __get__(self, instance: object | None, owner: type | None = None) -> _T | _once[_T]:
+        if instance is None:
+            return self
+        val = instance.__dict__[self.attrname] = self.func(instance)
+        return val
+
+
 @dataclass(frozen=True)
 class Memory:
     weights: int
@@ -279,7 +309,7 @@ class Memory:
 
     # computed once per figure (read-only, not a field: equality and hashing are the
     # fields'): the search asks each figure's total and range again and again
-    @cached_property
+    @_once
     def total(self) -> int:
         return (
             self.weights
@@ -290,7 +320,7 @@ class Memory:
             + self.overhead
         )
 
-    @cached_property
+    @_once
     def range_high(self) -> int:
         """``memory_range(self)[1]`` (an int: a cached tuple would be one more object for the
         garbage collector to track in every figure the search keeps)."""
@@ -334,7 +364,8 @@ def new_memory(**figures: int) -> Memory:
     """``Memory(**figures)`` in one step: the frozen dataclass's __init__ sets each of its 11
     fields through object.__setattr__, and the search builds one per stage of every layout
     whose memory it evaluates (the instance dictionary is the keywords, in field order at
-    the one call site; tests/sizing/test_search_pruning.py checks it against Memory(...))."""
+    the one call site, then ``total``: the cached property's value, which it then never
+    computes; tests/sizing/test_search_pruning.py checks it against Memory(...))."""
     m = _new_object(Memory)
     _set_attr(m, "__dict__", figures)
     return m
@@ -750,47 +781,105 @@ def _memory(job: Job, lay: Layout) -> Memory:
     return best
 
 
+# What one stage's memory takes from the layout besides the shard group and the offload
+# switches: memoised per job across shard groups, so a figure at another group (the search
+# evaluates the same shape kind at many) does only the group's own arithmetic. Every value is
+# the one _memory_stage computed inline before (same expressions, same order of operations):
+# the parameter split, bytes per state, wrap unit, activations, NCCL groups and the
+# framework's figures. A tuple of numbers and booleans (not tracked by the collector).
+_StageParts = tuple[
+    float, float, float, float, float, float, bool, bool, bool, bool, float, int, int, float
+]
+
+
+def _stage_parts(job: Job, lay: Layout, *, first_stage: bool) -> _StageParts:
+    key = (
+        "stage",
+        first_stage,
+        lay.sharding,
+        lay.tp,
+        lay.pp,
+        lay.ep,
+        lay.cp,
+        lay.dp > 1,
+        lay.micro_batch_size,
+        lay.recompute,
+        lay.pp_schedule,
+        lay.virtual_stages,
+        lay.num_microbatches,
+    )
+    hit: _StageParts | None = job.cache.get(key)
+    if hit is None:
+        fw = job.fw
+        nonexp, exp = _stage_params(job, lay, first_stage=first_stage)
+        w_b, g_b, m_b, o_b = _state_bytes(job)
+        z1 = lay.sharding in ("zero1", "zero2", "zero3")
+        z2 = lay.sharding in ("zero2", "zero3")
+        z3 = lay.sharding == "zero3"
+        fsdp2 = fw.states == "fsdp2" and lay.sharding != "ddp"
+        c = job.counts
+        unit = c.largest_unit / lay.tp
+        if job.arch.moe is not None and c.largest_unit == c.moe_layer:
+            unit = (c.moe_layer - c.moe_layer_experts) / lay.tp + c.moe_layer_experts / (
+                lay.tp * lay.ep
+            )
+        act, _logits = activation_bytes(job, lay, first_stage=first_stage)
+        # parallel dimensions in use (one NCCL communicator kind each)
+        groups = (lay.dp > 1) + (lay.tp > 1) + (lay.pp > 1) + (lay.ep > 1) + (lay.cp > 1)
+        nccl = fw.nccl_bytes_per_group * groups
+        hit = (
+            nonexp,
+            exp,
+            w_b,
+            g_b,
+            m_b,
+            o_b,
+            z1,
+            z2,
+            z3,
+            fsdp2,
+            unit,
+            act,
+            nccl,
+            job.lora_params / (lay.tp * lay.pp),
+        )
+        if len(job.cache) < 20000:
+            job.cache[key] = hit
+    return hit
+
+
 def _memory_stage(job: Job, lay: Layout, *, first_stage: bool) -> Memory:
     fw = job.fw
-    nonexp, exp = _stage_params(job, lay, first_stage=first_stage)
+    nonexp, exp, w_b, g_b, m_b, o_b, z1, z2, z3, fsdp2, unit, act, nccl, lora_tp_pp = _stage_parts(
+        job, lay, first_stage=first_stage
+    )
     d = max(1, lay.shard_group) if lay.sharding != "ddp" else 1
     d_e = max(1, d // lay.ep)
-    w_b, g_b, m_b, o_b = _state_bytes(job)
 
-    def sharded(bytes_per_param: float, shard: bool) -> float:
-        if not shard:
-            return bytes_per_param * (nonexp + exp)
-        return bytes_per_param * (nonexp / d + exp / d_e)
+    # parameters per GPU, whole or sharded (bytes per parameter × one of these: what a
+    # ``sharded(bytes, shard)`` helper returned, without a closure per call)
+    whole = nonexp + exp
+    shard = nonexp / d + exp / d_e
 
-    z1 = lay.sharding in ("zero1", "zero2", "zero3")
-    z2 = lay.sharding in ("zero2", "zero3")
-    z3 = lay.sharding == "zero3"
-    fsdp2 = fw.states == "fsdp2" and lay.sharding != "ddp"
     cpu = 0.0
-    c = job.counts
-    unit = c.largest_unit / lay.tp
-    if job.arch.moe is not None and c.largest_unit == c.moe_layer:
-        unit = (c.moe_layer - c.moe_layer_experts) / lay.tp + c.moe_layer_experts / (
-            lay.tp * lay.ep
-        )
     if job.method == "full":
         if fsdp2 and job.master_weights:
             # the FP32 sharded parameter is the master copy; BF16 exists only gathered
-            weights = 0.0 if z3 else sharded(w_b, False)
-            grads = sharded(g_b, True)
+            weights = 0.0 if z3 else w_b * whole
+            grads = g_b * shard
         else:
-            weights = sharded(w_b, z3)
-            grads = sharded(g_b, z2 or fsdp2)
-        master = sharded(m_b, z1)
-        optim = sharded(o_b, z1)
+            weights = w_b * (shard if z3 else whole)
+            grads = g_b * (shard if (z2 or fsdp2) else whole)
+        master = m_b * (shard if z1 else whole)
+        optim = o_b * (shard if z1 else whole)
         if job.optimizer_in_backward:
             # each parameter's gradient is consumed by its optimizer step during backward:
             # at most one wrap unit of gradients is live
             grads = min(grads, g_b * unit / (d if (z2 or fsdp2) else 1))
     else:
         base_b = QLORA_BYTES_PER_PARAM if job.method == "qlora" else 2.0
-        weights = sharded(base_b, z3)
-        trainable = job.lora_params / (lay.tp * lay.pp) / (d if z1 else 1)
+        weights = base_b * (shard if z3 else whole)
+        trainable = lora_tp_pp / (d if z1 else 1)
         weights += 2.0 * trainable
         grads = g_b * trainable
         master = 4.0 * trainable
@@ -802,7 +891,6 @@ def _memory_stage(job: Job, lay: Layout, *, first_stage: bool) -> Memory:
     if lay.offload_params and z3:
         cpu += weights
         weights = 0.0
-    act, _logits = activation_bytes(job, lay, first_stage=first_stage)
     gather = 0.0
     if z3 and (d > 1 or fsdp2):
         # FSDP2 casts to the gather dtype even on one rank: the BF16 copies exist at d = 1
@@ -821,23 +909,31 @@ def _memory_stage(job: Job, lay: Layout, *, first_stage: bool) -> Memory:
             gather += 2.0 * min(DS_MAX_LIVE_PARAMS, nonexp + exp) * 0.05  # prefetch bucket
     elif fw.id == "deepspeed" and z1 and d > 1:
         gather = 2.0 * DS_BUCKET_ELEMENTS  # one BF16 reduce bucket
-    # parallel dimensions in use (one NCCL communicator kind each)
-    groups = (lay.dp > 1) + (lay.tp > 1) + (lay.pp > 1) + (lay.ep > 1) + (lay.cp > 1)
-    nccl = fw.nccl_bytes_per_group * groups
     frag = fw.fragmentation * (act + gather)
     overhead = fw.context_bytes + nccl + gather + frag
+    w_i, g_i, m_i, o_i, a_i, ov_i = (
+        int(weights),
+        int(grads),
+        int(master),
+        int(optim),
+        int(act),
+        int(overhead),
+    )
     return new_memory(
-        weights=int(weights),
-        gradients=int(grads),
-        master_weights=int(master),
-        optimizer_states=int(optim),
-        activations=int(act),
-        overhead=int(overhead),
+        weights=w_i,
+        gradients=g_i,
+        master_weights=m_i,
+        optimizer_states=o_i,
+        activations=a_i,
+        overhead=ov_i,
         context=fw.context_bytes,
         nccl=nccl,
         gather_buffers=int(gather),
         fragmentation=int(frag),
         cpu_offload_per_gpu=int(cpu * CPU_OFFLOAD_FACTOR),
+        # Memory.total, set where the parts are at hand (the property's own sum, in its
+        # order): every figure's total is read
+        total=w_i + g_i + m_i + o_i + a_i + ov_i,
     )
 
 

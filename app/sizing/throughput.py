@@ -241,37 +241,25 @@ def gemm_split(
     return {k: v * scale for k, v in out.items()}
 
 
-def predict(
+def _per_token(
     arch: Architecture,
     counts: ParamCounts,
     seq_len: int,
     precision: str,
-    setup: Setup,
     hw: Hardware,
-    *,
-    global_batch_tokens: float | None = None,
-) -> Throughput:
-    """Tokens per second per GPU for a full-training run (closed form, no loops)."""
-    s = setup
-    tp, pp, cp, ep = max(1, s.tp), max(1, s.pp), max(1, s.cp), max(1, s.ep)
-    dp = s.dp
+    tp: int,
+    cp: int,
+    ep: int,
+    tok_mb: int,
+    recompute: str,
+) -> tuple[float, float, float]:
+    """(GEMM, attention, memory-bound) GPU-seconds of compute per token (whole model, as if
+    on one GPU) for :func:`predict`: what it depends on of the layout is the TP, CP and EP
+    degrees, the micro-batch's tokens and the recompute mode."""
     h = arch.hidden_size
     L = arch.num_layers
     peak_p = hw.peak(precision) * 1e12
     peak_bf = hw.bf16_tflops * 1e12
-    mbs = max(1, s.micro_batch_size)
-    tok_mb = mbs * seq_len  # tokens of one micro-batch of one replica
-    if s.num_microbatches:
-        m = max(1, int(s.num_microbatches))
-    else:
-        gbt = global_batch_tokens or DEFAULT_GLOBAL_BATCH_TOKENS
-        m = max(1, math.ceil(gbt / (dp * tok_mb)))
-    v = max(1, s.virtual_stages) if s.pp_schedule == "interleaved" else 1
-    bubble = (pp - 1) / (m * v) if pp > 1 else 0.0
-    if s.pp_schedule == "dualpipe":
-        bubble = max(0.0, pp / 2 - 1) / m
-
-    # --- GPU-seconds of compute per token (whole model, as if on one GPU) --------------------
     moe = arch.moe
     attn_p = attention_params(arch)
     n_moe = (L - moe.dense_layers) if moe else 0
@@ -294,18 +282,67 @@ def predict(
         moe_extra = PERMUTE_HIDDEN * h * moe.experts_per_token * 2.0
     attn_fwd = 0.5 * 4.0 * L * attention_width(arch) * seq_len  # causal score + value, fwd
     attn = 3.5 * attn_fwd  # fwd + bwd (bwd ≈ 2.5 × fwd with the score recompute)
-    if s.recompute == "full":
+    if recompute == "full":
         gemm *= 8.0 / 6.0
         attn += attn_fwd
-    elif s.recompute == "selective":
+    elif recompute == "selective":
         attn += attn_fwd
     t_gemm = gemm / peak_p
     t_attn = attn / (peak_bf * E_ATTN)
     layer_bytes = (ELEM_HIDDEN * h + ELEM_FFN * ffn_active) * 2.0 * (1 + QUANT_EXTRA[precision])
     mem_bytes = L * layer_bytes + n_moe * moe_extra
-    if s.recompute == "full":
+    if recompute == "full":
         mem_bytes *= 1.33
     t_mem = mem_bytes / (hw.hbm_tbps * 1e12)
+    return t_gemm, t_attn, t_mem
+
+
+def predict(
+    arch: Architecture,
+    counts: ParamCounts,
+    seq_len: int,
+    precision: str,
+    setup: Setup,
+    hw: Hardware,
+    *,
+    global_batch_tokens: float | None = None,
+    per_token_memo: dict[tuple[int, int, int, int, str], tuple[float, float, float]] | None = None,
+) -> Throughput:
+    """Tokens per second per GPU for a full-training run (closed form, no loops).
+
+    ``per_token_memo``: a dict the caller keeps for one (architecture, counts, sequence
+    length, precision, hardware), in which the per-token compute terms are kept by the few
+    layout fields they read (the search predicts hundreds of layouts of one job)."""
+    s = setup
+    tp, pp, cp, ep = max(1, s.tp), max(1, s.pp), max(1, s.cp), max(1, s.ep)
+    dp = s.dp
+    h = arch.hidden_size
+    L = arch.num_layers
+    mbs = max(1, s.micro_batch_size)
+    tok_mb = mbs * seq_len  # tokens of one micro-batch of one replica
+    if s.num_microbatches:
+        m = max(1, int(s.num_microbatches))
+    else:
+        gbt = global_batch_tokens or DEFAULT_GLOBAL_BATCH_TOKENS
+        m = max(1, math.ceil(gbt / (dp * tok_mb)))
+    v = max(1, s.virtual_stages) if s.pp_schedule == "interleaved" else 1
+    bubble = (pp - 1) / (m * v) if pp > 1 else 0.0
+    if s.pp_schedule == "dualpipe":
+        bubble = max(0.0, pp / 2 - 1) / m
+
+    # --- GPU-seconds of compute per token (whole model, as if on one GPU) --------------------
+    moe = arch.moe
+    n_moe = (L - moe.dense_layers) if moe else 0
+    n_dense = L - n_moe
+    key = (tp, cp, ep, tok_mb, s.recompute)
+    per_token = None if per_token_memo is None else per_token_memo.get(key)
+    if per_token is None:
+        per_token = _per_token(
+            arch, counts, seq_len, precision, hw, tp, cp, ep, tok_mb, s.recompute
+        )
+        if per_token_memo is not None:
+            per_token_memo[key] = per_token
+    t_gemm, t_attn, t_mem = per_token
     t_token = t_gemm + t_attn + t_mem  # GPU-seconds per token
 
     # --- one optimizer step on the busiest GPU ------------------------------------------------

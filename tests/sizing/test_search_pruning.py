@@ -332,6 +332,44 @@ def test_make_layout_builds_what_the_dataclass_builds() -> None:
         got.tp = 4  # type: ignore[misc]  # still frozen
 
 
+def test_setup_for_builds_what_the_dataclass_builds() -> None:
+    """compute.setup_for fills the throughput model's Setup in one step: the same fields,
+    equality, hash and repr as Setup(...) itself, every field set (a new Setup field must be
+    added there too)."""
+    from app.sizing import compute
+    from app.sizing.throughput import Setup
+
+    job = replace(
+        _job({"model": {"preset": "llama-3.1-8b"}, "tokens": 1e11}), global_batch_size=512
+    )
+    s = layout.Shape("zero3", 16, 2, 4, 1, 2, layout._label("layout.cp", {"cp": 2}))
+    lay = make_layout(
+        s, world=128, mbs=2, recompute="selective", offload_opt=True, offload_params=False
+    )
+    got = compute.setup_for(job, lay)
+    want = Setup(
+        world=128,
+        tp=2,
+        pp=4,
+        ep=1,
+        cp=2,
+        sharding="zero3",
+        shard_group=16,
+        micro_batch_size=2,
+        recompute="selective",
+        offload_optimizer=True,
+        offload_params=False,
+        num_microbatches=max(1, 512 // (8 * 2)),
+        pp_schedule=job.pp_schedule,
+        virtual_stages=job.virtual_stages,
+        activation_offload_bytes=0.0,
+    )
+    assert got == want and hash(got) == hash(want) and repr(got) == repr(want)
+    assert vars(got) == vars(want) and list(vars(got)) == [f.name for f in fields(Setup)]
+    with pytest.raises(AttributeError):
+        got.tp = 4  # type: ignore[misc]  # still frozen
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
 @given(req=requests, nodes=st.sampled_from([1, 2, 3, 8, 24]))
 def test_a_memorys_cached_total_and_range_are_its_own(req: dict[str, Any], nodes: int) -> None:
