@@ -653,13 +653,11 @@ def _kimi_lines(k: dict[str, Any]) -> list[str]:
         "hide it behind another micro-batch's compute; both need a pipeline schedule the "
         "request does not ask for. Hidden as DualPipe hides it, the answer's layout would run "
         f"at {100 * k['a2a_hidden_mfu']:.1f} %.",
-        "- **FSDP gathers and reduce-scatters** hide behind the step's compute "
-        "(`DP_OVERLAP`) up to the exposed rest in the table. Known to be optimistic here "
-        "(docs/sizing.md, not changed on this branch): the routed experts, 99 % of the "
-        "parameters, are sharded over the expert-data-parallel group, the ranks holding the "
-        "same experts, EP apart; with EP filling the node it has one GPU per node, so its "
-        "ring crosses nodes on that GPU's own NIC, while the model prices it on the node's "
-        "eight NICs together.",
+        "- **FSDP gathers and reduce-scatters.** The routed experts (99 % of the parameters) "
+        "are sharded over the expert-data-parallel group, the ranks holding the same experts, "
+        "EP apart: with EP filling the node it has one GPU per node, so its gathers cross "
+        "nodes on that GPU's own NIC (corrected on this branch: the model had priced them "
+        "on the node's eight NICs together).",
         f"- **Memory.** The FP32 master, Adam moments and BF16 gradients are "
         f"{k['states_gb']:.0f} GB per GPU at {k['nodes']} nodes (limit {k['limit_gb']:.0f} GB)"
         + (

@@ -395,16 +395,20 @@ def predict(
     span_dp = tp * cp * dp
     stride = tp * cp
     dp_t = 0.0
-    for p_loc, n in ((p_dense, dp * cp), (p_exp, max(1, (dp * cp) // ep))):
+    # Routed experts are sharded over the expert-data-parallel group: the ranks holding the
+    # same experts, EP apart (torchtitan's dp_shard_mod_ep mesh dimension, Megatron's
+    # expert-data-parallel group). With EP filling the NVLink domain that group has one GPU
+    # per node, so its ring crosses nodes on that GPU's own NIC, not the node's NICs together.
+    for p_loc, n, st in ((p_dense, dp * cp, stride), (p_exp, max(1, (dp * cp) // ep), stride * ep)):
         if p_loc <= 0 or n <= 1:
             continue
         frac = (n - 1) / n
-        bw = _bw(span_dp, hw, stride)
+        bw = _bw(span_dp, hw, st)
         if s.sharding == "zero3":
             sg = max(1, min(n, s.shard_group or n))
             rep = max(1, n // sg)
             # gather for forward and backward, reduce-scatter gradients inside the shard group
-            dp_t += (sg - 1) / sg * p_loc * (2.0 * 2.0 + grad_b) / _bw(tp * cp * sg, hw, stride)
+            dp_t += (sg - 1) / sg * p_loc * (2.0 * 2.0 + grad_b) / _bw(st * sg, hw, st)
             if rep > 1:  # HSDP: all-reduce the sharded gradients across the replicas
                 dp_t += 2.0 * (rep - 1) / rep * p_loc / sg * grad_b / bw
         elif s.sharding == "ddp":
