@@ -160,7 +160,7 @@ def layout_rows(layout: dict[str, Any]) -> list[tuple[str, str]]:
     rows.append((_("Recompute"), _(RECOMPUTE_TEXT.get(str(layout.get("recompute")), "—"))))
     off = []
     if layout.get("offload_optimizer"):
-        off.append(_("optimizer to CPU memory"))
+        off.append(_("optimizer step, master weights and gradients to CPU memory"))
     if layout.get("offload_params"):
         off.append(_("parameters to CPU memory"))
     rows.append((_("Offload"), punct("list").join(off) if off else _("No offload")))

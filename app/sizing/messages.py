@@ -152,7 +152,10 @@ CATALOG: dict[str, str] = {
     "note.utilisation": N_(
         "the run uses %(pct).0f %% of the %(months_text)s paid for on each node"
     ),
-    "note.optimizer_offload": N_("optimizer state offloaded to CPU RAM: slower steps"),
+    "note.optimizer_offload": N_(
+        "optimizer step on the CPU (master weights, optimizer state and gradients in host "
+        "memory): slower steps"
+    ),
     "note.full_recompute": N_(
         "full activation recomputation: about one extra forward pass per step"
     ),
