@@ -209,7 +209,7 @@ def gemm_split(
     L = arch.num_layers
     moe = arch.moe
     attn_p = attention_params(arch)
-    n_moe = (L - moe.dense_layers) if moe else 0
+    n_moe = moe.moe_layers_in(0, L) if moe else 0  # Llama 4: every moe_every-th layer
     n_dense = L - n_moe
     dense_mlp = max(0, counts.dense_layer - attn_p - arch.norms_per_layer * h)
     head = counts.head if counts.head else counts.embedding
@@ -262,7 +262,7 @@ def _per_token(
     peak_bf = hw.bf16_tflops * 1e12
     moe = arch.moe
     attn_p = attention_params(arch)
-    n_moe = (L - moe.dense_layers) if moe else 0
+    n_moe = moe.moe_layers_in(0, L) if moe else 0  # Llama 4: every moe_every-th layer
     n_dense = L - n_moe
     dense_mlp = max(0, counts.dense_layer - attn_p - arch.norms_per_layer * h)
     head = counts.head if counts.head else counts.embedding
@@ -332,7 +332,7 @@ def predict(
 
     # --- GPU-seconds of compute per token (whole model, as if on one GPU) --------------------
     moe = arch.moe
-    n_moe = (L - moe.dense_layers) if moe else 0
+    n_moe = moe.moe_layers_in(0, L) if moe else 0  # Llama 4: every moe_every-th layer
     n_dense = L - n_moe
     key = (tp, cp, ep, tok_mb, s.recompute)
     per_token = None if per_token_memo is None else per_token_memo.get(key)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -265,3 +267,43 @@ def test_kimi_k2_fp4_on_b300_without_offload_is_a_plausible_moe_answer() -> None
     assert o["fits"] and not o["layout"]["offload_optimizer"]
     assert o["layout"]["ep"] > 1  # the model prefers expert parallel for 384 experts
     assert 0.05 <= o["effective_mfu"] <= 0.30
+
+
+@pytest.mark.parametrize("pid", sorted(p for p in PRESETS if PRESETS[p].arch.moe is not None))
+@pytest.mark.parametrize("offload", [False, True])
+def test_no_step_term_of_a_moe_is_negative(pid: str, offload: bool) -> None:
+    """Llama 4 Maverick interleaves MoE with dense layers (every second block): the model
+    had counted all 48 blocks as MoE, so the routed experts outweighed the whole model and
+    the dense share of the states went negative, a negative optimizer step included (70 %
+    MFU on a 400B MoE). Every term of every MoE preset is a time, never a credit."""
+    arch = PRESETS[pid].arch
+    c = count(arch)
+    hw = hardware_from_spec(spec("hgx-b200"))
+    for pp, sharding in ((1, "zero3"), (4, "zero1")):
+        setup = Setup(
+            world=32,
+            pp=pp,
+            ep=8,
+            sharding=sharding,
+            shard_group=32 // pp,
+            offload_optimizer=offload,
+        )
+        t = predict(arch, c, 4096, "bf16", setup, hw)
+        assert all(v >= 0 for v in t.breakdown.values()), (pid, pp, t.breakdown)
+        assert t.step_seconds > 0
+
+
+def test_maverick_prices_its_24_moe_blocks_not_48() -> None:
+    """Only Maverick's MoE blocks carry routed-expert GEMMs: spreading the same routed
+    parameters over twice the blocks would double their FLOPs, and Maverick's effective MFU
+    stays below what its dense sibling runs at on the same node."""
+    arch = PRESETS["llama-4-maverick"].arch
+    assert arch.moe is not None and arch.moe.moe_layers_in(0, arch.num_layers) == 24
+    hw = hardware_from_spec(spec("hgx-b200"))
+    g = gemm_split(arch, count(arch), 4096, "bf16", Setup(world=8, ep=8), hw)
+    every = replace(arch, moe=replace(arch.moe, moe_every=1))  # all 48 blocks MoE
+    g48 = gemm_split(every, count(every), 4096, "bf16", Setup(world=8, ep=8), hw)
+    assert g48["routed_experts"] == pytest.approx(2 * g["routed_experts"])
+    o = size({"model": {"preset": "llama-4-maverick"}, "tokens": 1e12, "sku": "hgx-b200"})
+    dense = size({"model": {"preset": "llama-3.1-70b"}, "tokens": 1e12, "sku": "hgx-b200"})
+    assert o["options"][0]["effective_mfu"] < dense["options"][0]["effective_mfu"]
