@@ -135,6 +135,18 @@ def assumptions(r: Request) -> list[Msg]:
     if r.mfu is None:  # the efficiency line follows: say where the time comes from first
         i = next(k for k, m in enumerate(out) if m.code == "assumption.efficiency")
         out.insert(i, Msg("assumption.time_model"))
+        if j.batch_tokens:  # the request gave no batch: say which one the time assumes
+            out.insert(
+                i + 1,
+                Msg(
+                    "assumption.batch",
+                    {
+                        "mtokens": j.batch_tokens / 1e6,
+                        "seqs": max(1, j.batch_tokens // j.seq_len),
+                        "seq_len": j.seq_len,
+                    },
+                ),
+            )
     if r.parallelism is None:
         out.append(Msg("assumption.search"))
     return out

@@ -133,11 +133,12 @@ def predicted_mfu(
     Memoised in the job's memo, per SKU and attention convention, by layout: every input of
     the prediction is a field of the job (equal jobs share the memo, see
     ``memory.with_shared_memo``: requests that differ only in token count share every
-    layout's answer), of the layout or of the SKU, so the key is the layout alone (one hash
+    layout's answer, except through the default batch the token count sets, which is in
+    the memo's key), of the layout or of the SKU, so the key is the layout alone (one hash
     of it, not of the architecture and parameter counts besides). Two floats per entry (not
     the Throughput with its breakdown dict): a tuple of floats is not tracked by the garbage
     collector, and every tracked object kept here is visited by each full collection."""
-    key = ("mfu", spec.id, attention_counted)
+    key = ("mfu", spec.id, attention_counted, job.batch_tokens)
     got: _MfuMemo | None = job.cache.get(key)
     if got is None or got[0] is not spec:
         got = (spec, hardware_from_spec(spec), {}, {})
@@ -200,7 +201,16 @@ def _predicted(
 ) -> tuple[float, float]:
     arch, counts, seq_len, precision = job.arch, job.counts, job.seq_len, job.precision
     setup = setup_for(job, lay)
-    tp = predict(arch, counts, seq_len, precision, setup, hw, per_token_memo=per_token_memo)
+    tp = predict(
+        arch,
+        counts,
+        seq_len,
+        precision,
+        setup,
+        hw,
+        global_batch_tokens=job.batch_tokens or None,
+        per_token_memo=per_token_memo,
+    )
     per_token = 6.0 * counts.active
     if attention_counted:
         per_token += attention_flops(arch, seq_len, 1.0)

@@ -180,6 +180,9 @@ class Job:
     virtual_stages: int = 1
     num_microbatches: int = 0  # 0: enough to fill the pipeline
     global_batch_size: int = 0  # sequences per step; sets the micro-batch count per layout
+    # tokens per optimizer step when neither of the two above is given (throughput only;
+    # 0: throughput.DEFAULT_GLOBAL_BATCH_TOKENS). Set from the run's FLOPs by the request.
+    batch_tokens: int = 0
     # per-request memo of memory() results (layouts repeat across node counts)
     cache: dict[tuple[object, ...], Any] = field(
         default_factory=dict, compare=False, hash=False, repr=False
@@ -725,17 +728,21 @@ def with_shared_memo(job: Job) -> Job:
 
     Memory does not depend on the token budget, so requests that differ only in tokens (the
     live page while a customer types) reuse every layout's memory from the last one. The
-    memo holds pure results keyed on the layout, so sharing it changes no answer.
+    memo holds pure results keyed on the layout, so sharing it changes no answer. The
+    default batch (``batch_tokens``, set from the token budget) does not change memory
+    either: jobs that differ only in it share the memo, and the one entry that depends on
+    it (``compute.predicted_mfu``'s) has it in its key.
     """
+    shared = replace(job, batch_tokens=0) if job.batch_tokens else job
     with _SHARED_LOCK:
-        memo = _SHARED.get(job)
+        memo = _SHARED.get(shared)
         if memo is None:
             memo = {}
-            _SHARED[job] = memo
+            _SHARED[shared] = memo
             while len(_SHARED) > SHARED_JOBS:
                 _SHARED.popitem(last=False)
         else:
-            _SHARED.move_to_end(job)
+            _SHARED.move_to_end(shared)
     return replace(job, cache=memo)
 
 

@@ -278,6 +278,11 @@ CATALOG: dict[str, str] = {
         "attention, memory-bound work, TP/CP/EP/DP traffic over NVLink and the network, "
         "pipeline bubble); the layout efficiencies below only order the layouts tried"
     ),
+    "assumption.batch": N_(
+        "optimizer steps of %(mtokens).1f M tokens (%(seqs)d sequences of %(seq_len)d): the "
+        "compute-optimal batch for this run's FLOPs by DeepSeek LLM's scaling law, rounded to "
+        "a power of two; give global_batch_size to price your own"
+    ),
     "assumption.efficiency": N_(
         "layout efficiency (ours, heuristic): full recompute %(full)s, selective "
         "%(selective)s, TP8 %(tp8)s, PP %(pp)s, FSDP across nodes %(fsdp_nodes)s, EP %(ep)s, "

@@ -16,11 +16,13 @@ import annotated_types
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, field_validator
 
 from app.catalog.specs import all_specs, spec
+from app.sizing.compute import training_flops
 from app.sizing.errors import SizingError
 from app.sizing.memory import Job, with_shared_memo
 from app.sizing.messages import Msg
 from app.sizing.params import MLA, Architecture, MoE, ParamCounts, count, derive_architecture
 from app.sizing.presets import PRESETS
+from app.sizing.throughput import default_batch_tokens
 
 MAX_PARAMS = 1e13
 MAX_TOKENS = 1e15
@@ -415,6 +417,9 @@ def resolve(s: SizingRequest) -> Request:
         virtual_stages=s.virtual_stages or (2 if s.pp_schedule == "interleaved" else 1),
         num_microbatches=s.num_microbatches or 0,
         global_batch_size=s.global_batch_size or 0,
+        batch_tokens=0
+        if s.num_microbatches or s.global_batch_size
+        else default_batch_tokens(training_flops(counts.active, s.tokens, method=s.method)),
     )
     job = with_shared_memo(job)
     fixed: dict[str, Any] = {"micro_batch_size": s.micro_batch_size or 1}

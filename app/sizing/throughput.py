@@ -80,8 +80,26 @@ OPT_BYTES_PER_PARAM = 18.0
 # stalls the step).
 HOST_OPT_BPS = 20e9
 PCIE_BPS = 25e9
-# Default global batch when the request does not give one (tokens per optimizer step).
+# Global batch (tokens per optimizer step) when neither the request nor the caller gives one.
 DEFAULT_GLOBAL_BATCH_TOKENS = 4 * 1024 * 1024
+# A job's default batch: the compute-optimal batch of DeepSeek LLM's scaling law (arXiv
+# 2401.02954 §3.1, fitted on their own runs from 1e17 to 3e20 FLOPs and used for their 7B
+# and 67B models): B_opt = 0.2920 · C^0.3271 tokens for a run of C training FLOPs. Batches
+# grow with the run: 8B on 1e10 tokens ≈ 2 M tokens, 70B on 15e12 ≈ 34 M (Llama 3 405B
+# used 16 M, DeepSeek-V3 63 M, Kimi K2 67 M).
+BATCH_LAW_COEF = 0.2920
+BATCH_LAW_EXP = 0.3271
+
+
+def default_batch_tokens(training_flops: float) -> int:
+    """Tokens per optimizer step for a run of ``training_flops`` whose request states no
+    batch: DeepSeek LLM's compute-optimal batch, rounded to a power of two as batches are
+    chosen in practice (so requests a few percent apart in tokens share one batch, and the
+    search's memo). At least one 4k sequence."""
+    if training_flops <= 0 or not math.isfinite(training_flops):
+        return DEFAULT_GLOBAL_BATCH_TOKENS
+    b = BATCH_LAW_COEF * training_flops**BATCH_LAW_EXP
+    return int(2 ** max(12, round(math.log2(b))))
 
 
 @dataclass(frozen=True)
