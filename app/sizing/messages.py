@@ -279,9 +279,9 @@ CATALOG: dict[str, str] = {
         "pipeline bubble); the layout efficiencies below only order the layouts tried"
     ),
     "assumption.batch": N_(
-        "optimizer steps of %(mtokens).1f M tokens (%(seqs)d sequences of %(seq_len)d): the "
-        "compute-optimal batch for this run's FLOPs by DeepSeek LLM's scaling law, rounded to "
-        "a power of two; give global_batch_size to price your own"
+        "optimizer steps of %(mtokens).3g M tokens (%(seqs)d × %(seq_len)d-token sequences): "
+        "DeepSeek LLM's compute-optimal batch for this run's FLOPs, rounded to a power of two "
+        "and to at least one sequence; give global_batch_size to price your own"
     ),
     "assumption.efficiency": N_(
         "layout efficiency (ours, heuristic): full recompute %(full)s, selective "

@@ -419,7 +419,10 @@ def resolve(s: SizingRequest) -> Request:
         global_batch_size=s.global_batch_size or 0,
         batch_tokens=0
         if s.num_microbatches or s.global_batch_size
-        else default_batch_tokens(training_flops(counts.active, s.tokens, method=s.method)),
+        else max(  # at least one sequence per step
+            s.seq_len,
+            default_batch_tokens(training_flops(counts.active, s.tokens, method=s.method)),
+        ),
     )
     job = with_shared_memo(job)
     fixed: dict[str, Any] = {"micro_batch_size": s.micro_batch_size or 1}
