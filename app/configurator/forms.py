@@ -45,6 +45,7 @@ FIELDS = (
     "tokens",
     "seq_len",
     "mbs",
+    "gbs",
     "precision",
     "method",
     "recompute",
@@ -348,6 +349,11 @@ def parse_query(q: Mapping[str, str], preset_ids: set[str] | frozenset[str]) -> 
             req["micro_batch_size"] = parse_whole(values["mbs"], "micro_batch_size")
         except FieldError as e:
             form.fail("mbs", e)
+    if values["gbs"]:  # empty: the engine prices the run's compute-optimal batch
+        try:
+            req["global_batch_size"] = parse_whole(values["gbs"], "global_batch_size")
+        except FieldError as e:
+            form.fail("gbs", e)
     for name, key, choices in (
         ("precision", "precision", PRECISIONS),
         ("method", "method", METHODS),
@@ -412,6 +418,7 @@ _ENGINE_FIELD = {
     "tokens": "tokens",
     "seq_len": "seq_len",
     "micro_batch_size": "mbs",
+    "global_batch_size": "gbs",
     "precision": "precision",
     "method": "method",
     "recompute": "recompute",

@@ -76,6 +76,7 @@ FIELD_LABELS = {
     "tokens": N_("Training tokens"),
     "seq_len": N_("Context length"),
     "mbs": N_("Micro-batch"),
+    "gbs": N_("Global batch (optional)"),
     "precision": N_("Precision"),
     "method": N_("Method"),
     "recompute": N_("Activation recompute"),

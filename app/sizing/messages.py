@@ -281,7 +281,7 @@ CATALOG: dict[str, str] = {
     "assumption.batch": N_(
         "optimizer steps of %(mtokens).3g M tokens (%(seqs)d × %(seq_len)d-token sequences): "
         "DeepSeek LLM's compute-optimal batch for this run's FLOPs, rounded to a power of two "
-        "and to at least one sequence; give global_batch_size to price your own"
+        "and to at least one sequence; set a global batch to price your own"
     ),
     "assumption.efficiency": N_(
         "layout efficiency (ours, heuristic): full recompute %(full)s, selective "

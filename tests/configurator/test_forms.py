@@ -166,3 +166,17 @@ def test_parse_query_never_raises(q: dict[str, str]) -> None:
     assert f.ok or f.errors
     for v in f.values.values():
         assert len(v) <= forms.MAX_VALUE_LEN
+
+
+def test_global_batch_is_optional_and_checked() -> None:
+    """Empty: the engine prices the run's compute-optimal batch; a number is sequences per
+    optimizer step within the API's bounds; anything else is an error at the field."""
+    assert "global_batch_size" not in (
+        parse_query({"model": "llama-3.1-8b", "tokens": "1T"}, PRESETS).request or {}
+    )
+    f = parse_query({"model": "llama-3.1-8b", "tokens": "1T", "gbs": "１０２４"}, PRESETS)
+    assert f.ok and f.request is not None and f.request["global_batch_size"] == 1024
+    assert "gbs=" in f.query_string()
+    for bad in ("0", "-5", "1e30", "lots", "2.5", str(1 << 30)):
+        g = parse_query({"model": "llama-3.1-8b", "tokens": "1T", "gbs": bad}, PRESETS)
+        assert not g.ok and set(g.errors) == {"gbs"}, bad
