@@ -10,10 +10,19 @@ Every error is a ``(field path, Msg)`` pair with a stable code (see ``messages.p
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import annotated_types
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
+from pydantic_core import PydanticCustomError
 
 from app.catalog.specs import all_specs, spec
 from app.sizing.compute import training_flops
@@ -33,6 +42,26 @@ MAX_PARALLEL = MAX_NODES * 72
 
 _CFG = ConfigDict(extra="forbid", allow_inf_nan=False)
 
+
+def _takes(ann: Any, kinds: tuple[type, ...]) -> bool:
+    """Whether a field's type admits one of ``kinds`` (through ``| None`` and ``Annotated``)."""
+    return ann in kinds or any(_takes(a, kinds) for a in get_args(ann))
+
+
+class _Spec(BaseModel):
+    """A request part whose numbers are numbers: JSON ``true``/``false`` is refused where a
+    number is expected (pydantic's lax mode would read ``"tokens": true`` as one token)."""
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_bool_as_number(cls, v: Any, info: ValidationInfo) -> Any:
+        if isinstance(v, bool) and info.field_name is not None:
+            ann = cls.model_fields[info.field_name].annotation
+            if _takes(ann, (int, float)) and not _takes(ann, (bool,)):
+                raise PydanticCustomError("bool_not_number", "Input should be a number")
+        return v
+
+
 Method = Literal["full", "lora", "qlora"]
 Precision = Literal["bf16", "fp8", "fp4"]
 Optimizer = Literal["adamw", "adamw8bit"]
@@ -43,7 +72,7 @@ Framework = Literal["megatron", "fsdp2", "deepspeed", "hf"]
 PPSchedule = Literal["1f1b", "interleaved", "gpipe"]
 
 
-class MoESpec(BaseModel):
+class MoESpec(_Spec):
     """Mixture-of-experts dimensions."""
 
     model_config = _CFG
@@ -54,7 +83,7 @@ class MoESpec(BaseModel):
     dense_layers: int = Field(0, ge=0, le=1024)
 
 
-class MLASpec(BaseModel):
+class MLASpec(_Spec):
     """Multi-head latent attention (DeepSeek-style) dimensions."""
 
     model_config = _CFG
@@ -65,7 +94,7 @@ class MLASpec(BaseModel):
     v_head_dim: int = Field(ge=1, le=1 << 16)
 
 
-class ArchitectureSpec(BaseModel):
+class ArchitectureSpec(_Spec):
     """A transformer given by its dimensions (a Hugging Face config's numbers)."""
 
     model_config = _CFG
@@ -86,7 +115,7 @@ class ArchitectureSpec(BaseModel):
     max_seq_len: int = Field(MAX_CUSTOM_SEQ, ge=1, le=MAX_CUSTOM_SEQ)
 
 
-class ModelSpec(BaseModel):
+class ModelSpec(_Spec):
     """Exactly one of: a preset id, a bare parameter count, or an architecture."""
 
     model_config = _CFG
@@ -95,7 +124,7 @@ class ModelSpec(BaseModel):
     architecture: ArchitectureSpec | None = None
 
 
-class ParallelismSpec(BaseModel):
+class ParallelismSpec(_Spec):
     """A pinned layout; omitted sizes are derived from the node count."""
 
     model_config = _CFG
@@ -107,7 +136,7 @@ class ParallelismSpec(BaseModel):
     cp: int | None = Field(None, ge=1, le=MAX_PARALLEL)
 
 
-class SizingRequest(BaseModel):
+class SizingRequest(_Spec):
     """A training job to size. Only ``model`` and ``tokens`` are required."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False, title="SizingRequest")
@@ -214,6 +243,8 @@ def _code(err: Any) -> Msg:
         return Msg("request.not_number")
     if t in ("bool_type", "bool_parsing"):
         return Msg("request.not_bool")
+    if t == "bool_not_number":
+        return Msg("request.bool_not_number")
     if t in ("string_type",):
         return Msg("request.not_text")
     if t == "literal_error":

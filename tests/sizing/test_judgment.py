@@ -362,3 +362,30 @@ def test_the_apps_openapi_document_shows_the_sizing_request(client: TestClient) 
     assert bound(props["max_days"], "maximum") == 3650
     assert bound(props["nodes"], "maximum") == 1024
     assert bound(props["micro_batch_size"], "minimum") == 1
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"tokens": True}, "tokens"),
+        ({"seq_len": True}, "seq_len"),
+        ({"global_batch_size": True}, "global_batch_size"),
+        ({"mfu": False}, "mfu"),
+        ({"model": {"params": True}}, "model.params"),
+        ({"parallelism": {"tp": True}}, "parallelism.tp"),
+    ],
+)
+def test_true_or_false_is_not_a_number(api: TestClient, body: dict[str, Any], field: str) -> None:
+    """JSON booleans are refused where a number is expected (lax parsing would have sized
+    ``"tokens": true`` as a one-token run); switches still take them."""
+    req = {"model": {"preset": "llama-3.1-8b"}, "tokens": 1e11, **body}
+    bad = api.post("/api/v1/sizing", json=req, headers={"Accept-Language": "zh-CN"})
+    assert bad.status_code == 422
+    err = bad.json()["detail"]["errors"][0]
+    assert err["field"] == field and err["code"] == "request.bool_not_number"
+    assert re.search(r"[\u4e00-\u9fff]", err["message"])
+    ok = api.post(
+        "/api/v1/sizing",
+        json={"model": {"preset": "llama-3.1-8b"}, "tokens": 1e11, "compile": True},
+    )
+    assert ok.status_code == 200
