@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import fastapi
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, StrictInt
 
 from app.accounts.deps import CurrentUser
 from app.clock import utc
@@ -27,7 +27,9 @@ router = fastapi.APIRouter(prefix="/api/v1", tags=["balance"])
 
 
 class TopupIn(BaseModel):
-    amount_cents: int = Field(description="US cents to add to the balance", examples=[250000])
+    amount_cents: StrictInt = Field(  # JSON numbers only: true is not one cent
+        description="US cents to add to the balance", examples=[250000]
+    )
     currency: str = Field(description="BTC, ETH, USDT or USDC", examples=["USDC"])
     return_to: str | None = Field(default=None, description="a same-site path to link back to")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import date, datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
 
 from app.orders.models import Order, OrderHost
 from app.web.forms import FormModel
@@ -19,24 +19,27 @@ class NewKey(BaseModel):
 class Notes(BaseModel):
     model_size: str = ""
     token_budget: str = ""
-    node_count: int | None = None
-    private_network: bool = False
+    node_count: StrictInt | None = None  # JSON numbers only: true is not one node
+    private_network: StrictBool = False
     comm_pattern: str = ""
     free_text: str = ""
 
 
 class OrderCreate(BaseModel):
     sku: str = Field(examples=["hgx-b200"])
-    nodes: int = Field(default=1, examples=[1])
+    # strict: JSON true/false or "2" are not a node count, nor 1 a yes to paying
+    nodes: StrictInt = Field(default=1, examples=[1])
     image: str = Field(examples=["ubuntu-24.04-cuda"])
-    ssh_key_ids: list[int] = Field(default_factory=list, description="ids of your saved SSH keys")
+    ssh_key_ids: list[StrictInt] = Field(
+        default_factory=list, description="ids of your saved SSH keys"
+    )
     ssh_key: NewKey | None = Field(default=None, description="a new public key to save and use")
     notes: Notes = Field(default_factory=Notes)
     sizing: str = Field(default="", description="the /size query string this order came from")
     quote: str = Field(
         default="", description="a quote share token; its price holds until it expires"
     )
-    pay: bool = Field(default=False, description="pay the first month from the balance now")
+    pay: StrictBool = Field(default=False, description="pay the first month from the balance now")
 
 
 class HostOut(BaseModel):

@@ -20,7 +20,10 @@ MAX_CLUSTER_MONTHS = 36
 
 
 def _typed_int(value: Any) -> Any:
-    """Numbers a person typed go through the one number rule (app.numbers)."""
+    """Numbers a person typed go through the one number rule (app.numbers); JSON true and
+    false are not numbers."""
+    if isinstance(value, bool):
+        raise ValueError(N_("Enter a whole number."))
     if isinstance(value, str):
         try:
             return parse_int(value)

@@ -91,6 +91,17 @@ def test_bad_input_names_the_field(raw_client: TestClient, engine, clock, make_u
         assert r.status_code == 422 and field in r.json()["error"]["fields"], (over, r.text)
     r = raw_client.post("/api/v1/orders", json=body(nodes="two"), headers=h)
     assert r.status_code == 422 and "nodes" in r.text
+    # JSON true/false is not a number, nor 1 or "yes" a decision to pay
+    for over in (
+        {"nodes": True},
+        {"nodes": "2"},
+        {"ssh_key_ids": [True]},
+        {"notes": {"node_count": True}},
+        {"pay": 1},
+        {"pay": "yes"},
+    ):
+        r = raw_client.post("/api/v1/orders", json=body(**over), headers=h)
+        assert r.status_code == 422, (over, r.text)
     with Session(engine) as s:
         assert s.exec(select(Order)).all() == []
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from sqlalchemy.engine import Engine
-from sqlmodel import Session
+from sqlmodel import Session, select
 
 from app.accounts.security import create_api_token
 from app.clock import FixedClock
@@ -201,6 +201,15 @@ def test_json_api_with_bearer_token(
     assert got["payment_uri"] == body["payment_uri"]
     bad = raw_client.post("/api/v1/topups", json={"amount_cents": 5, "currency": "BTC"}, headers=h)
     assert bad.status_code == 422 and bad.json()["error"]["field"] == "amount"
+    with Session(engine) as s:
+        invoices = len(s.exec(select(Invoice)).all())
+    for amount in (True, "50000", 50_000.5):  # JSON numbers only
+        bad = raw_client.post(
+            "/api/v1/topups", json={"amount_cents": amount, "currency": "BTC"}, headers=h
+        )
+        assert bad.status_code == 422, (amount, bad.text)
+    with Session(engine) as s:
+        assert len(s.exec(select(Invoice)).all()) == invoices  # no invoice opened
 
 
 def test_staff_journal_customer_and_adjustment(
