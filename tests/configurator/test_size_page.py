@@ -237,3 +237,21 @@ def test_break_even_that_rounds_to_100_percent_reads_all_month() -> None:
         {"rental_cost_usd": 100.0, "hourly_alternative_usd": 90.0, "break_even_utilisation": 0.8}
     )
     assert "more than 80 %" in text
+
+
+def test_digits_that_are_not_typed_digits_are_refused_at_their_field(client: TestClient) -> None:
+    """A superscript or circled digit is not a number the customer typed ("mbs=²" was priced
+    as micro-batch 2, "seq_len=①k" as 1024, "nodes=¹" as one node), and a whole number with
+    too many digits says how large it may be, not that digits are wrong (EN + ZH)."""
+    base = {"model": "llama-3.1-8b", "tokens": "1T"}
+    for name, bad in (("gbs", "²"), ("mbs", "²"), ("seq_len", "①k"), ("nodes", "¹")):
+        r = client.get("/size", params={**base, name: bad}, headers=HX)
+        assert r.status_code == 422, (name, bad)
+        assert f'id="e-{name}"' in r.text and "Enter a number using the digits 0–9." in r.text
+    r = client.get("/size", params={**base, "gbs": "9" * 40}, headers=HX)
+    assert r.status_code == 422 and "Enter at most 16777216." in r.text
+    zh = {**HX, "Accept-Language": "zh-CN"}
+    r = client.get("/size", params={**base, "gbs": "9" * 40}, headers=zh)
+    assert r.status_code == 422 and "请输入不大于 16777216 的数。" in r.text
+    r = client.get("/size", params={**base, "gbs": "²"}, headers=zh)
+    assert r.status_code == 422 and "请用数字 0–9 输入数值。" in r.text
