@@ -158,6 +158,8 @@ def parse_whole(text: str, name: str, model: Any = SizingRequest, *, binary_k: b
     except numbers.NumberError as e:
         if e.code == "number.invalid" and _LONG_DIGITS.fullmatch(re.sub(r"[\s,，]", "", t)):
             raise FieldError(E_AT_MOST, {"max": hi}) from None  # digits, just too many
+        if e.code == "number.negative" and lo >= 1:  # "not negative" would invite a 0
+            raise FieldError(E_AT_LEAST, {"min": lo}) from None
         raise FieldError.of(e) from None
     if v < lo:
         raise FieldError(E_AT_LEAST, {"min": lo})

@@ -125,7 +125,7 @@ def assumptions(r: Request) -> list[Msg]:
             Msg(
                 "assumption.adapters",
                 {
-                    "method": j.method.upper(),
+                    "method": {"lora": "LoRA", "qlora": "QLoRA"}.get(j.method, j.method),
                     "base": "NF4" if j.method == "qlora" else "BF16",
                     "rank": j.lora_rank,
                     "k": f"{compute.training_flops(1, 1.0, method=j.method):g}",

@@ -255,3 +255,35 @@ def test_digits_that_are_not_typed_digits_are_refused_at_their_field(client: Tes
     assert r.status_code == 422 and "请输入不大于 16777216 的数。" in r.text
     r = client.get("/size", params={**base, "gbs": "²"}, headers=zh)
     assert r.status_code == 422 and "请用数字 0–9 输入数值。" in r.text
+
+
+def test_global_batch_field_reads_as_a_batch_size_next_to_the_micro_batch(
+    client: TestClient,
+) -> None:
+    """The micro-batch is per forward/backward pass and the global batch per optimizer step
+    (the two hints no longer contradict each other); a negative batch is asked for at least
+    one sequence (not "not negative", which invites a 0 that is refused next); the field's
+    hint and error are read with it (EN + ZH)."""
+    q = {"model": "llama-3.1-8b", "tokens": "1T", "gbs": "-1"}
+    r = client.get("/size", params=q)
+    assert r.status_code == 422
+    assert "Sequences per GPU in each forward and backward pass." in r.text
+    assert "Leave empty to use this run's compute-optimal batch." in r.text
+    gbs = re.search(r'<input id="f-gbs"[^>]*>', r.text)
+    assert gbs and 'aria-describedby="h-gbs err-gbs"' in gbs.group(0)
+    assert 'aria-invalid="true"' in gbs.group(0)
+    assert '<small id="e-gbs" class="error" role="alert">Enter at least 1.</small>' in r.text
+    zh = client.get("/size", params=q, headers={"Accept-Language": "zh-CN"}).text
+    assert "全局批大小（可选）" in zh and "全局批量" not in zh
+    assert "每张 GPU 每次前向和反向传播处理的序列数。" in zh
+    assert "请输入不小于 1 的数。" in zh
+
+
+def test_lora_is_spelled_lora_in_the_assumptions(client: TestClient) -> None:
+    q = {"model": "llama-3.1-8b", "tokens": "1B", "method": "qlora"}
+    en = client.get("/size", params=q).text
+    assert "QLoRA: base weights frozen (NF4)" in en and "QLORA" not in en
+    zh = client.get("/size", params=q, headers={"Accept-Language": "zh-CN"}).text
+    assert "QLoRA：基础权重冻结（NF4）" in zh and "QLORA" not in zh
+    zh = client.get("/size", params=q, headers={"Accept-Language": "zh-CN"}).text
+    assert "每步（一次优化器更新）处理" in zh and "全局批大小" in zh
