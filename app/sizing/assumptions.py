@@ -147,6 +147,8 @@ def assumptions(r: Request) -> list[Msg]:
                     },
                 ),
             )
+        elif j.global_batch_size:  # the request's batch: say how a layout rounds it
+            out.insert(i + 1, Msg("assumption.global_batch", {"gbs": j.global_batch_size}))
     if r.parallelism is None:
         out.append(Msg("assumption.search"))
     return out

@@ -284,6 +284,11 @@ CATALOG: dict[str, str] = {
         "DeepSeek LLM's compute-optimal batch for this run's FLOPs, rounded to a power of two "
         "and to at least one sequence; set a global batch to price your own"
     ),
+    "assumption.global_batch": N_(
+        "global batch as given, in sequences per step: %(gbs)d; each data-parallel rank runs "
+        "whole micro-batches, so a layout whose ranks × micro-batch exceed it is priced at "
+        "one micro-batch per rank"
+    ),
     "assumption.efficiency": N_(
         "layout efficiency (ours, heuristic): full recompute %(full)s, selective "
         "%(selective)s, TP8 %(tp8)s, PP %(pp)s, FSDP across nodes %(fsdp_nodes)s, EP %(ep)s, "

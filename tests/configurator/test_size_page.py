@@ -287,3 +287,11 @@ def test_lora_is_spelled_lora_in_the_assumptions(client: TestClient) -> None:
     assert "QLoRA：基础权重冻结（NF4）" in zh and "QLORA" not in zh
     zh = client.get("/size", params=q, headers={"Accept-Language": "zh-CN"}).text
     assert "每步（一次优化器更新）处理" in zh and "全局批大小" in zh
+
+
+def test_a_global_batch_is_stated_with_how_a_layout_rounds_it(client: TestClient) -> None:
+    q = {"model": "llama-3.1-8b", "tokens": "1T", "gbs": "1"}
+    en = client.get("/size", params=q).text
+    assert "global batch as given, in sequences per step: 1;" in en
+    zh = client.get("/size", params=q, headers={"Accept-Language": "zh-CN"}).text
+    assert "全局批大小按您给定的每步 1 条序列" in zh and "按每个进程一个微批估算" in zh
