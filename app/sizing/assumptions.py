@@ -72,8 +72,8 @@ def assumptions(r: Request) -> list[Msg]:
         ),
         Msg(
             "assumption.flops",
-            {
-                "k": f"{compute.training_flops(1, 1.0):g}",
+            {  # LoRA's 4·N·T (no weight gradients), as the adapters line says
+                "k": f"{compute.training_flops(1, 1.0, method=j.method):g}",
                 "attention": Msg(
                     "assumption.attention_added"
                     if r.attention_flops
@@ -132,6 +132,9 @@ def assumptions(r: Request) -> list[Msg]:
                 },
             )
         )
+    if r.mfu is not None:  # the given MFU sets the time (the throughput model's line is out)
+        i = next(k for k, m in enumerate(out) if m.code == "assumption.flops")
+        out.insert(i + 1, Msg("assumption.time_given_mfu"))
     if r.mfu is None:  # the efficiency line follows: say where the time comes from first
         i = next(k for k, m in enumerate(out) if m.code == "assumption.efficiency")
         out.insert(i, Msg("assumption.time_model"))

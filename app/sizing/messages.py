@@ -267,9 +267,9 @@ CATALOG: dict[str, str] = {
         "parallel group in use + ZeRO-3 gather buffers (2 prefetched units + 1 gradient "
         "unit) + %(frag_pct)s %% allocator fragmentation on activations and buffers"
     ),
-    "assumption.flops": N_(
-        "training FLOPs = %(k)s × active params × tokens%(attention)s; time = FLOPs / "
-        "(GPUs × dense peak × MFU × layout efficiency)"
+    "assumption.flops": N_("training FLOPs = %(k)s × active params × tokens%(attention)s"),
+    "assumption.time_given_mfu": N_(
+        "time = FLOPs / (GPUs × dense peak × MFU × layout efficiency), with the MFU you gave"
     ),
     "assumption.attention_added": N_(" + 12·L·h·s·tokens attention term"),
     "assumption.attention_apart": N_(" (attention term reported separately, not added)"),

@@ -295,3 +295,33 @@ def test_a_global_batch_is_stated_with_how_a_layout_rounds_it(client: TestClient
     assert "global batch as given, in sequences per step: 1;" in en
     zh = client.get("/size", params=q, headers={"Accept-Language": "zh-CN"}).text
     assert "全局批大小按您给定的每步 1 条序列" in zh and "按每个进程一个微批估算" in zh
+
+
+def _assumed(html: str) -> list[str]:
+    part = html.split('class="assumptions"', 1)[1].split("</ul>", 1)[0]
+    return [re.sub(r"<[^>]+>", "", li) for li in re.findall(r"<li>(.*?)</li>", part, re.S)]
+
+
+def test_the_assumptions_give_one_time_formula_and_lora_flops(client: TestClient) -> None:
+    """The list said "time = FLOPs / (… × MFU × layout efficiency)" and, two lines on,
+    "time = FLOPs / (… × MFU) with the MFU predicted", and "training FLOPs = 6 × …" above
+    LoRA's "4·N·T": one formula now, the one that priced the run (EN + ZH)."""
+    base = {"model": "llama-3.1-8b", "tokens": "1B"}
+    for q, mfu_given in ((base, False), ({**base, "mfu": "40"}, True)):
+        items = _assumed(client.get("/size", params=q).text)
+        times = [a for a in items if "time = FLOPs" in a]
+        assert len(times) == 1, times
+        assert ("with the MFU you gave" in times[0]) is mfu_given
+    lora = _assumed(client.get("/size", params={**base, "method": "lora"}).text)
+    assert any(a.startswith("training FLOPs = 4 × active params × tokens") for a in lora)
+    zh = _assumed(
+        client.get(
+            "/size",
+            params={**base, "method": "lora", "mfu": "40"},
+            headers={"Accept-Language": "zh-CN"},
+        ).text
+    )
+    assert any(a.startswith("训练 FLOPs = 4 × 激活参数") for a in zh)
+    assert [a for a in zh if a.startswith("时间 = FLOPs")] == [
+        "时间 = FLOPs /（GPU 数 × 稠密峰值 × MFU × 布局效率），MFU 取您给定的值"
+    ]
