@@ -122,6 +122,8 @@ NUMBER_MESSAGES = {
 }
 
 _SUFFIX = {"": 1.0, "k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12, "p": 1e15}
+# a whole number too long for the number rule: only digits (ASCII or full-width)
+_LONG_DIGITS = re.compile(r"[0-9０-９]{31,}")
 _NUM_RE = re.compile(r"^([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([kmbgtp]?)$")
 
 
@@ -145,13 +147,19 @@ def parse_whole(text: str, name: str, model: Any = SizingRequest, *, binary_k: b
     """A whole number within the request model's bounds for ``name`` (the one number rule;
     "4k" = 4096 where ``binary_k``)."""
     lo, hi = _int_bounds(name, model)
-    t = numbers.normalise(text)
+    # the raw text goes to the number rule: it refuses "²", "①" and other scripts' digits
+    # before NFKC would fold them into ASCII ones ("mbs=²" is not 2)
+    t = text.strip()
     mult = 1
-    if binary_k and t[-1:] in ("k", "K"):
+    if binary_k and numbers.normalise(t[-1:]) in ("k", "K"):
         t, mult = t[:-1].strip(), 1024
     try:
         v = numbers.parse_int(t) * mult
     except numbers.NumberError as e:
+        if e.code == "number.invalid" and _LONG_DIGITS.fullmatch(re.sub(r"[\s,，]", "", t)):
+            raise FieldError(E_AT_MOST, {"max": hi}) from None  # digits, just too many
+        if e.code == "number.negative" and lo >= 1:  # "not negative" would invite a 0
+            raise FieldError(E_AT_LEAST, {"min": lo}) from None
         raise FieldError.of(e) from None
     if v < lo:
         raise FieldError(E_AT_LEAST, {"min": lo})

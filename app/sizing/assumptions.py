@@ -72,8 +72,8 @@ def assumptions(r: Request) -> list[Msg]:
         ),
         Msg(
             "assumption.flops",
-            {
-                "k": f"{compute.training_flops(1, 1.0):g}",
+            {  # LoRA's 4·N·T (no weight gradients), as the adapters line says
+                "k": f"{compute.training_flops(1, 1.0, method=j.method):g}",
                 "attention": Msg(
                     "assumption.attention_added"
                     if r.attention_flops
@@ -125,13 +125,16 @@ def assumptions(r: Request) -> list[Msg]:
             Msg(
                 "assumption.adapters",
                 {
-                    "method": j.method.upper(),
+                    "method": {"lora": "LoRA", "qlora": "QLoRA"}.get(j.method, j.method),
                     "base": "NF4" if j.method == "qlora" else "BF16",
                     "rank": j.lora_rank,
                     "k": f"{compute.training_flops(1, 1.0, method=j.method):g}",
                 },
             )
         )
+    if r.mfu is not None:  # the given MFU sets the time (the throughput model's line is out)
+        i = next(k for k, m in enumerate(out) if m.code == "assumption.flops")
+        out.insert(i + 1, Msg("assumption.time_given_mfu"))
     if r.mfu is None:  # the efficiency line follows: say where the time comes from first
         i = next(k for k, m in enumerate(out) if m.code == "assumption.efficiency")
         out.insert(i, Msg("assumption.time_model"))
@@ -147,6 +150,8 @@ def assumptions(r: Request) -> list[Msg]:
                     },
                 ),
             )
+        elif j.global_batch_size:  # the request's batch: say how a layout rounds it
+            out.insert(i + 1, Msg("assumption.global_batch", {"gbs": j.global_batch_size}))
     if r.parallelism is None:
         out.append(Msg("assumption.search"))
     return out

@@ -267,9 +267,9 @@ CATALOG: dict[str, str] = {
         "parallel group in use + ZeRO-3 gather buffers (2 prefetched units + 1 gradient "
         "unit) + %(frag_pct)s %% allocator fragmentation on activations and buffers"
     ),
-    "assumption.flops": N_(
-        "training FLOPs = %(k)s × active params × tokens%(attention)s; time = FLOPs / "
-        "(GPUs × dense peak × MFU × layout efficiency)"
+    "assumption.flops": N_("training FLOPs = %(k)s × active params × tokens%(attention)s"),
+    "assumption.time_given_mfu": N_(
+        "time = FLOPs / (GPUs × dense peak × MFU × layout efficiency), with the MFU you gave"
     ),
     "assumption.attention_added": N_(" + 12·L·h·s·tokens attention term"),
     "assumption.attention_apart": N_(" (attention term reported separately, not added)"),
@@ -283,6 +283,11 @@ CATALOG: dict[str, str] = {
         "optimizer steps of %(mtokens).3g M tokens (%(seqs)d × %(seq_len)d-token sequences): "
         "DeepSeek LLM's compute-optimal batch for this run's FLOPs, rounded to a power of two "
         "and to at least one sequence; set a global batch to price your own"
+    ),
+    "assumption.global_batch": N_(
+        "global batch as given, in sequences per step: %(gbs)d; each data-parallel rank runs "
+        "whole micro-batches, so a layout whose ranks × micro-batch exceed it is priced at "
+        "one micro-batch per rank"
     ),
     "assumption.efficiency": N_(
         "layout efficiency (ours, heuristic): full recompute %(full)s, selective "

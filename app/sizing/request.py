@@ -233,6 +233,9 @@ def _fmt(v: Any) -> str:
 def _code(err: Any) -> Msg:
     t = err["type"]
     ctx = err.get("ctx") or {}
+    if t == "int_parsing_size" and isinstance(err.get("input"), float):
+        # a whole number too large for an integer (1e20): out of range, not "not valid"
+        t = "less_than_equal" if err["input"] > 0 else "greater_than_equal"
     if t == "missing":
         return Msg("request.required")
     if t == "extra_forbidden":

@@ -237,3 +237,91 @@ def test_break_even_that_rounds_to_100_percent_reads_all_month() -> None:
         {"rental_cost_usd": 100.0, "hourly_alternative_usd": 90.0, "break_even_utilisation": 0.8}
     )
     assert "more than 80 %" in text
+
+
+def test_digits_that_are_not_typed_digits_are_refused_at_their_field(client: TestClient) -> None:
+    """A superscript or circled digit is not a number the customer typed ("mbs=²" was priced
+    as micro-batch 2, "seq_len=①k" as 1024, "nodes=¹" as one node), and a whole number with
+    too many digits says how large it may be, not that digits are wrong (EN + ZH)."""
+    base = {"model": "llama-3.1-8b", "tokens": "1T"}
+    for name, bad in (("gbs", "²"), ("mbs", "²"), ("seq_len", "①k"), ("nodes", "¹")):
+        r = client.get("/size", params={**base, name: bad}, headers=HX)
+        assert r.status_code == 422, (name, bad)
+        assert f'id="e-{name}"' in r.text and "Enter a number using the digits 0–9." in r.text
+    r = client.get("/size", params={**base, "gbs": "9" * 40}, headers=HX)
+    assert r.status_code == 422 and "Enter at most 16777216." in r.text
+    zh = {**HX, "Accept-Language": "zh-CN"}
+    r = client.get("/size", params={**base, "gbs": "9" * 40}, headers=zh)
+    assert r.status_code == 422 and "请输入不大于 16777216 的数。" in r.text
+    r = client.get("/size", params={**base, "gbs": "²"}, headers=zh)
+    assert r.status_code == 422 and "请用数字 0–9 输入数值。" in r.text
+
+
+def test_global_batch_field_reads_as_a_batch_size_next_to_the_micro_batch(
+    client: TestClient,
+) -> None:
+    """The micro-batch is per forward/backward pass and the global batch per optimizer step
+    (the two hints no longer contradict each other); a negative batch is asked for at least
+    one sequence (not "not negative", which invites a 0 that is refused next); the field's
+    hint and error are read with it (EN + ZH)."""
+    q = {"model": "llama-3.1-8b", "tokens": "1T", "gbs": "-1"}
+    r = client.get("/size", params=q)
+    assert r.status_code == 422
+    assert "Sequences per GPU in each forward and backward pass." in r.text
+    assert "Leave empty to use this run's compute-optimal batch." in r.text
+    gbs = re.search(r'<input id="f-gbs"[^>]*>', r.text)
+    assert gbs and 'aria-describedby="h-gbs err-gbs"' in gbs.group(0)
+    assert 'aria-invalid="true"' in gbs.group(0)
+    assert '<small id="e-gbs" class="error" role="alert">Enter at least 1.</small>' in r.text
+    zh = client.get("/size", params=q, headers={"Accept-Language": "zh-CN"}).text
+    assert "全局批大小（可选）" in zh and "全局批量" not in zh
+    assert "每张 GPU 每次前向和反向传播处理的序列数。" in zh
+    assert "请输入不小于 1 的数。" in zh
+
+
+def test_lora_is_spelled_lora_in_the_assumptions(client: TestClient) -> None:
+    q = {"model": "llama-3.1-8b", "tokens": "1B", "method": "qlora"}
+    en = client.get("/size", params=q).text
+    assert "QLoRA: base weights frozen (NF4)" in en and "QLORA" not in en
+    zh = client.get("/size", params=q, headers={"Accept-Language": "zh-CN"}).text
+    assert "QLoRA：基础权重冻结（NF4）" in zh and "QLORA" not in zh
+    zh = client.get("/size", params=q, headers={"Accept-Language": "zh-CN"}).text
+    assert "每步（一次优化器更新）处理" in zh and "全局批大小" in zh
+
+
+def test_a_global_batch_is_stated_with_how_a_layout_rounds_it(client: TestClient) -> None:
+    q = {"model": "llama-3.1-8b", "tokens": "1T", "gbs": "1"}
+    en = client.get("/size", params=q).text
+    assert "global batch as given, in sequences per step: 1;" in en
+    zh = client.get("/size", params=q, headers={"Accept-Language": "zh-CN"}).text
+    assert "全局批大小按您给定的每步 1 条序列" in zh and "按每个进程一个微批估算" in zh
+
+
+def _assumed(html: str) -> list[str]:
+    part = html.split('class="assumptions"', 1)[1].split("</ul>", 1)[0]
+    return [re.sub(r"<[^>]+>", "", li) for li in re.findall(r"<li>(.*?)</li>", part, re.S)]
+
+
+def test_the_assumptions_give_one_time_formula_and_lora_flops(client: TestClient) -> None:
+    """The list said "time = FLOPs / (… × MFU × layout efficiency)" and, two lines on,
+    "time = FLOPs / (… × MFU) with the MFU predicted", and "training FLOPs = 6 × …" above
+    LoRA's "4·N·T": one formula now, the one that priced the run (EN + ZH)."""
+    base = {"model": "llama-3.1-8b", "tokens": "1B"}
+    for q, mfu_given in ((base, False), ({**base, "mfu": "40"}, True)):
+        items = _assumed(client.get("/size", params=q).text)
+        times = [a for a in items if "time = FLOPs" in a]
+        assert len(times) == 1, times
+        assert ("with the MFU you gave" in times[0]) is mfu_given
+    lora = _assumed(client.get("/size", params={**base, "method": "lora"}).text)
+    assert any(a.startswith("training FLOPs = 4 × active params × tokens") for a in lora)
+    zh = _assumed(
+        client.get(
+            "/size",
+            params={**base, "method": "lora", "mfu": "40"},
+            headers={"Accept-Language": "zh-CN"},
+        ).text
+    )
+    assert any(a.startswith("训练 FLOPs = 4 × 激活参数") for a in zh)
+    assert [a for a in zh if a.startswith("时间 = FLOPs")] == [
+        "时间 = FLOPs /（GPU 数 × 稠密峰值 × MFU × 布局效率），MFU 取您给定的值"
+    ]

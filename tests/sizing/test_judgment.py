@@ -389,3 +389,15 @@ def test_true_or_false_is_not_a_number(api: TestClient, body: dict[str, Any], fi
         json={"model": {"preset": "llama-3.1-8b"}, "tokens": 1e11, "compile": True},
     )
     assert ok.status_code == 200
+
+
+@pytest.mark.parametrize("value", [1e20, 1e308, -1e20])
+def test_a_huge_whole_number_is_out_of_range_not_invalid(api: TestClient, value: float) -> None:
+    """``"global_batch_size": 1e20`` is a whole number beyond the bound: the answer says the
+    range, as for 1e9 (it said "is not a valid value")."""
+    req = {"model": {"preset": "llama-3.1-8b"}, "tokens": 1e11, "global_batch_size": value}
+    r = api.post("/api/v1/sizing", json=req)
+    assert r.status_code == 422
+    err = r.json()["detail"]["errors"][0]
+    assert err["field"] == "global_batch_size" and err["code"] == "request.range"
+    assert "must be between 1 and 16777216" in err["message"]

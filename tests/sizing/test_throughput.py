@@ -332,3 +332,13 @@ def test_maverick_prices_its_24_moe_blocks_not_48() -> None:
     o = size({"model": {"preset": "llama-4-maverick"}, "tokens": 1e12, "sku": "hgx-b200"})
     dense = size({"model": {"preset": "llama-3.1-70b"}, "tokens": 1e12, "sku": "hgx-b200"})
     assert o["options"][0]["effective_mfu"] < dense["options"][0]["effective_mfu"]
+
+
+def test_a_stated_batch_smaller_than_the_ranks_is_said_to_round_up() -> None:
+    """A global batch of 1 on a data-parallel layout cannot be split; the answer says the
+    batch it was given and that a layout runs at least one micro-batch per rank (it priced
+    the 16-rank step silently)."""
+    got = [a for a in size({**REQ, "global_batch_size": 1})["assumption_codes"]]
+    stated = [a for a in got if a["code"] == "assumption.global_batch"]
+    assert stated and stated[0]["params"] == {"gbs": 1}
+    assert "assumption.global_batch" not in [a["code"] for a in size(REQ)["assumption_codes"]]
