@@ -309,12 +309,20 @@ class PriceTerms:
 
 
 def price_terms(
-    session: Session, sku_id: str, quantity: int, quote_token: str, now: datetime
+    session: Session,
+    sku_id: str,
+    quantity: int,
+    quote_token: str,
+    now: datetime,
+    *,
+    list_price: int | None = None,
 ) -> PriceTerms:
-    """The list price, or the quoted unit price while a matching quote is valid."""
+    """The list price, or the quoted unit price while a matching quote is valid.
+    ``list_price``: the SKU's list price as the caller read it in this transaction."""
     from app.catalog import service as catalog
 
-    list_price = catalog.list_price_cents(session, sku_id)
+    if list_price is None:
+        list_price = catalog.list_price_cents(session, sku_id)
     if not quote_token:
         return PriceTerms(unit_price_cents=list_price)
     from app.quotes import service as quotes
@@ -564,7 +572,7 @@ def create_order_for_checkout(
         return Created(existing, False)
     from app.catalog import service as catalog
 
-    seen = catalog.current_promise(session, draft.sku_id, draft.quantity, now)
+    seen, list_price = catalog.promise_and_list_price(session, draft.sku_id, draft.quantity, now)
     if not seen.available:
         raise InvalidInput(
             field="nodes",
@@ -597,7 +605,9 @@ def create_order_for_checkout(
             },
         )
 
-    terms = price_terms(session, draft.sku_id, draft.quantity, draft.quote_token, now)
+    terms = price_terms(
+        session, draft.sku_id, draft.quantity, draft.quote_token, now, list_price=list_price
+    )
     if terms.quote_id is not None:
         terms = _claim_quote(session, terms, draft, now)
     order = Order(
