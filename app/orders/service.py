@@ -484,23 +484,22 @@ def ssh_keys_of(order: Order) -> list[dict[str, str]]:
 # ---------------------------------------------------------------------------------------
 
 
-_BY_KEY = select(Order).where(
-    Order.user_id == bindparam("uid"), Order.idempotency_key == bindparam("key")
+_BY_KEY = sa_select(_ORDERS.c.id, _ORDERS.c.request_hash).where(
+    _ORDERS.c.user_id == bindparam("uid"), _ORDERS.c.idempotency_key == bindparam("key")
 )
 
 
-def _find_by_key(session: Session, user_id: int, key: str) -> Order | None:
-    return session.exec(_BY_KEY, params={"uid": user_id, "key": key}).first()
-
-
 def find_existing(session: Session, user: User, key: str, draft: OrderDraft) -> Order | None:
-    """The order this key already made: same body → it; different body → 409."""
+    """The order this key already made: same body → it; different body → 409. The usual
+    answer (a new key: none) comes from one plain read, without the ORM."""
     assert user.id is not None
-    existing = _find_by_key(session, user.id, key)
-    if existing is None:
+    row = session.connection().execute(_BY_KEY, {"uid": user.id, "key": key}).first()
+    if row is None:
         return None
-    if existing.request_hash and existing.request_hash != draft.fingerprint():
-        raise IdempotencyConflict(order_id=existing.id)
+    if row[1] and row[1] != draft.fingerprint():
+        raise IdempotencyConflict(order_id=row[0])
+    existing = session.get(Order, int(row[0]))
+    assert existing is not None  # read in this transaction a moment ago; orders are kept
     return existing
 
 
@@ -585,7 +584,7 @@ def create_order_for_checkout(
         )
 
     # SSH keys: saved ones must be the user's; a pasted one is parsed and saved by accounts.
-    saved = {k.id: k for k in accounts.ssh_keys_for(session, user.id)}
+    saved = {k.id: k for k in accounts.ssh_key_choices(session, user.id)}
     chosen = []
     for kid in dict.fromkeys(draft.ssh_key_ids):
         if kid not in saved:
