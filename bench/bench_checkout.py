@@ -305,7 +305,7 @@ def report(rates: list[Rate], prof: dict[str, Any], where: str) -> str:
         f"busy and no lock ever waited on, checkouts could reach "
         f"{1000 * cores / max(pg.cpu_ms, 1e-9):.0f}/s, "
         f"{(1000 * cores / max(pg.cpu_ms, 1e-9)) / tpcb.per_second:.3f}× the measured TPC-B rate. "
-        "The app's Python per checkout (an HTTP request with a token check, ~20 SQL statements "
+        "The app's Python per checkout (an HTTP request with a token check, ~16 SQL statements "
         "through SQLAlchemy, JSON in and out) is the largest part.",
         "",
         'One paid checkout (`POST /api/v1/orders` with `"pay": true`) on PostgreSQL, '

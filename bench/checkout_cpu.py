@@ -26,7 +26,7 @@ from pathlib import Path
 
 from sqlalchemy import create_engine
 
-from bench.bench_checkout import _drop, _fresh_pg, _migrate
+from bench.bench_checkout import PgCpu, _drop, _fresh_pg, _migrate
 from bench.common import ROOT
 from bench.loadgen import _tree_cpu
 from tests.support.servers import app_processes
@@ -71,10 +71,12 @@ def once(attempts: int, processes: int, concurrency: int, spy: Path | None) -> f
                     stderr=subprocess.DEVNULL,
                 )
             s0 = sum(_tree_cpu(p) for p in pids)
+            pg = PgCpu()
             result = storm(
                 [p.url for p in procs], setup, attempts=attempts, concurrency=concurrency
             )
             cpu = sum(_tree_cpu(p) for p in pids) - s0
+            pg_cpu = pg.stop()
             if rec is not None:
                 rec.send_signal(2)
                 rec.wait(60)
@@ -84,7 +86,8 @@ def once(attempts: int, processes: int, concurrency: int, spy: Path | None) -> f
         per = 1000 * cpu / max(ok, 1)
         print(
             f"{ok} paid in {result.seconds:.1f} s ({ok / result.seconds:.1f}/s), "
-            f"app CPU {per:.2f} ms per checkout"
+            f"app CPU {per:.2f} ms per checkout, PostgreSQL {1000 * pg_cpu / max(ok, 1):.2f} ms "
+            "(every server process: other work on the machine counts too)"
         )
         return per
     finally:

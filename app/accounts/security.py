@@ -9,6 +9,7 @@ from datetime import datetime, timedelta
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
 from itsdangerous import BadSignature, URLSafeSerializer
+from sqlalchemy import bindparam
 from sqlmodel import Session, select
 
 from app.accounts.models import ApiToken, User, UserSession
@@ -73,6 +74,9 @@ def session_expired(expires_at: datetime, now: datetime) -> bool:
     return utc(expires_at) <= min(now, wall_now())
 
 
+_SESSION_BY_HASH = select(UserSession).where(UserSession.token_hash == bindparam("token_hash"))
+
+
 def session_from_cookie(
     session: Session, cookie: str | None, now: datetime, secret: str
 ) -> UserSession | None:
@@ -84,7 +88,7 @@ def session_from_cookie(
         return None
     if not isinstance(raw, str):
         return None
-    row = session.exec(select(UserSession).where(UserSession.token_hash == sha256(raw))).first()
+    row = session.exec(_SESSION_BY_HASH, params={"token_hash": sha256(raw)}).first()
     if row is None or row.revoked_at is not None or session_expired(row.expires_at, now):
         return None
     return row
@@ -127,13 +131,17 @@ def create_api_token(
 LAST_USED_RESOLUTION = timedelta(minutes=1)
 
 
+# the token and its user in one round trip (the user is loaded into the session); the
+# statement is built once (building it cost about a quarter of the lookup)
+_TOKEN_AND_USER = (
+    select(ApiToken, User)
+    .join(User, User.id == ApiToken.user_id)  # type: ignore[arg-type]
+    .where(ApiToken.token_hash == bindparam("token_hash"))
+)
+
+
 def user_for_api_token(session: Session, raw: str, now: datetime) -> User | None:
-    # the token and its user in one round trip (the user is loaded into the session)
-    found = session.exec(
-        select(ApiToken, User)
-        .join(User, User.id == ApiToken.user_id)  # type: ignore[arg-type]
-        .where(ApiToken.token_hash == sha256(raw))
-    ).first()
+    found = session.exec(_TOKEN_AND_USER, params={"token_hash": sha256(raw)}).first()
     if found is None:
         return None
     row, user = found

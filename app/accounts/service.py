@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from sqlalchemy import bindparam
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, func, select
 
@@ -650,6 +651,20 @@ def ssh_keys_for(session: Session, user_id: int) -> list[SshKey]:
             .order_by(col(SshKey.created_at), col(SshKey.id))
         ).all()
     )
+
+
+_KEY_CHOICES = (
+    select(col(SshKey.id), col(SshKey.name), col(SshKey.public_key), col(SshKey.fingerprint))
+    .where(col(SshKey.user_id) == bindparam("uid"))
+    .order_by(col(SshKey.created_at), col(SshKey.id))
+)
+
+
+def ssh_key_choices(session: Session, user_id: int) -> list[Any]:
+    """The user's saved keys as plain rows (``id``, ``name``, ``public_key``,
+    ``fingerprint``), in ``ssh_keys_for``'s order: one plain read, no ORM objects (the
+    checkout's)."""
+    return list(session.connection().execute(_KEY_CHOICES, {"uid": user_id}).all())
 
 
 def ssh_key_of(session: Session, user: User, key_id: int) -> SshKey:

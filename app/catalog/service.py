@@ -1,7 +1,8 @@
 """Catalog services: live list prices, stock, the delivery promise and node holds.
 
 Contracts other domains call (see docs/architecture.md "Seams"):
-``list_price_cents``, ``current_promise``, ``reserve_for_order``, ``release_for_order``,
+``list_price_cents``, ``current_promise`` (both at once: ``promise_and_list_price``),
+``reserve_for_order``, ``release_for_order``,
 ``nodes_for_order``, ``mark_nodes``, ``free_ip_pool``. Services take ``session`` and
 ``now`` and never commit.
 
@@ -26,6 +27,7 @@ from sqlalchemy import insert as sa_insert
 from sqlalchemy import select as sa_select
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm.attributes import set_committed_value
 from sqlmodel import Session, col, select
 
 from app import i18n, messages
@@ -307,8 +309,9 @@ def _translate_and_format() -> tuple[Any, Any]:
     return i18n.gettext, fmt
 
 
-def _stock_reads_statement(lead: bool) -> Any:
-    """The promise's reads as one ``UNION ALL`` (built once per shape; the SKU a parameter)."""
+def _stock_reads_statement(lead: bool, price: bool = False) -> Any:
+    """The promise's reads as one ``UNION ALL`` (built once per shape; the SKU a parameter);
+    with ``price`` the SKU's stored list price too (the checkout reads both)."""
     sku = bindparam("sku", type_=String)
     count = select(
         literal("n").label("k"),
@@ -335,29 +338,46 @@ def _stock_reads_statement(lead: bool) -> Any:
                 col(SkuStock.lead_time_business_days),
             ).where(col(SkuStock.sku_id) == sku)
         )
+    if price:
+        parts.append(
+            select(
+                literal("p"),
+                literal(None, Integer),
+                literal(None, Date),
+                col(ListPrice.cents),
+            ).where(col(ListPrice.sku_id) == sku)
+        )
     return union_all(*parts)
 
 
-_STOCK_READS = {lead: _stock_reads_statement(lead) for lead in (False, True)}
+_STOCK_READS = {
+    (lead, price): _stock_reads_statement(lead, price)
+    for lead in (False, True)
+    for price in (False, True)
+}
 
 
 def _stock_reads(
-    session: Session, sku_id: str, *, lead: bool
-) -> tuple[int, list[pr.Batch], int | None]:
-    """(nodes available, open batches, lead days or None) in ONE round trip: the count, the
-    batches and (with ``lead``) the stock row's lead time as one ``UNION ALL``. Under the
-    SKU lock every statement is time other buyers wait, so the promise's reads are one."""
-    in_stock, lead_days, found = 0, None, []
-    rows = session.connection().execute(_STOCK_READS[lead], {"sku": sku_id}).all()
+    session: Session, sku_id: str, *, lead: bool, price: bool = False
+) -> tuple[int, list[pr.Batch], int | None, int | None]:
+    """(nodes available, open batches, lead days or None, stored list price or None) in ONE
+    round trip: the count, the batches, (with ``lead``) the stock row's lead time and (with
+    ``price``) the list price row as one ``UNION ALL``. Under the SKU lock every statement
+    is time other buyers wait, so the promise's reads are one."""
+    in_stock, lead_days, cents, found = 0, None, None, []
+    rows = session.connection().execute(_STOCK_READS[lead, price], {"sku": sku_id}).all()
     for kind, bid, on, v in rows:
         if kind == "n":
             in_stock = int(v)
         elif kind == "l":
             lead_days = int(v)
+        elif kind == "p":
+            cents = int(v)
         else:
             found.append((on, int(bid), max(0, int(v))))
     found.sort()  # by expected date, then id (as open_batches)
-    return in_stock, [pr.Batch(expected=on, units=v, id=bid) for on, bid, v in found], lead_days
+    batches = [pr.Batch(expected=on, units=v, id=bid) for on, bid, v in found]
+    return in_stock, batches, lead_days, cents
 
 
 def _promise_from(
@@ -369,14 +389,31 @@ def _promise_from(
     *,
     lead_days: int | None = None,
 ) -> pr.Promise:
+    return _promise_and_price(session, sku_id, quantity, now, tz, lead_days=lead_days)[0]
+
+
+def _promise_and_price(
+    session: Session,
+    sku_id: str,
+    quantity: int,
+    now: datetime,
+    tz: str | None,
+    *,
+    lead_days: int | None = None,
+    price: bool = False,
+) -> tuple[pr.Promise, int | None]:
+    """The promise from one read; with ``price`` the SKU's list price from the same
+    statement (else None)."""
     s = get_spec(sku_id)
     gettext, fmt = _translate_and_format()
     if quantity < 1:
         raise InvalidInput(N_("Choose at least one node."), field="quantity")
-    in_stock, batches, stored_lead = _stock_reads(session, sku_id, lead=lead_days is None)
+    in_stock, batches, stored_lead, cents = _stock_reads(
+        session, sku_id, lead=lead_days is None, price=price
+    )
     if lead_days is None:
         lead_days = stored_lead if stored_lead is not None else _default_lead(sku_id)
-    return pr.promise(
+    p = pr.promise(
         sku_id,
         quantity,
         now,
@@ -388,6 +425,9 @@ def _promise_from(
         gettext=gettext,
         format_day=fmt,
     )
+    if not price:
+        return p, None
+    return p, cents if cents is not None else s.list_price_cents_month
 
 
 def current_promise(
@@ -395,6 +435,15 @@ def current_promise(
 ) -> pr.Promise:
     """What we would promise right now (nothing is held)."""
     return _promise_from(session, sku_id, quantity, now, tz)
+
+
+def promise_and_list_price(
+    session: Session, sku_id: str, quantity: int, now: datetime, tz: str | None = "UTC"
+) -> tuple[pr.Promise, int]:
+    """``current_promise`` and ``list_price_cents`` in one round trip (the checkout's)."""
+    p, cents = _promise_and_price(session, sku_id, quantity, now, tz, price=True)
+    assert cents is not None
+    return p, cents
 
 
 def promises_for_all(
@@ -427,6 +476,20 @@ _LOCK_SKU_LEAD = (
     sa_select(_STOCK.c.lead_time_business_days)
     .where(_STOCK.c.sku_id == bindparam("sku"))
     .with_for_update()
+)
+
+
+_BATCHES = cast(Table, IncomingBatch.__table__)  # type: ignore[attr-defined]
+# units of an expected batch reserved, if it still has them: one plain statement
+_TAKE_BATCH_UNITS = (
+    update(_BATCHES)
+    .where(
+        _BATCHES.c.id == bindparam("batch_id"),
+        _BATCHES.c.status == BatchStatus.expected.value,
+        _BATCHES.c.quantity - _BATCHES.c.reserved >= bindparam("units"),
+    )
+    .values(reserved=_BATCHES.c.reserved + bindparam("units"))
+    .returning(_BATCHES.c.reserved)
 )
 
 
@@ -532,18 +595,16 @@ def reserve_for_order(
         if len(held) < p.from_stock:  # cannot happen under the SKU lock; never over-promise
             raise StockChanged(p)
     for batch_id, units in p.from_batches:
-        took = session.exec(  # type: ignore[call-overload]
-            update(IncomingBatch)
-            .where(
-                col(IncomingBatch.id) == batch_id,
-                col(IncomingBatch.status) == BatchStatus.expected.value,
-                col(IncomingBatch.quantity) - col(IncomingBatch.reserved) >= units,
-            )
-            .values(reserved=IncomingBatch.reserved + units)
-            .execution_options(synchronize_session="fetch")
+        took = (
+            session.connection()
+            .execute(_TAKE_BATCH_UNITS, {"batch_id": batch_id, "units": units})
+            .scalar()
         )
-        if took.rowcount != 1:
+        if took is None:
             raise StockChanged(p)
+        loaded = session.identity_map.get(session.identity_key(IncomingBatch, batch_id))
+        if loaded is not None:  # a copy read earlier in this session shows the new count
+            set_committed_value(loaded, "reserved", int(took))
     params = {k: (v.isoformat() if isinstance(v, date) else v) for k, v in p.params}
     frozen = {
         "sku_id": sku_id,

@@ -43,6 +43,7 @@ from datetime import datetime
 from typing import Any, cast
 
 from sqlalchemy import BigInteger, String, Table, bindparam, case, func, or_, text, update
+from sqlalchemy import exists as sa_exists
 from sqlalchemy import insert as sa_insert
 from sqlalchemy import select as sa_select
 from sqlalchemy.exc import IntegrityError
@@ -562,12 +563,15 @@ _PRIOR = sa_select(_IDEM.c.command, _IDEM.c.fingerprint, _IDEM.c.hold_id).where(
 )
 _AVAIL_CODE = bindparam("avail_code", type_=String)
 _AMOUNT = bindparam("amount", type_=BigInteger)
-# available -a and held +a in one statement; the debit stays conditional (never negative)
+# available -a and held +a in one statement; the debit stays conditional (never negative),
+# and nothing moves when the key has a record already (read in this statement, i.e. after
+# the available row was locked: a concurrent command with the same key has committed)
 _HOLD_BALANCES = (
     update(_ACC)
     .where(
         _ACC.c.code.in_([_AVAIL_CODE, bindparam("held_code", type_=String)]),
         or_(_ACC.c.code != _AVAIL_CODE, _ACC.c.balance_cents >= _AMOUNT),
+        ~sa_exists().where(_IDEM.c.user_id == bindparam("uid"), _IDEM.c.key == bindparam("key")),
     )
     .values(
         balance_cents=_ACC.c.balance_cents
@@ -603,7 +607,9 @@ def place_hold_id(
     """``place_hold``, returning the hold's id (the checkout needs no more): the same rules
     in plain statements — the customer's available row locked, the key looked up under the
     lock, both balances in one conditional UPDATE, then the hold, entry, postings and the
-    idempotency record."""
+    idempotency record. The key is looked up by the UPDATE itself (it moves nothing when
+    the key was used; then the record is read and replayed), or, when the locked balance
+    is short, by a read of its own before declining."""
     _check_amount(amount_cents)
     _check_key(idempotency_key)
     avail_code, held_code = _code(user_id, AccountKind.available), _code(user_id, AccountKind.held)
@@ -614,12 +620,10 @@ def place_hold_id(
         assert row is not None
     available = int(row[1])
     fp = _fingerprint("hold", amount=amount_cents, order_id=order_id)
-    prior = session.connection().execute(_PRIOR, {"uid": user_id, "key": idempotency_key}).first()
-    if prior is not None:
-        if prior[0] != "hold" or prior[1] != fp:
-            raise IdempotencyConflict()
-        return int(prior[2])
     if available < amount_cents:  # the row is locked: this is the balance the UPDATE sees
+        prior = _replay_hold(session, user_id, idempotency_key, fp)
+        if prior is not None:  # a replay is answered, not declined
+            return prior
         raise _decline(
             session,
             user_id=user_id,
@@ -636,9 +640,19 @@ def place_hold_id(
         r[1]: (int(r[0]), int(r[2]))
         for r in conn.execute(
             _HOLD_BALANCES,
-            {"avail_code": avail_code, "held_code": held_code, "amount": amount_cents},
+            {
+                "avail_code": avail_code,
+                "held_code": held_code,
+                "amount": amount_cents,
+                "uid": user_id,
+                "key": idempotency_key,
+            },
         )
     }
+    if not after:  # the key has a record: nothing moved
+        prior = _replay_hold(session, user_id, idempotency_key, fp)
+        if prior is not None:
+            return prior
     if set(after) != {avail_code, held_code}:  # pragma: no cover - the locked row had enough
         raise errors.Conflict()
     for account_id, balance in after.values():
@@ -665,6 +679,17 @@ def place_hold_id(
     if is_postgres(session):
         return _write_hold_pg(session, rows, postings)
     return _write_hold(session, rows, postings)
+
+
+def _replay_hold(session: Session, user_id: int, key: str, fp: str) -> int | None:
+    """The hold an earlier ``place_hold`` with this key made (None when the key is unused);
+    ``IdempotencyConflict`` when the key was used for another command or amount."""
+    prior = session.connection().execute(_PRIOR, {"uid": user_id, "key": key}).first()
+    if prior is None:
+        return None
+    if prior[0] != "hold" or prior[1] != fp:
+        raise IdempotencyConflict()
+    return int(prior[2])
 
 
 # PostgreSQL: the hold, its entry, both postings and the idempotency record in ONE statement

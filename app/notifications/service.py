@@ -141,6 +141,20 @@ _NOTE_AND_EMAIL_PG = (
 )
 
 
+_WITH_ROW_PG: dict[str, Any] = {}
+
+
+def _note_email_and_row_pg(table: Table) -> Any:
+    """``_NOTE_AND_EMAIL_PG`` with one row of ``table`` (parameters ``r_<column>``) inserted
+    by the same statement; built once per table."""
+    stmt = _WITH_ROW_PG.get(table.name)
+    if stmt is None:
+        cols = [c for c in table.columns if not c.primary_key]
+        row = sa_insert(table).values({c.key: bindparam(f"r_{c.key}", type_=c.type) for c in cols})
+        stmt = _WITH_ROW_PG[table.name] = _NOTE_AND_EMAIL_PG.add_cte(row.cte("also_row"))
+    return stmt
+
+
 def notify_now(
     session: Session,
     *,
@@ -152,8 +166,13 @@ def notify_now(
     email_to: str | None = None,
     email_subject: str | None = None,
     params: dict[str, Any] | None = None,
+    also: tuple[Table, dict[str, Any]] | None = None,
 ) -> None:
-    """``notify`` written at once as plain INSERTs (no ORM objects: a checkout's hot path)."""
+    """``notify`` written at once as plain INSERTs (no ORM objects: a checkout's hot path).
+
+    ``also``: the caller's own row to insert with them (a table and every column's value
+    but the id; the checkout's timeline event): on PostgreSQL the notification, the email
+    and that row are one statement."""
     note, email = _rows(
         session,
         user_id=user_id,
@@ -166,18 +185,24 @@ def notify_now(
         params=params,
     )
     conn = session.connection()
-    if email is None:
-        conn.execute(sa_insert(_NOTIFICATIONS), note)
+    if email is not None and is_postgres(session):  # all rows in one statement (WITH)
+        email = {**email, "attempts": 0, "last_error": "", "sent_at": None}
+        values = {f"n_{k}": v for k, v in note.items()}
+        values.update({f"e_{k}": v for k, v in email.items()})
+        if also is None:
+            conn.execute(_NOTE_AND_EMAIL_PG, values)
+            return
+        table, row = also
+        values.update({f"r_{k}": v for k, v in row.items()})
+        conn.execute(_note_email_and_row_pg(table), values)
         return
-    email = {**email, "attempts": 0, "last_error": "", "sent_at": None}
-    if is_postgres(session):  # both rows in one statement (a data-modifying WITH)
-        conn.execute(
-            _NOTE_AND_EMAIL_PG,
-            {**{f"n_{k}": v for k, v in note.items()}, **{f"e_{k}": v for k, v in email.items()}},
-        )
-        return
+    if also is not None:
+        conn.execute(sa_insert(also[0]), also[1])
     conn.execute(sa_insert(_NOTIFICATIONS), note)
-    conn.execute(sa_insert(_OUTBOX), email)
+    if email is not None:
+        conn.execute(
+            sa_insert(_OUTBOX), {**email, "attempts": 0, "last_error": "", "sent_at": None}
+        )
 
 
 def unread_for(session: Session, user_id: int, limit: int = 20) -> list[Notification]:

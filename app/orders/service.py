@@ -24,6 +24,7 @@ from typing import Any, cast
 
 from sqlalchemy import Table, bindparam
 from sqlalchemy import insert as sa_insert
+from sqlalchemy import select as sa_select
 from sqlalchemy import update as sa_update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
@@ -308,12 +309,20 @@ class PriceTerms:
 
 
 def price_terms(
-    session: Session, sku_id: str, quantity: int, quote_token: str, now: datetime
+    session: Session,
+    sku_id: str,
+    quantity: int,
+    quote_token: str,
+    now: datetime,
+    *,
+    list_price: int | None = None,
 ) -> PriceTerms:
-    """The list price, or the quoted unit price while a matching quote is valid."""
+    """The list price, or the quoted unit price while a matching quote is valid.
+    ``list_price``: the SKU's list price as the caller read it in this transaction."""
     from app.catalog import service as catalog
 
-    list_price = catalog.list_price_cents(session, sku_id)
+    if list_price is None:
+        list_price = catalog.list_price_cents(session, sku_id)
     if not quote_token:
         return PriceTerms(unit_price_cents=list_price)
     from app.quotes import service as quotes
@@ -375,7 +384,7 @@ def _event_values(
     customer_visible: bool,
     params: dict[str, Any] | None,
 ) -> dict[str, Any]:
-    assert order.id is not None
+    """An event's column values (``order_id`` None for an order not inserted yet)."""
     return {
         "order_id": order.id,
         "at": now,
@@ -414,22 +423,6 @@ def add_event(
 
 _EVENTS = cast(Table, OrderEvent.__table__)  # type: ignore[attr-defined]
 _ORDERS = cast(Table, Order.__table__)  # type: ignore[attr-defined]
-
-
-def _add_event_now(
-    session: Session,
-    order: Order,
-    kind: str,
-    message: str,
-    now: datetime,
-    actor: User | int | None = None,
-    *,
-    params: dict[str, Any] | None = None,
-) -> None:
-    """``add_event`` as one plain INSERT, written at once (the checkout's hot path)."""
-    session.connection().execute(
-        sa_insert(_EVENTS), _event_values(order, kind, message, now, actor, True, params)
-    )
 
 
 def timeline(session: Session, order_id: int, *, customer: bool = True) -> list[OrderEvent]:
@@ -491,23 +484,22 @@ def ssh_keys_of(order: Order) -> list[dict[str, str]]:
 # ---------------------------------------------------------------------------------------
 
 
-_BY_KEY = select(Order).where(
-    Order.user_id == bindparam("uid"), Order.idempotency_key == bindparam("key")
+_BY_KEY = sa_select(_ORDERS.c.id, _ORDERS.c.request_hash).where(
+    _ORDERS.c.user_id == bindparam("uid"), _ORDERS.c.idempotency_key == bindparam("key")
 )
 
 
-def _find_by_key(session: Session, user_id: int, key: str) -> Order | None:
-    return session.exec(_BY_KEY, params={"uid": user_id, "key": key}).first()
-
-
 def find_existing(session: Session, user: User, key: str, draft: OrderDraft) -> Order | None:
-    """The order this key already made: same body → it; different body → 409."""
+    """The order this key already made: same body → it; different body → 409. The usual
+    answer (a new key: none) comes from one plain read, without the ORM."""
     assert user.id is not None
-    existing = _find_by_key(session, user.id, key)
-    if existing is None:
+    row = session.connection().execute(_BY_KEY, {"uid": user.id, "key": key}).first()
+    if row is None:
         return None
-    if existing.request_hash and existing.request_hash != draft.fingerprint():
-        raise IdempotencyConflict(order_id=existing.id)
+    if row[1] and row[1] != draft.fingerprint():
+        raise IdempotencyConflict(order_id=row[0])
+    existing = session.get(Order, int(row[0]))
+    assert existing is not None  # read in this transaction a moment ago; orders are kept
     return existing
 
 
@@ -579,7 +571,7 @@ def create_order_for_checkout(
         return Created(existing, False)
     from app.catalog import service as catalog
 
-    seen = catalog.current_promise(session, draft.sku_id, draft.quantity, now)
+    seen, list_price = catalog.promise_and_list_price(session, draft.sku_id, draft.quantity, now)
     if not seen.available:
         raise InvalidInput(
             field="nodes",
@@ -592,7 +584,7 @@ def create_order_for_checkout(
         )
 
     # SSH keys: saved ones must be the user's; a pasted one is parsed and saved by accounts.
-    saved = {k.id: k for k in accounts.ssh_keys_for(session, user.id)}
+    saved = {k.id: k for k in accounts.ssh_key_choices(session, user.id)}
     chosen = []
     for kid in dict.fromkeys(draft.ssh_key_ids):
         if kid not in saved:
@@ -612,7 +604,9 @@ def create_order_for_checkout(
             },
         )
 
-    terms = price_terms(session, draft.sku_id, draft.quantity, draft.quote_token, now)
+    terms = price_terms(
+        session, draft.sku_id, draft.quantity, draft.quote_token, now, list_price=list_price
+    )
     if terms.quote_id is not None:
         terms = _claim_quote(session, terms, draft, now)
     order = Order(
@@ -637,7 +631,10 @@ def create_order_for_checkout(
         quote_expires_at=terms.quote_expires_at,
         created_at=now,
     )
-    new_id = _insert_new_order(session, order)
+    created = _event_values(
+        order, "created", N_("Order placed; waiting for payment."), now, user, True, None
+    )
+    new_id = _insert_new_order(session, order, created)
     if new_id is None:
         # A concurrent submit with the same key won the race: answer with its order.
         again = find_existing(session, user, key, draft)
@@ -649,17 +646,26 @@ def create_order_for_checkout(
 
         assert order.id is not None
         quotes.mark_used(session, order.quote_id, order.id, now)
-    _add_event_now(session, order, "created", N_("Order placed; waiting for payment."), now, user)
     return Created(order, True, seen)
 
 
-def _insert_new_order(session: Session, order: Order) -> int | None:
-    """INSERT … ON CONFLICT (user, key) DO NOTHING RETURNING id: the new order's id, or None
-    when an order with this key exists (no savepoint, no retry). The object becomes the
-    session's persistent copy of the row, as if loaded."""
+def _insert_new_order(session: Session, order: Order, created: dict[str, Any]) -> int | None:
+    """INSERT … ON CONFLICT (user, key) DO NOTHING RETURNING id, and the order's "created"
+    timeline event (``created``: its values, the order id aside): the new order's id, or
+    None when an order with this key exists (no savepoint, no retry; no event either). The
+    object becomes the session's persistent copy of the row, as if loaded. On PostgreSQL
+    both rows are one statement (a data-modifying WITH: the event is inserted only for an
+    order this statement inserted)."""
     values = {c.key: getattr(order, c.key) for c in _ORDERS.columns if c.key != "id"}
-    stmt = _ORDER_INSERT_PG if is_postgres(session) else _ORDER_INSERT_SQLITE
-    new_id = session.connection().execute(stmt, values).scalar()
+    conn = session.connection()
+    if is_postgres(session):
+        params = {**{f"o_{k}": v for k, v in values.items()}}
+        params.update({f"e_{k}": v for k, v in created.items() if k != "order_id"})
+        new_id = conn.execute(_ORDER_AND_EVENT_PG, params).scalar()
+    else:
+        new_id = conn.execute(_ORDER_INSERT_SQLITE, values).scalar()
+        if new_id is not None:
+            conn.execute(sa_insert(_EVENTS), {**created, "order_id": int(new_id)})
     if new_id is None:
         return None
     order.id = int(new_id)
@@ -668,10 +674,26 @@ def _insert_new_order(session: Session, order: Order) -> int | None:
     return order.id
 
 
-_ORDER_INSERT_PG = (
+_EVENT_COLUMNS = [c for c in _EVENTS.columns if c.key not in ("id", "order_id")]
+_NEW_ORDER = (
     pg_insert(_ORDERS)
+    .values(
+        {c.key: bindparam(f"o_{c.key}", type_=c.type) for c in _ORDERS.columns if c.key != "id"}
+    )
     .on_conflict_do_nothing(index_elements=["user_id", "idempotency_key"])
     .returning(_ORDERS.c.id)
+    .cte("new_order")
+)
+_ORDER_AND_EVENT_PG = sa_select(_NEW_ORDER.c.id).add_cte(
+    sa_insert(_EVENTS)
+    .from_select(
+        ["order_id", *(c.key for c in _EVENT_COLUMNS)],
+        sa_select(
+            _NEW_ORDER.c.id,
+            *(bindparam(f"e_{c.key}", type_=c.type) for c in _EVENT_COLUMNS),
+        ),
+    )
+    .cte("created_event")
 )
 _ORDER_INSERT_SQLITE = (
     sqlite_insert(_ORDERS)
@@ -857,18 +879,18 @@ class _DateMoved(Exception):
 
 def _paid_messages(session: Session, order: Order, user: User, day: date, now: datetime) -> None:
     """The paid event and notification (with its email), as codes (each reader sees their
-    language), written at once as plain INSERTs."""
+    language), written at once as plain INSERTs (on PostgreSQL one statement)."""
     from app.notifications.service import notify_now
 
     assert user.id is not None
-    _add_event_now(
-        session,
+    event = _event_values(
         order,
         "paid",
         N_("First month paid from the balance; delivery promised by {date}."),
         now,
         user,
-        params={"date": messages.day(day)},
+        True,
+        {"date": messages.day(day)},
     )
     notify_now(
         session,
@@ -883,6 +905,7 @@ def _paid_messages(session: Session, order: Order, user: User, day: date, now: d
         link=_order_link(order),
         email_to=user.email,
         email_subject=N_("Order #{id} paid"),
+        also=(_EVENTS, event),  # the timeline event in the same statement
     )
 
 

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import math
+from collections.abc import AsyncIterator
 from datetime import datetime
 from typing import Annotated
 
+from anyio import CancelScope, CapacityLimiter, to_thread
+from anyio.lowlevel import RunVar
 from fastapi import Depends, Request
 from sqlmodel import Session
 
@@ -16,11 +19,49 @@ from app.settings import Settings
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
-def get_session(request: Request) -> Iterator[Session]:
+# The session's end (commit or rollback, then close: database I/O) runs in a worker thread
+# that waits for no free slot of the default pool: a request holding a pooled connection
+# must never queue behind requests waiting for one (FastAPI does the same for a sync
+# dependency's exit, with a new limiter per call). One limiter per event loop.
+_CLEANUP: RunVar[CapacityLimiter] = RunVar("app_session_cleanup")
+
+
+def _cleanup_limiter() -> CapacityLimiter:
+    try:
+        return _CLEANUP.get()
+    except LookupError:
+        limiter = CapacityLimiter(math.inf)
+        _CLEANUP.set(limiter)
+        return limiter
+
+
+def _commit_and_close(session: Session) -> None:
+    try:
+        session.commit()
+    except BaseException:
+        session.rollback()
+        raise
+    finally:
+        session.close()
+
+
+def _rollback_and_close(session: Session) -> None:
+    try:
+        session.rollback()
+    finally:
+        session.close()
+
+
+async def get_session(request: Request) -> AsyncIterator[Session]:
     """The request owns the transaction: commit after the handler, roll back on error.
 
     Registered with ``scope="function"`` so the commit happens *before* the response is
     sent: a client never sees success for work that did not commit.
+
+    Opening the session does no I/O (the connection is taken at its first statement, in
+    the handler's or a dependency's worker thread), so it happens on the event loop: one
+    thread-pool hop per request fewer. The end (commit or rollback, and close) runs in a
+    worker thread, shielded from cancellation.
 
     On SQLite a GET reads in a deferred transaction (no write lock; a GET that must write
     does so in its own short ``transaction(engine)``); every other method writes, so its
@@ -32,12 +73,12 @@ def get_session(request: Request) -> Iterator[Session]:
     request.state.db = session
     try:
         yield session
-        session.commit()
     except BaseException:
-        session.rollback()
+        with CancelScope(shield=True):
+            await to_thread.run_sync(_rollback_and_close, session, limiter=_cleanup_limiter())
         raise
-    finally:
-        session.close()
+    with CancelScope(shield=True):
+        await to_thread.run_sync(_commit_and_close, session, limiter=_cleanup_limiter())
 
 
 def get_clock(request: Request) -> Clock:
