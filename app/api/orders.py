@@ -4,7 +4,9 @@
 body returns the same order (200 instead of 201); the same key with another body → 409.
 ``"pay": true`` pays the first month from the balance in the same call; when the balance
 is short the order is still created and the answer is 402 with ``shortfall_cents`` —
-retry the same request (same key) after a top-up and it pays.
+retry the same request (same key) after a top-up and it pays. ``pay`` is what to do with
+the order, not part of it: the order a key created (``"pay": false`` or short) is paid by
+sending the same body with ``"pay": true``, once; a paid order is never charged again.
 """
 
 from __future__ import annotations

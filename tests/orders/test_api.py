@@ -129,6 +129,27 @@ def test_pay_in_the_same_call_short_then_retry(
     ledger_ok()
 
 
+def test_pay_is_an_action_on_the_keys_order_not_part_of_it(
+    raw_client: TestClient, engine, clock, make_user, stock, fund, balances, ledger_ok
+) -> None:
+    """The API has no separate pay call: the order a key created unpaid is paid by the same
+    body with "pay": true, exactly once; "pay": false afterwards changes nothing."""
+    stock("hgx-b200", 1)
+    u = make_user()
+    fund(u, B200 + 500)
+    h = {**token_for(engine, clock, u), "Idempotency-Key": "later"}
+    r = raw_client.post("/api/v1/orders", json=body(pay=False), headers=h)
+    assert r.status_code == 201 and r.json()["status"] == "awaiting_payment"
+    assert balances(u) == (B200 + 500, 0)
+    for pay, status in ((True, "paid"), (True, "paid"), (False, "paid")):
+        r = raw_client.post("/api/v1/orders", json=body(pay=pay), headers=h)
+        assert r.status_code == 200 and r.json()["status"] == status, r.text
+    assert balances(u) == (500, B200)  # one month held, once
+    r = raw_client.post("/api/v1/orders", json=body(pay=True, nodes=2), headers=h)
+    assert r.status_code == 409  # another order under the same key: refused
+    ledger_ok()
+
+
 def test_a_short_payment_leaves_the_order_and_the_refusal_and_nothing_else(
     raw_client: TestClient, engine, clock, make_user, stock, fund, balances, ledger_ok
 ) -> None:
