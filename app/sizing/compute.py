@@ -141,7 +141,21 @@ def predicted_mfu(
     key = ("mfu", spec.id, attention_counted, job.batch_tokens)
     got: _MfuMemo | None = job.cache.get(key)
     if got is None or got[0] is not spec:
-        got = (spec, hardware_from_spec(spec), {}, {})
+        # the per-token compute terms depend on neither the batch nor the attention
+        # convention: one dict per SKU, shared by the MFU memos of every batch (token
+        # budgets that set different default batches share them)
+        pk = ("per_token", spec.id)
+        shared: (
+            tuple[
+                NodeSpec, Hardware, dict[tuple[int, int, int, int, str], tuple[float, float, float]]
+            ]
+            | None
+        ) = job.cache.get(pk)
+        if shared is None or shared[0] is not spec:
+            shared = (spec, hardware_from_spec(spec), {})
+            if len(job.cache) < 20000:
+                job.cache[pk] = shared
+        got = (spec, shared[1], {}, shared[2])
         if len(job.cache) < 20000:
             job.cache[key] = got
     known = got[2]
