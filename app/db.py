@@ -150,3 +150,15 @@ def transaction(engine: Engine, *, write: bool = True) -> Iterator[Session]:
         except BaseException:
             session.rollback()
             raise
+
+
+def pg_type_name(type_: Any) -> str:
+    """A column type as PostgreSQL spells it in a ``CAST`` of a plain text statement's
+    parameter: the compiled name, text without a length (an explicit cast to
+    ``VARCHAR(n)`` would cut a longer value where the column itself refuses it)."""
+    from sqlalchemy.dialects import postgresql
+
+    name = str(type_.compile(dialect=postgresql.dialect()))
+    if name.startswith("VARCHAR"):
+        return "VARCHAR"
+    return "TIMESTAMPTZ" if name == "TIMESTAMP WITH TIME ZONE" else name

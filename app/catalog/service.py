@@ -22,7 +22,18 @@ from datetime import date, datetime
 from types import MappingProxyType
 from typing import Any, cast
 
-from sqlalchemy import Date, Integer, String, Table, bindparam, func, literal, union_all, update
+from sqlalchemy import (
+    Date,
+    Integer,
+    String,
+    Table,
+    bindparam,
+    func,
+    literal,
+    text,
+    union_all,
+    update,
+)
 from sqlalchemy import insert as sa_insert
 from sqlalchemy import select as sa_select
 from sqlalchemy.engine import Engine
@@ -45,7 +56,8 @@ from app.catalog.models import (
     StockReservation,
 )
 from app.catalog.specs import NodeSpec, all_specs, spec
-from app.db import reader
+from app.clock import utc
+from app.db import is_postgres, pg_type_name, reader
 from app.errors import N_, Conflict, InvalidInput, NotFound
 
 Promise = pr.Promise
@@ -493,6 +505,62 @@ _TAKE_BATCH_UNITS = (
 )
 
 
+def _reserve_pg_statement() -> Any:
+    """PostgreSQL: the batch units taken and the reservation row in ONE statement under the
+    SKU lock. Each batch's UPDATE keeps its condition (still expected, still has the
+    units); the reservation is inserted only when every batch gave its units, so a refused
+    one leaves the reservation unwritten (the caller raises; its savepoint undoes the rest).
+    Batch ids and units are arrays: the text is the same for any number of batches."""
+    cols = [c for c in _RESERVATIONS.columns if not c.primary_key]
+
+    def cast_(c: Any) -> str:
+        return f"CAST(:r_{c.key} AS {pg_type_name(c.type)})"
+
+    return text(
+        "WITH b AS (UPDATE catalog_batches SET reserved = catalog_batches.reserved + v.units "
+        "FROM unnest(CAST(:batch_ids AS INTEGER[]), CAST(:batch_units AS INTEGER[])) "
+        "AS v (id, units) "
+        "WHERE catalog_batches.id = v.id AND catalog_batches.status = :expected "
+        "AND catalog_batches.quantity - catalog_batches.reserved >= v.units "
+        "RETURNING catalog_batches.id, catalog_batches.reserved), "
+        f"r AS (INSERT INTO catalog_reservations ({', '.join(c.key for c in cols)}) "
+        f"SELECT {', '.join(cast_(c) for c in cols)} "
+        "WHERE (SELECT count(*) FROM b) = CAST(:n_batches AS INTEGER) RETURNING id) "
+        "SELECT NULL::INTEGER, NULL::INTEGER, (SELECT count(*) FROM r) "
+        "UNION ALL SELECT id, reserved, NULL FROM b"
+    )
+
+
+_RESERVE_PG = _reserve_pg_statement()
+
+
+def _take_batches_and_reserve_pg(
+    session: Session, p: pr.Promise, order_id: int, frozen: dict[str, Any]
+) -> None:
+    ids = [b for b, _u in p.from_batches]
+    params = {f"r_{k}": v for k, v in frozen.items()}
+    params["r_order_id"] = order_id
+    params["r_created_at"] = utc(frozen["created_at"])
+    if isinstance(frozen.get("ready_at"), datetime):
+        params["r_ready_at"] = utc(frozen["ready_at"])
+    params.update(
+        batch_ids=ids,
+        batch_units=[u for _b, u in p.from_batches],
+        n_batches=len(ids),
+        expected=BatchStatus.expected.value,
+    )
+    made = 0
+    for bid, reserved, n in session.connection().execute(_RESERVE_PG, params):
+        if bid is None:
+            made = int(n)
+            continue
+        loaded = session.identity_map.get(session.identity_key(IncomingBatch, int(bid)))
+        if loaded is not None:  # a copy read earlier in this session shows the new count
+            set_committed_value(loaded, "reserved", int(reserved))
+    if not made:  # a batch no longer had the units: nothing reserved
+        raise StockChanged(p)
+
+
 def _active_reservation(session: Session, order_id: int) -> StockReservation | None:
     return session.exec(
         select(StockReservation).where(
@@ -594,17 +662,6 @@ def reserve_for_order(
         ).all()
         if len(held) < p.from_stock:  # cannot happen under the SKU lock; never over-promise
             raise StockChanged(p)
-    for batch_id, units in p.from_batches:
-        took = (
-            session.connection()
-            .execute(_TAKE_BATCH_UNITS, {"batch_id": batch_id, "units": units})
-            .scalar()
-        )
-        if took is None:
-            raise StockChanged(p)
-        loaded = session.identity_map.get(session.identity_key(IncomingBatch, batch_id))
-        if loaded is not None:  # a copy read earlier in this session shows the new count
-            set_committed_value(loaded, "reserved", int(took))
     params = {k: (v.isoformat() if isinstance(v, date) else v) for k, v in p.params}
     frozen = {
         "sku_id": sku_id,
@@ -620,6 +677,20 @@ def reserve_for_order(
         "created_at": now,
         "released_at": None,
     }
+    if not mine and is_postgres(session):  # the usual case: one statement
+        _take_batches_and_reserve_pg(session, p, order_id, frozen)
+        return p
+    for batch_id, units in p.from_batches:
+        took = (
+            session.connection()
+            .execute(_TAKE_BATCH_UNITS, {"batch_id": batch_id, "units": units})
+            .scalar()
+        )
+        if took is None:
+            raise StockChanged(p)
+        loaded = session.identity_map.get(session.identity_key(IncomingBatch, batch_id))
+        if loaded is not None:  # a copy read earlier in this session shows the new count
+            set_committed_value(loaded, "reserved", int(took))
     if not mine:  # the usual case: one plain INSERT, no ORM object
         session.connection().execute(sa_insert(_RESERVATIONS), {"order_id": order_id, **frozen})
         return p

@@ -748,6 +748,147 @@ def _write_hold_pg(session: Session, rows: dict[str, Any], postings: list[dict[s
     return int(session.connection().execute(_HOLD_WRITES_PG, params).scalar_one())
 
 
+# PostgreSQL, the checkout's hold in ONE statement with no lock read before it: the
+# available row debited only when it covers the amount and the key is unused (a row lock
+# taken by the UPDATE itself; PostgreSQL re-checks ``balance_cents >= amount`` on the row
+# as it is once locked, so money never goes negative), the held row credited only when the
+# debit happened, then the hold, its entry, both postings, the idempotency record and the
+# caller's own rows (``also``: CTEs that read ``ids``, so they are written only with the
+# hold). When the debit does not happen (short, key used, no accounts yet) nothing is
+# written and ``place_hold_with`` takes the locked path of ``place_hold_id``.
+_HOLD_ONE_PG_HEAD = """
+WITH a AS (
+  UPDATE ledger_accounts SET balance_cents = balance_cents - CAST(:amount AS BIGINT)
+  WHERE code = CAST(:avail_code AS VARCHAR) AND balance_cents >= CAST(:amount AS BIGINT)
+    AND NOT EXISTS (SELECT 1 FROM ledger_idempotency
+                    WHERE user_id = CAST(:user_id AS INTEGER) AND key = CAST(:key AS VARCHAR))
+  RETURNING id, balance_cents
+), h AS (
+  UPDATE ledger_accounts SET balance_cents = balance_cents + CAST(:amount AS BIGINT)
+  WHERE code = CAST(:held_code AS VARCHAR) AND EXISTS (SELECT 1 FROM a)
+  RETURNING id, balance_cents
+), ids AS (
+  SELECT nextval(pg_get_serial_sequence('ledger_holds', 'id'))::INTEGER AS hid,
+         nextval(pg_get_serial_sequence('ledger_entries', 'id'))::INTEGER AS eid,
+         a.id AS a_id, a.balance_cents AS a_after, h.id AS h_id, h.balance_cents AS h_after
+  FROM a, h
+), hd AS (
+  INSERT INTO ledger_holds (id, user_id, amount_cents, status, reason, order_id,
+                            idempotency_key, entry_id, resolve_reason, created_at, actor_id)
+  SELECT hid, CAST(:user_id AS INTEGER), CAST(:amount AS BIGINT), 'pending',
+         CAST(:reason AS VARCHAR), CAST(:order_id AS INTEGER), CAST(:key AS VARCHAR), eid, '',
+         CAST(:now AS TIMESTAMPTZ), CAST(:actor_id AS INTEGER)
+  FROM ids
+), e AS (
+  INSERT INTO ledger_entries (id, kind, reason, user_id, order_id, hold_id, actor_id,
+                              crypto_currency, crypto_amount, rate, amount_cents, created_at)
+  SELECT eid, 'hold', CAST(:reason AS VARCHAR), CAST(:user_id AS INTEGER),
+         CAST(:order_id AS INTEGER), hid, CAST(:actor_id AS INTEGER), '', '', '',
+         CAST(:amount AS BIGINT), CAST(:now AS TIMESTAMPTZ)
+  FROM ids
+), p AS (
+  INSERT INTO ledger_postings (entry_id, account_id, amount_cents, balance_after_cents,
+                               created_at)
+  SELECT eid, v.account_id, v.amount_cents, v.after_cents, CAST(:now AS TIMESTAMPTZ)
+  FROM ids, LATERAL (VALUES (a_id, CAST(:a_amount AS BIGINT), a_after),
+                            (h_id, CAST(:h_amount AS BIGINT), h_after)
+  ) AS v (account_id, amount_cents, after_cents)
+), i AS (
+  INSERT INTO ledger_idempotency (user_id, key, command, fingerprint, hold_id, entry_id,
+                                  created_at)
+  SELECT CAST(:user_id AS INTEGER), CAST(:key AS VARCHAR), 'hold', CAST(:fp AS VARCHAR),
+         hid, eid, CAST(:now AS TIMESTAMPTZ)
+  FROM ids
+)"""
+_HOLD_ONE_PG_TAIL = """
+SELECT ids.hid, ids.a_id, ids.a_after, ids.h_id, ids.h_after, (SELECT count(*) FROM a)
+FROM (SELECT 1) AS one LEFT JOIN ids ON true
+"""
+_HOLD_ONE_PG: dict[Any, Any] = {}
+
+
+def place_hold_with(
+    session: Session,
+    *,
+    user_id: int,
+    amount_cents: int,
+    idempotency_key: str,
+    now: datetime,
+    reason: str,
+    order_id: int | None = None,
+    actor_id: int | None = None,
+    also: tuple[tuple[str, str], ...] = (),
+    also_params: dict[str, Any] | None = None,
+) -> tuple[int, bool]:
+    """``place_hold_id`` for a caller that serialises the key itself (the checkout: the
+    order's row is locked, or new in this transaction), with the caller's rows written in
+    the same statement: ``also`` are ``(name, SQL)`` CTEs that select ``FROM ids`` (columns
+    ``hid``, the new hold's id, and ``eid``), ``also_params`` their parameters (built once
+    per ``also``: their text must not vary per call). Returns (hold id, whether ``also``
+    was written). On PostgreSQL a usual hold is ONE statement; a short balance, a used key
+    or a customer without accounts takes the locked path (nothing of ``also`` written).
+    Elsewhere it is ``place_hold_id``."""
+    _check_amount(amount_cents)
+    _check_key(idempotency_key)
+    if not is_postgres(session):
+        return _place_hold_kw(
+            session, user_id, amount_cents, idempotency_key, now, reason, order_id, actor_id
+        ), False
+    stmt = _HOLD_ONE_PG.get(also)
+    if stmt is None:
+        tail = "".join(f",\n{name} AS ({sql})" for name, sql in also)
+        sql = " ".join((_HOLD_ONE_PG_HEAD + tail + _HOLD_ONE_PG_TAIL).split())
+        stmt = _HOLD_ONE_PG[also] = text(sql)  # compact: psycopg caches texts under 4 KiB
+    legs = {leg.account: leg.amount_cents for leg in legs_for(EntryKind.hold, amount_cents)}
+    params = {
+        **(also_params or {}),
+        "user_id": user_id,
+        "amount": amount_cents,
+        "avail_code": _code(user_id, AccountKind.available),
+        "held_code": _code(user_id, AccountKind.held),
+        "reason": reason[:300],
+        "order_id": order_id,
+        "key": idempotency_key,
+        "actor_id": actor_id,
+        "fp": _fingerprint("hold", amount=amount_cents, order_id=order_id),
+        "now": now,
+        "a_amount": legs[AccountKind.available.value],
+        "h_amount": legs[AccountKind.held.value],
+    }
+    hid, a_id, a_after, h_id, h_after, debited = session.connection().execute(stmt, params).one()
+    if hid is None:
+        if debited:  # pragma: no cover - the held account is made with the available one
+            raise errors.Conflict()
+        return _place_hold_kw(
+            session, user_id, amount_cents, idempotency_key, now, reason, order_id, actor_id
+        ), False
+    _keep_loaded_true(session, int(a_id), int(a_after))
+    _keep_loaded_true(session, int(h_id), int(h_after))
+    return int(hid), True
+
+
+def _place_hold_kw(
+    session: Session,
+    user_id: int,
+    amount_cents: int,
+    key: str,
+    now: datetime,
+    reason: str,
+    order_id: int | None,
+    actor_id: int | None,
+) -> int:
+    return place_hold_id(
+        session,
+        user_id=user_id,
+        amount_cents=amount_cents,
+        idempotency_key=key,
+        now=now,
+        reason=reason,
+        order_id=order_id,
+        actor_id=actor_id,
+    )
+
+
 def _write_hold(session: Session, rows: dict[str, Any], postings: list[dict[str, Any]]) -> int:
     """The same rows as ``_HOLD_WRITES_PG``, one plain statement each (SQLite)."""
     conn = session.connection()

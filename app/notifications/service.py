@@ -53,10 +53,14 @@ def _rows(
     email_to: str | None,
     email_subject: str | None,
     params: dict[str, Any] | None,
+    locale: str | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any] | None]:
-    """The notification's column values, and the email's (None without ``email_to``)."""
-    user = session.get(User, user_id)
-    locale = user.locale if user is not None and user.locale else "en"
+    """The notification's column values, and the email's (None without ``email_to``).
+    ``locale``: the recipient's language, when the caller has their account at hand."""
+    if locale is None:
+        user = session.get(User, user_id)
+        locale = user.locale if user is not None and user.locale else "en"
+    locale = locale or "en"
     text = messages.render(message, params, locale=locale)
     note = {
         "user_id": user_id,
@@ -167,6 +171,7 @@ def notify_now(
     email_subject: str | None = None,
     params: dict[str, Any] | None = None,
     also: tuple[Table, dict[str, Any]] | None = None,
+    locale: str | None = None,
 ) -> None:
     """``notify`` written at once as plain INSERTs (no ORM objects: a checkout's hot path).
 
@@ -183,6 +188,7 @@ def notify_now(
         email_to=email_to,
         email_subject=email_subject,
         params=params,
+        locale=locale,
     )
     conn = session.connection()
     if email is not None and is_postgres(session):  # all rows in one statement (WITH)
@@ -203,6 +209,39 @@ def notify_now(
         conn.execute(
             sa_insert(_OUTBOX), {**email, "attempts": 0, "last_error": "", "sent_at": None}
         )
+
+
+def notification_rows(
+    session: Session,
+    *,
+    user_id: int,
+    kind: str,
+    message: str,
+    now: datetime,
+    link: str = "",
+    email_to: str | None = None,
+    email_subject: str | None = None,
+    params: dict[str, Any] | None = None,
+    locale: str | None = None,
+) -> list[tuple[Table, dict[str, Any]]]:
+    """``notify``'s rows as (table, every column's value but the id), for a caller that
+    writes them inside a statement of its own (the checkout's hold on PostgreSQL)."""
+    note, email = _rows(
+        session,
+        user_id=user_id,
+        kind=kind,
+        message=message,
+        now=now,
+        link=link,
+        email_to=email_to,
+        email_subject=email_subject,
+        params=params,
+        locale=locale,
+    )
+    out = [(_NOTIFICATIONS, note)]
+    if email is not None:
+        out.append((_OUTBOX, {**email, "attempts": 0, "last_error": "", "sent_at": None}))
+    return out
 
 
 def unread_for(session: Session, user_id: int, limit: int = 20) -> list[Notification]:

@@ -18,6 +18,8 @@ from __future__ import annotations
 import hashlib
 import json
 import secrets
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import date, datetime
 from typing import Any, cast
@@ -36,7 +38,7 @@ from app import messages
 from app.accounts.models import User
 from app.catalog.specs import SELF_SERVE_MAX_NODES
 from app.clock import utc
-from app.db import is_postgres
+from app.db import is_postgres, pg_type_name
 from app.errors import N_, Conflict, InvalidInput, NotFound
 from app.numbers import NumberError, parse_int
 from app.orders.lifecycle import (
@@ -609,7 +611,7 @@ def create_order_for_checkout(
     )
     if terms.quote_id is not None:
         terms = _claim_quote(session, terms, draft, now)
-    order = Order(
+    order = _new_order_object(
         user_id=user.id,
         idempotency_key=key,
         request_hash=draft.fingerprint(),
@@ -647,6 +649,23 @@ def create_order_for_checkout(
         assert order.id is not None
         quotes.mark_used(session, order.quote_id, order.id, now)
     return Created(order, True, seen)
+
+
+_ORDER_DEFAULTS: dict[str, Any] = {}
+
+
+def _new_order_object(**values: Any) -> Order:
+    """An ``Order`` for a row inserted with Core: every column's value (the model's defaults
+    for the rest) set straight into the object, without the model's ``__init__`` (its
+    per-attribute events are most of its cost; a table model does not validate anyway)."""
+    if not _ORDER_DEFAULTS:
+        for name, info in Order.model_fields.items():
+            if name in _ORDERS.c and not info.is_required():
+                _ORDER_DEFAULTS[name] = info.get_default(call_default_factory=True)
+    order = Order._sa_class_manager.new_instance()  # type: ignore[attr-defined]
+    order.__dict__.update(_ORDER_DEFAULTS)
+    order.__dict__.update(values)
+    return cast(Order, order)
 
 
 def _insert_new_order(session: Session, order: Order, created: dict[str, Any]) -> int | None:
@@ -879,8 +898,18 @@ class _DateMoved(Exception):
 
 def _paid_messages(session: Session, order: Order, user: User, day: date, now: datetime) -> None:
     """The paid event and notification (with its email), as codes (each reader sees their
-    language), written at once as plain INSERTs (on PostgreSQL one statement)."""
-    from app.notifications.service import notify_now
+    language), written at once as plain INSERTs."""
+    conn = session.connection()
+    for table, row in _paid_message_rows(session, order, user, day, now):
+        conn.execute(sa_insert(table), row)
+
+
+def _paid_message_rows(
+    session: Session, order: Order, user: User, day: date, now: datetime
+) -> list[tuple[Table, dict[str, Any]]]:
+    """``_paid_messages``' rows (timeline event, notification, email), to be written by the
+    hold's statement on PostgreSQL."""
+    from app.notifications.service import notification_rows
 
     assert user.id is not None
     event = _event_values(
@@ -892,21 +921,24 @@ def _paid_messages(session: Session, order: Order, user: User, day: date, now: d
         True,
         {"date": messages.day(day)},
     )
-    notify_now(
-        session,
-        user_id=user.id,
-        kind="order_paid",
-        message=N_(
-            "Order #{id} is paid. We promise delivery by {date}; if we miss it you can "
-            "cancel for a full refund."
+    return [
+        (_EVENTS, event),
+        *notification_rows(
+            session,
+            user_id=user.id,
+            kind="order_paid",
+            message=N_(
+                "Order #{id} is paid. We promise delivery by {date}; if we miss it you can "
+                "cancel for a full refund."
+            ),
+            params={"id": order.id, "date": messages.day(day)},
+            now=now,
+            link=_order_link(order),
+            email_to=user.email,
+            email_subject=N_("Order #{id} paid"),
+            locale=user.locale or "en",
         ),
-        params={"id": order.id, "date": messages.day(day)},
-        now=now,
-        link=_order_link(order),
-        email_to=user.email,
-        email_subject=N_("Order #{id} paid"),
-        also=(_EVENTS, event),  # the timeline event in the same statement
-    )
+    ]
 
 
 _ORDER_UPDATE = sa_update(_ORDERS).where(_ORDERS.c.id == bindparam("order_pk"))
@@ -955,7 +987,7 @@ def _pay_held(
     assert order.id is not None and user.id is not None
     before: dict[str, Any] = {}
     try:
-        with session.begin_nested():
+        with _pay_savepoint(session):
             return _pay_in_savepoint(
                 session, order, user, amount, now, expected_promise, attempts,
                 seen=seen, early=early, new_order=new_order, before=before,
@@ -963,6 +995,33 @@ def _pay_held(
     except BaseException:
         for k, v in before.items():  # rolled back with the savepoint: the object says so too
             set_committed_value(order, k, v)
+        raise
+
+
+@contextmanager
+def _pay_savepoint(session: Session) -> Iterator[None]:
+    """The payment's savepoint. On PostgreSQL a plain ``SAVEPOINT`` that is rolled back on
+    failure and otherwise left to the COMMIT (which releases it): no ``RELEASE`` round trip
+    while the SKU's stock row is locked. What the ORM holds is made true again on failure
+    as ``begin_nested`` does: rows inserted inside are forgotten, the rest is reloaded when
+    next read. Elsewhere (SQLite) ``begin_nested``."""
+    if not is_postgres(session):
+        with session.begin_nested():
+            yield
+        return
+    session.flush()  # nothing pending may be written inside (it would not be undone)
+    known = set(session.identity_map.keys())
+    conn = session.connection()
+    conn.exec_driver_sql("SAVEPOINT checkout_pay")
+    try:
+        yield
+    except BaseException:
+        conn.exec_driver_sql("ROLLBACK TO SAVEPOINT checkout_pay")
+        for key in set(session.identity_map.keys()) - known:
+            obj = session.identity_map.get(key)
+            if obj is not None:
+                session.expunge(obj)
+        session.expire_all()
         raise
 
 
@@ -981,7 +1040,6 @@ def _pay_in_savepoint(
     before: dict[str, Any],
 ) -> Order:
     from app.catalog import service as catalog
-    from app.ledger import service as ledger
 
     assert order.id is not None and user.id is not None
     told: date | None = None
@@ -995,8 +1053,43 @@ def _pay_in_savepoint(
         and (expected_promise is None or seen.date == expected_promise)
     ):
         told = seen.date
-        _paid_messages(session, order, user, told, now)
     session.flush()  # anything pending: written before any lock is taken
+    if is_postgres(session):
+        _hold_pg(session, order, user, amount, now, attempts, told, seen, before)
+    else:
+        _hold_generic(session, order, user, amount, now, attempts, told, seen, before)
+    return _reserve(session, order, user, now, expected_promise, told, new_order, before)
+
+
+def _paid_changes(now: datetime, attempts: int, told: date | None, seen: Any) -> dict[str, Any]:
+    changes: dict[str, Any] = {
+        "status": OrderStatus.paid.value,
+        "paid_at": now,
+        "pay_attempts": attempts,
+    }
+    if told is not None:
+        changes["promised_date"] = told
+        changes["promise_explanation"] = (seen.explanation or "")[:300]
+    return changes
+
+
+def _hold_generic(
+    session: Session,
+    order: Order,
+    user: User,
+    amount: int,
+    now: datetime,
+    attempts: int,
+    told: date | None,
+    seen: Any,
+    before: dict[str, Any],
+) -> None:
+    """SQLite: the messages, the hold, the order's UPDATE, one after another."""
+    from app.ledger import service as ledger
+
+    assert order.id is not None and user.id is not None
+    if told is not None:
+        _paid_messages(session, order, user, told, now)
     hold_id = ledger.place_hold_id(
         session,
         user_id=user.id,
@@ -1007,16 +1100,115 @@ def _pay_in_savepoint(
         reason=f"order #{order.id}: first month",
         actor_id=user.id,
     )
-    changes: dict[str, Any] = {
-        "first_hold_id": hold_id,
-        "status": OrderStatus.paid.value,
-        "paid_at": now,
-        "pay_attempts": attempts,
-    }
-    if told is not None:
-        changes["promised_date"] = told
-        changes["promise_explanation"] = (seen.explanation or "")[:300]
+    changes = {"first_hold_id": hold_id, **_paid_changes(now, attempts, told, seen)}
     _update_order_now(session, order, changes, before)  # before the SKU lock
+
+
+def _hold_pg(
+    session: Session,
+    order: Order,
+    user: User,
+    amount: int,
+    now: datetime,
+    attempts: int,
+    told: date | None,
+    seen: Any,
+    before: dict[str, Any],
+) -> None:
+    """PostgreSQL: the hold, the order's UPDATE (paid, the hold's id, the date told) and,
+    with ``told``, the paid event, notification and email in ONE statement, each written
+    only when the balance covered the amount (``ledger.place_hold_with``). A short balance
+    writes nothing here; the ledger then takes its locked path (declined, replayed, or
+    held after all), and the order and messages follow as separate statements."""
+    from app.ledger import service as ledger
+
+    assert order.id is not None and user.id is not None
+    changes = _paid_changes(now, attempts, told, seen)
+    rows = _paid_message_rows(session, order, user, told, now) if told is not None else []
+    also = _paid_also_pg(tuple(changes), tuple((t, tuple(r)) for t, r in rows))
+    params: dict[str, Any] = {"o_id": order.id}
+    params.update({f"o_{k}": _db_value(v) for k, v in changes.items()})
+    for i, (_t, row) in enumerate(rows):
+        params.update({f"m{i}_{k}": _db_value(v) for k, v in row.items()})
+    hold_id, written = ledger.place_hold_with(
+        session,
+        user_id=user.id,
+        amount_cents=amount,
+        idempotency_key=_first_month_key(order),
+        now=now,
+        order_id=order.id,
+        reason=f"order #{order.id}: first month",
+        actor_id=user.id,
+        also=also,
+        also_params=params,
+    )
+    changes["first_hold_id"] = hold_id
+    if not written:
+        if told is not None:
+            _paid_messages(session, order, user, told, now)
+        _update_order_now(session, order, changes, before)
+        return
+    for k, v in changes.items():  # written by the hold's statement: the object shows them
+        before.setdefault(k, getattr(order, k))
+        set_committed_value(order, k, v)
+
+
+def _db_value(v: Any) -> Any:
+    """A value for a plain text statement: timestamps as aware UTC (as ``UTCDateTime``)."""
+    return utc(v) if isinstance(v, datetime) else v
+
+
+_PAID_ALSO_PG: dict[Any, tuple[tuple[str, str], ...]] = {}
+
+
+def _pg_cast(table: Table, column: str, param: str) -> str:
+    """``CAST(:param AS <the column's type>)``."""
+    return f"CAST(:{param} AS {pg_type_name(table.c[column].type)})"
+
+
+def _paid_also_pg(
+    changes: tuple[str, ...], rows: tuple[tuple[Table, tuple[str, ...]], ...]
+) -> tuple[tuple[str, str], ...]:
+    """The checkout's CTEs for ``ledger.place_hold_with``, built once per shape: the order's
+    UPDATE (``first_hold_id`` the new hold) and each message row, all ``FROM ids``."""
+    key = (changes, tuple((t.name, cols) for t, cols in rows))
+    made = _PAID_ALSO_PG.get(key)
+    if made is not None:
+        return made
+    sets = ", ".join(f"{k} = {_pg_cast(_ORDERS, k, f'o_{k}')}" for k in changes)
+    out = [
+        (
+            "paid_order",
+            f"UPDATE orders SET {sets}, first_hold_id = ids.hid FROM ids "
+            f"WHERE orders.id = CAST(:o_id AS INTEGER)",
+        )
+    ]
+    for i, (table, cols) in enumerate(rows):
+        values = ", ".join(_pg_cast(table, c, f"m{i}_{c}") for c in cols)
+        out.append(
+            (
+                f"paid_row{i}",
+                f"INSERT INTO {table.name} ({', '.join(cols)}) SELECT {values} FROM ids",
+            )
+        )
+    made = _PAID_ALSO_PG[key] = tuple(out)
+    return made
+
+
+def _reserve(
+    session: Session,
+    order: Order,
+    user: User,
+    now: datetime,
+    expected_promise: date | None,
+    told: date | None,
+    new_order: bool,
+    before: dict[str, Any],
+) -> Order:
+    """Under the SKU lock (taken last): the promise confirmed, the nodes reserved."""
+    from app.catalog import service as catalog
+
+    assert order.id is not None
     try:
         promise = catalog.reserve_for_order(
             session,

@@ -387,9 +387,14 @@ def test_promise_changed_between_review_and_pay(
     assert order_of(engine, oid).promised_date.isoformat() == new
 
 
+@pytest.mark.parametrize("where", ["hold", "stock"])
 def test_failure_halfway_leaves_nothing(
-    engine, clock, make_user, stock, fund, balances, ledger_ok, monkeypatch
+    engine, clock, make_user, stock, fund, balances, ledger_ok, monkeypatch, where
 ) -> None:
+    """The ledger's hold fails, or everything up to the SKU lock (the hold, the paid order,
+    its messages: on PostgreSQL one statement) is written and then the reservation fails:
+    nothing of the payment stays, even if the caller commits."""
+    from app.catalog import service as catalog
     from app.ledger import service as ledger
 
     stock("hgx-b200", 1)
@@ -414,14 +419,24 @@ def test_failure_halfway_leaves_nothing(
     def boom(*a: Any, **k: Any) -> None:
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr(ledger, "place_hold_id", boom)
+    if where == "hold":
+        monkeypatch.setattr(ledger, "place_hold_id", boom)
+        monkeypatch.setattr(ledger, "place_hold_with", boom)
+    else:
+        monkeypatch.setattr(catalog, "reserve_for_order", boom)
     with Session(engine, expire_on_commit=False) as s:
         with pytest.raises(RuntimeError):
             service.pay_order(s, user=u, order_id=order.id, idempotency_key="k1", now=clock.now())
         s.commit()  # even if the caller commits, nothing of the payment stays
     monkeypatch.undo()
     assert order_of(engine, order.id).status == "awaiting_payment"
+    assert order_of(engine, order.id).first_hold_id is None
     assert holds_of(engine, order.id) == []
+    with Session(engine) as s:
+        kinds = [e.kind for e in s.exec(select(OrderEvent).where(OrderEvent.order_id == order.id))]
+        assert kinds == ["created"]
+        assert s.exec(select(Notification).where(Notification.user_id == u.id)).all() == []
+        assert s.exec(select(OutboxEmail).where(OutboxEmail.to_addr == u.email)).all() == []
     with Session(engine) as s:
         assert s.exec(select(Node).where(Node.order_id == order.id)).all() == []
         from app.catalog.models import StockReservation
