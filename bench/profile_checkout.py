@@ -90,7 +90,12 @@ def profile(url: str, *, verbose: bool = False, checkouts: int = 5) -> dict[str,
                 (t for t, s in log if re.search(r"FROM catalog_sku_stock .*FOR UPDATE", s)), None
             )
             bal_at = next(
-                (t for t, s in log if re.search(r"FROM ledger_accounts .*FOR UPDATE", s)), None
+                (
+                    t
+                    for t, s in log
+                    if re.search(r"FROM ledger_accounts .*FOR UPDATE|UPDATE ledger_accounts", s)
+                ),
+                None,
             )
             results.append(
                 {
