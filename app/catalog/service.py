@@ -369,15 +369,38 @@ _STOCK_READS = {
 }
 
 
+_STOCK_READS_WITH: dict[Any, Any] = {}
+
+
 def _stock_reads(
-    session: Session, sku_id: str, *, lead: bool, price: bool = False
+    session: Session,
+    sku_id: str,
+    *,
+    lead: bool,
+    price: bool = False,
+    extra: Any = None,
+    extra_params: Mapping[str, Any] | None = None,
+    extra_rows: list[Any] | None = None,
 ) -> tuple[int, list[pr.Batch], int | None, int | None]:
     """(nodes available, open batches, lead days or None, stored list price or None) in ONE
     round trip: the count, the batches, (with ``lead``) the stock row's lead time and (with
     ``price``) the list price row as one ``UNION ALL``. Under the SKU lock every statement
-    is time other buyers wait, so the promise's reads are one."""
+    is time other buyers wait, so the promise's reads are one.
+
+    ``extra``: a caller's own SELECT of four columns (a kind other than n/b/l/p, an
+    integer, a date, an integer; built once, its parameters ``extra_params``) read in the
+    same round trip; its rows are appended to ``extra_rows``."""
     in_stock, lead_days, cents, found = 0, None, None, []
-    rows = session.connection().execute(_STOCK_READS[lead, price], {"sku": sku_id}).all()
+    stmt = _STOCK_READS[lead, price]
+    params: dict[str, Any] = {"sku": sku_id}
+    if extra is not None:
+        key = (lead, price, id(extra))
+        with_extra = _STOCK_READS_WITH.get(key)
+        if with_extra is None:
+            with_extra = _STOCK_READS_WITH[key] = union_all(*stmt.selects, extra)
+        stmt = with_extra
+        params.update(extra_params or {})
+    rows = session.connection().execute(stmt, params).all()
     for kind, bid, on, v in rows:
         if kind == "n":
             in_stock = int(v)
@@ -385,8 +408,10 @@ def _stock_reads(
             lead_days = int(v)
         elif kind == "p":
             cents = int(v)
-        else:
+        elif kind == "b":
             found.append((on, int(bid), max(0, int(v))))
+        elif extra_rows is not None:
+            extra_rows.append((kind, bid, on, v))
     found.sort()  # by expected date, then id (as open_batches)
     batches = [pr.Batch(expected=on, units=v, id=bid) for on, bid, v in found]
     return in_stock, batches, lead_days, cents
@@ -413,15 +438,24 @@ def _promise_and_price(
     *,
     lead_days: int | None = None,
     price: bool = False,
+    extra: Any = None,
+    extra_params: Mapping[str, Any] | None = None,
+    extra_rows: list[Any] | None = None,
 ) -> tuple[pr.Promise, int | None]:
     """The promise from one read; with ``price`` the SKU's list price from the same
-    statement (else None)."""
+    statement (else None); ``extra``: as ``_stock_reads``."""
     s = get_spec(sku_id)
     gettext, fmt = _translate_and_format()
     if quantity < 1:
         raise InvalidInput(N_("Choose at least one node."), field="quantity")
     in_stock, batches, stored_lead, cents = _stock_reads(
-        session, sku_id, lead=lead_days is None, price=price
+        session,
+        sku_id,
+        lead=lead_days is None,
+        price=price,
+        extra=extra,
+        extra_params=extra_params,
+        extra_rows=extra_rows,
     )
     if lead_days is None:
         lead_days = stored_lead if stored_lead is not None else _default_lead(sku_id)
@@ -450,10 +484,30 @@ def current_promise(
 
 
 def promise_and_list_price(
-    session: Session, sku_id: str, quantity: int, now: datetime, tz: str | None = "UTC"
+    session: Session,
+    sku_id: str,
+    quantity: int,
+    now: datetime,
+    tz: str | None = "UTC",
+    *,
+    extra: Any = None,
+    extra_params: Mapping[str, Any] | None = None,
+    extra_rows: list[Any] | None = None,
 ) -> tuple[pr.Promise, int]:
-    """``current_promise`` and ``list_price_cents`` in one round trip (the checkout's)."""
-    p, cents = _promise_and_price(session, sku_id, quantity, now, tz, price=True)
+    """``current_promise`` and ``list_price_cents`` in one round trip (the checkout's, with
+    its own look-up as ``extra``: a SELECT of (kind, integer, date, integer) built once;
+    its rows go to ``extra_rows``)."""
+    p, cents = _promise_and_price(
+        session,
+        sku_id,
+        quantity,
+        now,
+        tz,
+        price=True,
+        extra=extra,
+        extra_params=extra_params,
+        extra_rows=extra_rows,
+    )
     assert cents is not None
     return p, cents
 

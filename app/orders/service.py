@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import date, datetime
 from typing import Any, cast
 
-from sqlalchemy import Table, bindparam
+from sqlalchemy import Date, Integer, Table, bindparam, literal
 from sqlalchemy import insert as sa_insert
 from sqlalchemy import select as sa_select
 from sqlalchemy import update as sa_update
@@ -491,6 +491,12 @@ _BY_KEY = sa_select(_ORDERS.c.id, _ORDERS.c.request_hash).where(
 )
 
 
+# The same look-up as a branch of the promise's UNION ALL: (kind, order id, NULL, NULL).
+_KEY_BRANCH = sa_select(
+    literal("o"), _ORDERS.c.id, literal(None, Date), literal(None, Integer)
+).where(_ORDERS.c.user_id == bindparam("uid"), _ORDERS.c.idempotency_key == bindparam("key"))
+
+
 def find_existing(session: Session, user: User, key: str, draft: OrderDraft) -> Order | None:
     """The order this key already made: same body → it; different body → 409. The usual
     answer (a new key: none) comes from one plain read, without the ORM."""
@@ -568,12 +574,24 @@ def create_order_for_checkout(
         raise InvalidInput(
             N_("A request key of 1 to 80 characters is needed."), field="idempotency_key"
         )
-    existing = find_existing(session, user, key, draft)
-    if existing is not None:
-        return Created(existing, False)
     from app.catalog import service as catalog
 
-    seen, list_price = catalog.promise_and_list_price(session, draft.sku_id, draft.quantity, now)
+    # The key's order (usually none) is looked up in the promise's own round trip; a
+    # replay is answered before anything is checked or written, as if looked up first.
+    by_key: list[Any] = []
+    seen, list_price = catalog.promise_and_list_price(
+        session,
+        draft.sku_id,
+        draft.quantity,
+        now,
+        extra=_KEY_BRANCH,
+        extra_params={"uid": user.id, "key": key},
+        extra_rows=by_key,
+    )
+    if by_key:
+        existing = find_existing(session, user, key, draft)
+        if existing is not None:
+            return Created(existing, False)
     if not seen.available:
         raise InvalidInput(
             field="nodes",
