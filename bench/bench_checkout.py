@@ -305,7 +305,7 @@ def report(rates: list[Rate], prof: dict[str, Any], where: str) -> str:
         f"busy and no lock ever waited on, checkouts could reach "
         f"{1000 * cores / max(pg.cpu_ms, 1e-9):.0f}/s, "
         f"{(1000 * cores / max(pg.cpu_ms, 1e-9)) / tpcb.per_second:.3f}× the measured TPC-B rate. "
-        "The app's Python per checkout (an HTTP request with a token check, ~16 SQL statements "
+        "The app's Python per checkout (an HTTP request with a token check, ~9 SQL statements "
         "through SQLAlchemy, JSON in and out) is the largest part.",
         "",
         'One paid checkout (`POST /api/v1/orders` with `"pay": true`) on PostgreSQL, '
@@ -319,10 +319,14 @@ def report(rates: list[Rate], prof: dict[str, Any], where: str) -> str:
         "A checkout serialises on its SKU's stock row (so two customers cannot both take the last "
         "node) and on the customer's balance row, and writes ~12 rows; TPC-B writes 4. "
         "The work is ordered by the lock it needs (app/orders/service.py `_pay_held`): "
-        "without any lock, the promise read (nodes, batches and lead time in one `UNION ALL`), "
-        "the order row, timeline events, notification and email outbox row; then the balance "
-        "row (the ledger hold, the order's UPDATE); last the SKU's stock row (the promise "
-        "confirmed in one read, the node/batch UPDATE, the reservation row) and COMMIT.",
+        "without any lock, the promise read (nodes, batches, list price and the key's "
+        "existing order in one `UNION ALL`), the SSH keys, the order row with its event, "
+        "SAVEPOINT; then the balance row, taken by the one statement that debits it only "
+        "if it covers the amount and, only then, credits the held account and writes the "
+        "hold, its entry, postings and idempotency record, the order's paid UPDATE and the "
+        "paid event, notification and email (a short balance writes nothing); last the "
+        "SKU's stock row (locked, the promise confirmed in one read, the batch units and "
+        "the reservation in one statement) and COMMIT, which releases the savepoint.",
         "",
         "Flame graph of one of the four app processes during a second, untimed storm (py-spy "
         f"stops the process it samples 200 times a second, so it never runs during the timed "

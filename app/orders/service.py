@@ -995,9 +995,14 @@ def _pay_held(
     which lock (lock order as cancel: balance row first, stock row last):
 
     1. no lock: the promise the customer is told (``seen_promise``, read by create, or
-       read now), the timeline event, notification and email rows (one flush);
-    2. balance row: the ledger hold, then the order's UPDATE (paid, hold, promised date);
-    3. SKU stock row: the promise confirmed under the lock, the reservation — and COMMIT.
+       read now);
+    2. balance row: the ledger hold, the order's UPDATE (paid, hold, promised date) and
+       the timeline event, notification and email rows — on PostgreSQL ONE statement whose
+       balance UPDATE takes the lock and decides every other write (a short balance writes
+       nothing); elsewhere messages, hold and UPDATE one after another;
+    3. SKU stock row: the lock, the promise confirmed under it (a statement of its own: it
+       must see what the previous holder committed), the batch units and the reservation
+       (PostgreSQL: one statement) — and COMMIT (which releases the savepoint).
 
     Without ``early`` (the second try after ``_DateMoved``: stock taken between the read
     and the lock) the messages carry the date made under the lock."""
