@@ -52,6 +52,31 @@ def _rollback_and_close(session: Session) -> None:
         session.close()
 
 
+# ``session.info`` key: the request's transaction was already ended (committed or rolled
+# back) in the handler's own worker thread (``settle_session``, app/web/onehop.py).
+_SETTLED = "app_request_settled"
+
+
+def settle_session(session: Session, *, commit: bool) -> None:
+    """End the request's transaction in the calling worker thread, right after the
+    handler: commit (rolled back if the commit fails) or roll back. ``get_session`` then
+    has nothing left to do but close the session, which needs no I/O."""
+    session.info[_SETTLED] = True
+    if not commit:
+        session.rollback()
+        return
+    try:
+        session.commit()
+    except BaseException:
+        session.rollback()
+        raise
+
+
+def _settled(session: Session) -> bool:
+    """Ended in the handler's thread, and nothing opened a transaction since."""
+    return bool(session.info.pop(_SETTLED, False)) and not session.in_transaction()
+
+
 async def get_session(request: Request) -> AsyncIterator[Session]:
     """The request owns the transaction: commit after the handler, roll back on error.
 
@@ -61,7 +86,10 @@ async def get_session(request: Request) -> AsyncIterator[Session]:
     Opening the session does no I/O (the connection is taken at its first statement, in
     the handler's or a dependency's worker thread), so it happens on the event loop: one
     thread-pool hop per request fewer. The end (commit or rollback, and close) runs in a
-    worker thread, shielded from cancellation.
+    worker thread, shielded from cancellation: for a synchronous handler of
+    ``OneHopRoute`` (every route of the app) in the handler's own thread call, right
+    after the handler and its response are built (``settle_session``), so only the close
+    (no I/O) is left here; otherwise in a thread call of its own.
 
     On SQLite a GET reads in a deferred transaction (no write lock; a GET that must write
     does so in its own short ``transaction(engine)``); every other method writes, so its
@@ -74,9 +102,15 @@ async def get_session(request: Request) -> AsyncIterator[Session]:
     try:
         yield session
     except BaseException:
-        with CancelScope(shield=True):
-            await to_thread.run_sync(_rollback_and_close, session, limiter=_cleanup_limiter())
+        if _settled(session):
+            session.close()
+        else:
+            with CancelScope(shield=True):
+                await to_thread.run_sync(_rollback_and_close, session, limiter=_cleanup_limiter())
         raise
+    if _settled(session):
+        session.close()
+        return
     with CancelScope(shield=True):
         await to_thread.run_sync(_commit_and_close, session, limiter=_cleanup_limiter())
 
