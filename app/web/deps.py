@@ -5,11 +5,12 @@ from __future__ import annotations
 import math
 from collections.abc import AsyncIterator
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, Any
 
 from anyio import CancelScope, CapacityLimiter, to_thread
 from anyio.lowlevel import RunVar
 from fastapi import Depends, Request
+from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from app.clock import Clock
@@ -33,6 +34,16 @@ def _cleanup_limiter() -> CapacityLimiter:
         limiter = CapacityLimiter(math.inf)
         _CLEANUP.set(limiter)
         return limiter
+
+
+def _binds(state: Any) -> tuple[Engine, Engine]:
+    """The app engine's reader and writer (``app.db``), made once per app and engine rather
+    than per request (each ``execution_options`` call builds a new engine proxy)."""
+    engine = state.engine
+    found = getattr(state, "session_binds", None)
+    if found is None or found[0] is not engine:
+        found = state.session_binds = (engine, reader(engine), writer(engine))
+    return found[1], found[2]
 
 
 def _commit_and_close(session: Session) -> None:
@@ -95,8 +106,8 @@ async def get_session(request: Request) -> AsyncIterator[Session]:
     does so in its own short ``transaction(engine)``); every other method writes, so its
     transaction starts with ``BEGIN IMMEDIATE`` (see ``app.db.reader``).
     """
-    engine = request.app.state.engine
-    bind = reader(engine) if request.method in READ_METHODS else writer(engine)
+    read, write = _binds(request.app.state)
+    bind = read if request.method in READ_METHODS else write
     session = Session(bind, expire_on_commit=False)
     request.state.db = session
     try:
