@@ -5,11 +5,12 @@ from __future__ import annotations
 import math
 from collections.abc import AsyncIterator
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, Any
 
 from anyio import CancelScope, CapacityLimiter, to_thread
 from anyio.lowlevel import RunVar
 from fastapi import Depends, Request
+from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from app.clock import Clock
@@ -35,6 +36,16 @@ def _cleanup_limiter() -> CapacityLimiter:
         return limiter
 
 
+def _binds(state: Any) -> tuple[Engine, Engine]:
+    """The app engine's reader and writer (``app.db``), made once per app and engine rather
+    than per request (each ``execution_options`` call builds a new engine proxy)."""
+    engine = state.engine
+    found = getattr(state, "session_binds", None)
+    if found is None or found[0] is not engine:
+        found = state.session_binds = (engine, reader(engine), writer(engine))
+    return found[1], found[2]
+
+
 def _commit_and_close(session: Session) -> None:
     try:
         session.commit()
@@ -52,6 +63,31 @@ def _rollback_and_close(session: Session) -> None:
         session.close()
 
 
+# ``session.info`` key: the request's transaction was already ended (committed or rolled
+# back) in the handler's own worker thread (``settle_session``, app/web/onehop.py).
+_SETTLED = "app_request_settled"
+
+
+def settle_session(session: Session, *, commit: bool) -> None:
+    """End the request's transaction in the calling worker thread, right after the
+    handler: commit (rolled back if the commit fails) or roll back. ``get_session`` then
+    has nothing left to do but close the session, which needs no I/O."""
+    session.info[_SETTLED] = True
+    if not commit:
+        session.rollback()
+        return
+    try:
+        session.commit()
+    except BaseException:
+        session.rollback()
+        raise
+
+
+def _settled(session: Session) -> bool:
+    """Ended in the handler's thread, and nothing opened a transaction since."""
+    return bool(session.info.pop(_SETTLED, False)) and not session.in_transaction()
+
+
 async def get_session(request: Request) -> AsyncIterator[Session]:
     """The request owns the transaction: commit after the handler, roll back on error.
 
@@ -61,22 +97,31 @@ async def get_session(request: Request) -> AsyncIterator[Session]:
     Opening the session does no I/O (the connection is taken at its first statement, in
     the handler's or a dependency's worker thread), so it happens on the event loop: one
     thread-pool hop per request fewer. The end (commit or rollback, and close) runs in a
-    worker thread, shielded from cancellation.
+    worker thread, shielded from cancellation: for a synchronous handler of
+    ``OneHopRoute`` (every route of the app) in the handler's own thread call, right
+    after the handler and its response are built (``settle_session``), so only the close
+    (no I/O) is left here; otherwise in a thread call of its own.
 
     On SQLite a GET reads in a deferred transaction (no write lock; a GET that must write
     does so in its own short ``transaction(engine)``); every other method writes, so its
     transaction starts with ``BEGIN IMMEDIATE`` (see ``app.db.reader``).
     """
-    engine = request.app.state.engine
-    bind = reader(engine) if request.method in READ_METHODS else writer(engine)
+    read, write = _binds(request.app.state)
+    bind = read if request.method in READ_METHODS else write
     session = Session(bind, expire_on_commit=False)
     request.state.db = session
     try:
         yield session
     except BaseException:
-        with CancelScope(shield=True):
-            await to_thread.run_sync(_rollback_and_close, session, limiter=_cleanup_limiter())
+        if _settled(session):
+            session.close()
+        else:
+            with CancelScope(shield=True):
+                await to_thread.run_sync(_rollback_and_close, session, limiter=_cleanup_limiter())
         raise
+    if _settled(session):
+        session.close()
+        return
     with CancelScope(shield=True):
         await to_thread.run_sync(_commit_and_close, session, limiter=_cleanup_limiter())
 

@@ -20,6 +20,9 @@ from pathlib import Path
 import httpx
 
 ROOT = Path(__file__).resolve().parents[2]
+# The event loop of the app processes, as `make run` serves (uvloop: less CPU per request
+# than asyncio's own loop, docs/benchmarks-ab.md); UVICORN_LOOP=asyncio for an A/B.
+LOOP = os.environ.get("UVICORN_LOOP", "uvloop")
 
 
 def free_port() -> int:
@@ -55,6 +58,11 @@ class AppProcess:
                 str(self.port),
                 "--log-level",
                 "warning",
+                "--loop",
+                LOOP,
+                # the app's own TrustedProxies decides which forwarding headers to believe
+                # (as `make run` does): uvicorn's would trust any from 127.0.0.1
+                "--no-proxy-headers",
                 *self.extra_args,
             ],
             cwd=ROOT,

@@ -1,0 +1,208 @@
+"""One worker-thread call per request (app/web/onehop.py): a synchronous handler, its
+synchronous dependencies and the request's commit run in one thread, never on the event
+loop, and everything a client sees is what FastAPI's own handler gives."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Annotated, Any
+
+import pytest
+from fastapi import APIRouter, Depends, FastAPI, HTTPException, Request, Response
+from fastapi.routing import APIRoute
+from fastapi.testclient import TestClient
+from pydantic import BaseModel
+from sqlalchemy import event, text
+from sqlmodel import Session
+
+from app.db import make_engine
+from app.web.deps import SessionDep
+from app.web.onehop import OneHopRoute, adopt
+
+Seen = dict[str, Any]
+
+
+class Item(BaseModel):
+    id: int
+    name: str
+    secret: str = "hidden"
+
+
+async def on_loop(request: Request) -> None:
+    request.app.state.seen["loop"] = threading.get_ident()
+
+
+def who(request: Request, db: SessionDep) -> str:
+    seen = request.app.state.seen
+    seen.setdefault("dep_threads", []).append(threading.get_ident())
+    name = request.headers.get("x-user")
+    if not name:
+        raise HTTPException(401, "who are you")
+    db.execute(text("SELECT 1"))
+    return name
+
+
+def who_again(user: Annotated[str, Depends(who)]) -> str:  # shares who()'s cached value
+    return user.upper()
+
+
+def guard(request: Request) -> None:
+    if request.headers.get("x-deny"):
+        raise HTTPException(403, "denied")
+
+
+User = Annotated[str, Depends(who)]
+Loud = Annotated[str, Depends(who_again)]
+router = APIRouter(dependencies=[Depends(guard)])
+
+
+@router.post("/items", status_code=201)
+def add(request: Request, name: str, db: SessionDep, user: User, loud: Loud) -> Any:
+    request.app.state.seen["handler_thread"] = threading.get_ident()
+    db.execute(text("INSERT INTO t (name) VALUES (:n)"), {"n": f"{name}:{user}:{loud}"})
+    if name == "boom":
+        raise HTTPException(409, "boom")
+    return {"ok": True}
+
+
+@router.get("/items/{item_id}", response_model=Item, response_model_exclude={"secret"})
+def get_item(item_id: int, db: SessionDep, user: User, response: Response) -> Any:
+    row = db.execute(text("SELECT id, name FROM t WHERE id = :i"), {"i": item_id}).first()
+    if row is None:
+        raise HTTPException(404, "no such item")
+    response.headers["X-Seen-By"] = user
+    response.status_code = 203
+    return {"id": row.id, "name": row.name, "secret": "s3cret"}
+
+
+@router.get("/bad", response_model=Item)
+def bad(user: User) -> Any:
+    return {"id": "not a number", "name": "x"}
+
+
+adopt(router.routes)
+
+
+def _build(tmp_path: Path, seen: Seen) -> FastAPI:
+    engine = make_engine(f"sqlite:///{tmp_path / 'onehop.db'}")
+    with engine.begin() as conn:
+        conn.execute(text("CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT NOT NULL)"))
+
+    @event.listens_for(engine, "commit")
+    def _on_commit(_conn: Any) -> None:
+        seen.setdefault("commit_threads", []).append(threading.get_ident())
+
+    app = FastAPI(dependencies=[Depends(on_loop)])
+    app.state.engine = engine
+    app.state.seen = seen
+    app.include_router(router)
+    return app
+
+
+@pytest.fixture
+def seen() -> Seen:
+    return {}
+
+
+@pytest.fixture
+def small(tmp_path: Path, seen: Seen) -> Iterator[TestClient]:
+    app = _build(tmp_path, seen)
+    with TestClient(app, raise_server_exceptions=False) as c:
+        yield c
+    app.state.engine.dispose()
+
+
+def _names(c: TestClient) -> list[str]:
+    engine = c.app.state.engine  # type: ignore[attr-defined]
+    with Session(engine) as s:
+        return [r[0] for r in s.execute(text("SELECT name FROM t ORDER BY id"))]
+
+
+@pytest.fixture
+def thread_calls(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """Every worker-thread call made (FastAPI's, Starlette's and ours go through anyio)."""
+    import anyio.to_thread
+
+    calls: list[Any] = []
+    real = anyio.to_thread.run_sync
+
+    async def counting(func: Any, *args: Any, **kwargs: Any) -> Any:
+        calls.append(func)
+        return await real(func, *args, **kwargs)
+
+    monkeypatch.setattr(anyio.to_thread, "run_sync", counting)
+    return calls
+
+
+def test_dependencies_handler_and_commit_take_one_worker_thread_call(
+    small: TestClient, seen: Seen, thread_calls: list[Any]
+) -> None:
+    r = small.post("/items?name=a", headers={"x-user": "ann"})
+    assert r.status_code == 201 and r.json() == {"ok": True}
+    assert _names(small) == ["a:ann:ANN"]
+    # FastAPI alone: who, who_again, guard, the handler, the commit: five calls
+    assert len(thread_calls) == 1
+    worker = seen["handler_thread"]
+    assert worker != seen["loop"]  # database work never on the event loop
+    assert seen["dep_threads"] == [worker]  # called once (cached), in the handler's thread
+    assert seen["commit_threads"][-1] == worker  # committed there, before the answer
+
+
+def test_an_error_rolls_back_and_answers_as_before(small: TestClient) -> None:
+    r = small.post("/items?name=boom", headers={"x-user": "ann"})
+    assert r.status_code == 409 and r.json() == {"detail": "boom"}
+    assert _names(small) == []
+
+
+def test_dependencies_still_refuse_before_the_handler(small: TestClient, seen: Seen) -> None:
+    assert small.post("/items?name=a").status_code == 401
+    assert small.post("/items?name=a", headers={"x-user": "a", "x-deny": "1"}).status_code == 403
+    assert "handler_thread" not in seen and _names(small) == []
+
+
+def test_a_refusing_dependency_still_answers_before_parameter_errors(small: TestClient) -> None:
+    # no name (a 422 on its own), no user: the dependency's 401 wins, as with FastAPI's
+    # own handler, which runs dependencies before it looks at the parameters' errors
+    assert small.post("/items").status_code == 401
+    r = small.post("/items", headers={"x-user": "ann"})
+    assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["query", "name"]
+
+
+def test_response_model_status_and_headers_as_fastapi_builds_them(small: TestClient) -> None:
+    assert small.post("/items?name=a", headers={"x-user": "ann"}).status_code == 201
+    r = small.get("/items/1", headers={"x-user": "bob"})
+    assert r.status_code == 203 and r.headers["x-seen-by"] == "bob"
+    assert r.json() == {"id": 1, "name": "a:ann:ANN"}  # secret excluded, as declared
+    assert r.headers["content-type"] == "application/json"
+    assert small.get("/items/9", headers={"x-user": "bob"}).status_code == 404
+    assert small.get("/bad", headers={"x-user": "bob"}).status_code == 500
+
+
+def test_dependency_overrides_are_honoured(small: TestClient, seen: Seen) -> None:
+    app = small.app
+    app.dependency_overrides[who] = lambda: "zed"  # type: ignore[attr-defined]
+    try:
+        r = small.post("/items?name=o")
+    finally:
+        app.dependency_overrides.clear()  # type: ignore[attr-defined]
+    assert r.status_code == 201 and _names(small) == ["o:zed:ZED"]
+
+
+def test_every_route_of_the_app_takes_one_thread_call() -> None:
+    from app.main import create_app
+    from app.settings import Settings
+
+    app = create_app(Settings(database_url="sqlite://"))
+
+    def routes(container: Any) -> Iterator[Any]:
+        for route in getattr(container, "routes", []):
+            if isinstance(route, APIRoute):
+                yield route
+            elif hasattr(route, "original_router"):
+                yield from routes(route.original_router)
+
+    found = list(routes(app))
+    assert len(found) > 50
+    assert all(isinstance(r, OneHopRoute) for r in found)
