@@ -65,11 +65,11 @@ class _Spec(BaseModel):
     @field_validator("*", mode="before")
     @classmethod
     def _only_numbers_as_numbers(cls, v: Any, info: ValidationInfo) -> Any:
-        if isinstance(v, (bool, str)) and info.field_name is not None:
-            if _numeric(cls, info.field_name):
-                if isinstance(v, bool):
-                    raise PydanticCustomError("bool_not_number", "Input should be a number")
-                raise PydanticCustomError("string_not_number", "Input should be a number")
+        name = info.field_name
+        if isinstance(v, (bool, str)) and name is not None and _numeric(cls, name):
+            if isinstance(v, bool):
+                raise PydanticCustomError("bool_not_number", "Input should be a number")
+            raise PydanticCustomError("string_not_number", "Input should be a number")
         return v
 
 
