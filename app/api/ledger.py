@@ -67,8 +67,9 @@ def get_balance(
 ) -> dict[str, Any]:
     """Available and on-hold balance in US cents, with the latest statement lines."""
     assert user.id is not None
-    available, held = ledger.balance_summary(session, user.id)
-    lines = ledger.statement(session, user.id, max(1, min(limit, 100)), max(0, offset))
+    available, held, lines = ledger.balance_and_statement(
+        session, user.id, max(1, min(limit, 100)), max(0, offset)
+    )
     return {
         "currency": "USD",
         "available_cents": available,
