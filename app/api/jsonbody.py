@@ -29,9 +29,8 @@ import math
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from fastapi import Request, Response
+from fastapi import HTTPException, Request, Response
 from fastapi.routing import APIRoute
-from starlette.exceptions import HTTPException
 
 from app.errors import N_
 
