@@ -96,6 +96,59 @@ RETRY_AFTER_S = 2
 BUSY_MESSAGE = N_("We are busy right now and nothing was changed. Try again in a few seconds.")
 
 
+# A JSON API field error: pydantic's error type → (code, msgid). The code is what a client
+# matches on; the message is for people, in the request's language.
+API_FIELD_ERRORS: dict[str, tuple[str, str]] = {
+    "missing": ("request.required", N_("This field is required.")),
+    "string_too_short": ("request.required", N_("This field is required.")),
+    "int_type": ("request.not_whole", N_("Enter a whole number.")),
+    "int_parsing": ("request.not_whole", N_("Enter a whole number.")),
+    "int_from_float": ("request.not_whole", N_("Enter a whole number.")),
+    "int_parsing_size": ("request.too_large", N_("The number is too large.")),
+    "float_type": ("request.not_number", N_("Enter a number.")),
+    "float_parsing": ("request.not_number", N_("Enter a number.")),
+    "finite_number": ("request.not_number", N_("Enter a number.")),
+    "greater_than_equal": ("request.too_small", N_("The number is too small.")),
+    "greater_than": ("request.too_small", N_("The number is too small.")),
+    "less_than_equal": ("request.too_large", N_("The number is too large.")),
+    "less_than": ("request.too_large", N_("The number is too large.")),
+    "string_too_long": ("request.too_long", N_("This is too long.")),
+    "too_long": ("request.too_many", N_("Send fewer items in this list.")),
+    "string_type": ("request.not_text", N_("Send text (a JSON string) here.")),
+    "bool_type": ("request.not_bool", N_("Send true or false here.")),
+    "bool_parsing": ("request.not_bool", N_("Send true or false here.")),
+    "list_type": ("request.not_list", N_("Send a list (a JSON array) here.")),
+    "model_type": ("request.not_object", N_("Send an object here.")),
+    "model_attributes_type": ("request.not_object", N_("Send an object here.")),
+    "dict_type": ("request.not_object", N_("Send an object here.")),
+    "literal_error": ("request.choice", N_("Choose one of the options.")),
+    "enum": ("request.choice", N_("Choose one of the options.")),
+    "json_invalid": ("request.not_json", N_("The body is not valid JSON.")),
+}
+STRING_NOT_NUMBER = (
+    "request.string_not_number",
+    N_("Send a JSON number here, not text in quotes."),
+)
+
+
+def api_field_error(e: Any) -> tuple[str, str]:
+    """(code, msgid) of one pydantic error, as the JSON API reports it."""
+    t = str(e.get("type", ""))
+    if t in ("int_type", "float_type") and isinstance(e.get("input"), str):
+        return STRING_NOT_NUMBER  # a strict number field given "2": text, not a bad number
+    return API_FIELD_ERRORS.get(t, ("request.invalid", N_("Check this field.")))
+
+
+def _error_params(e: Any) -> dict[str, Any]:
+    """The limits a client can act on (``ge``, ``le``, ``max_length``, …), JSON-safe only."""
+    ctx = e.get("ctx") or {}
+    return {
+        k: v
+        for k, v in ctx.items()
+        if isinstance(v, (int, float, str)) and not isinstance(v, bool) and k != "error"
+    }
+
+
 def install_handlers(app: FastAPI) -> None:
     """Render every DomainError (and 404/500) in one place."""
     from fastapi import Request
@@ -153,13 +206,24 @@ def install_handlers(app: FastAPI) -> None:
 
     async def validation_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, RequestValidationError)
-        errors = []
-        for e in exc.errors():
-            loc = [str(p) for p in e.get("loc", ()) if p not in ("body", "query", "path", "form")]
-            errors.append({"field": ".".join(loc) or "body", "message": e.get("msg", "invalid")})
         if wants_json(request):
+            errors = []
+            for e in exc.errors():
+                loc = [
+                    str(p) for p in e.get("loc", ()) if p not in ("body", "query", "path", "form")
+                ]
+                code, msgid = api_field_error(e)
+                errors.append(
+                    {
+                        "field": ".".join(loc) or "body",
+                        "code": code,
+                        "message": gettext(msgid),
+                        "params": _error_params(e),
+                    }
+                )
+            summary = gettext(InvalidInput.default_message)
             return JSONResponse(
-                {"error": {"code": "invalid_input", "message": "Invalid input.", "errors": errors}},
+                {"error": {"code": "invalid_input", "message": summary, "errors": errors}},
                 status_code=422,
             )
         from app.web.forms import field_errors

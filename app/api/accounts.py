@@ -12,10 +12,11 @@ from app.accounts import service
 from app.accounts.audit import client_ip
 from app.accounts.deps import CurrentUser
 from app.accounts.models import SshKey
+from app.api.jsonbody import StrictJSONRoute
 from app.web.deps import NowDep, SessionDep
 from app.web.params import RowId
 
-router = fastapi.APIRouter(prefix="/api/v1", tags=["account"])
+router = fastapi.APIRouter(prefix="/api/v1", tags=["account"], route_class=StrictJSONRoute)
 
 
 def _key(k: SshKey) -> dict[str, Any]:

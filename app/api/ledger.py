@@ -13,6 +13,7 @@ import fastapi
 from pydantic import BaseModel, Field, StrictInt
 
 from app.accounts.deps import CurrentUser
+from app.api.jsonbody import StrictJSONRoute
 from app.clock import utc
 from app.ledger import service as ledger
 from app.payments import service as payments
@@ -23,7 +24,7 @@ from app.web.params import Limit, Offset, RowId
 if TYPE_CHECKING:  # a type only: reads go through the service
     from app.payments.models import Invoice
 
-router = fastapi.APIRouter(prefix="/api/v1", tags=["balance"])
+router = fastapi.APIRouter(prefix="/api/v1", tags=["balance"], route_class=StrictJSONRoute)
 
 
 class TopupIn(BaseModel):
@@ -66,8 +67,9 @@ def get_balance(
 ) -> dict[str, Any]:
     """Available and on-hold balance in US cents, with the latest statement lines."""
     assert user.id is not None
-    available, held = ledger.balance_summary(session, user.id)
-    lines = ledger.statement(session, user.id, max(1, min(limit, 100)), max(0, offset))
+    available, held, lines = ledger.balance_and_statement(
+        session, user.id, max(1, min(limit, 100)), max(0, offset)
+    )
     return {
         "currency": "USD",
         "available_cents": available,

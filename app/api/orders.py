@@ -18,6 +18,7 @@ from fastapi.responses import JSONResponse
 from sqlmodel import Session
 
 from app.accounts.deps import CurrentUser
+from app.api.jsonbody import StrictJSONRoute
 from app.errors import N_, DomainError, InsufficientBalance, InvalidInput
 from app.orders import service
 from app.orders.schemas import EventOut, OrderCreate, OrderOut
@@ -29,7 +30,7 @@ from app.web.params import RowId
 if TYPE_CHECKING:  # a type only: reads go through the service
     from app.orders.models import Order
 
-router = APIRouter(prefix="/api/v1/orders", tags=["orders"])
+router = APIRouter(prefix="/api/v1/orders", tags=["orders"], route_class=StrictJSONRoute)
 
 
 def _out(session: Session, order: Order, now: Any, *, detail: bool = False) -> OrderOut:

@@ -11,12 +11,13 @@ from typing import Any
 
 import fastapi
 
+from app.api.jsonbody import StrictJSONRoute
 from app.sizing import SizingError, list_presets, size
 from app.sizing.messages import translator
 from app.sizing.request import json_schema
 from app.web.i18n import negotiate
 
-router = fastapi.APIRouter()
+router = fastapi.APIRouter(route_class=StrictJSONRoute)
 
 _SCHEMA = json_schema()
 

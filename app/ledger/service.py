@@ -487,6 +487,90 @@ def statement_count(session: Session, user_id: int) -> int:
     )
 
 
+def balance_and_statement(
+    session: Session, user_id: int, limit: int = 50, offset: int = 0
+) -> tuple[int, int, list[StatementLine]]:
+    """``balance_summary`` and ``statement`` in two plain reads (no ORM objects): the two
+    accounts by code, then the page of entries with their postings to those accounts (the
+    JSON balance answered in six statements)."""
+    codes = {_code(user_id, k): k.value for k in (AccountKind.available, AccountKind.held)}
+    acc = LedgerAccount.__table__.c  # type: ignore[attr-defined]
+    kinds: dict[int, str] = {}
+    balance = {"available": 0, "held": 0}
+    for acc_id, code, cents in session.execute(
+        sa_select(acc.id, acc.code, acc.balance_cents).where(acc.code.in_(list(codes)))
+    ):
+        kinds[acc_id] = codes[code]
+        balance[codes[code]] = int(cents)
+    entry_t: Table = JournalEntry.__table__  # type: ignore[attr-defined]
+    posting_t: Table = Posting.__table__  # type: ignore[attr-defined]
+    e, p = entry_t.c, posting_t.c
+    page = (
+        sa_select(e.id)
+        .where(e.user_id == user_id)
+        .order_by(e.id.desc())
+        .limit(max(1, min(limit, 500)))
+        .offset(max(0, offset))
+        .subquery()
+    )
+    rows = session.execute(
+        sa_select(
+            e.id,
+            e.created_at,
+            e.kind,
+            e.reason,
+            e.order_id,
+            e.invoice_id,
+            e.hold_id,
+            e.quote_id,
+            e.crypto_currency,
+            e.crypto_amount,
+            e.rate,
+            e.actor_id,
+            p.account_id,
+            p.amount_cents,
+            p.balance_after_cents,
+        )
+        .select_from(
+            entry_t.join(page, page.c.id == e.id).outerjoin(
+                posting_t, (p.entry_id == e.id) & p.account_id.in_(list(kinds) or [0])
+            )
+        )
+        .order_by(e.id.desc())
+    ).all()
+    entries: dict[int, Any] = {}  # entry id → its row (rows come newest first)
+    moved: dict[tuple[int, str], tuple[int, int | None]] = {}  # (entry, kind) → delta, after
+    for r in rows:
+        entries.setdefault(r[0], r)
+        if r[12] is not None:
+            moved[(r[0], kinds[r[12]])] = (r[13], r[14])
+    lines = []
+    for eid, r in entries.items():
+        a_delta, a_after = moved.get((eid, "available"), (0, None))
+        h_delta, h_after = moved.get((eid, "held"), (0, None))
+        lines.append(
+            StatementLine(
+                entry_id=eid,
+                at=r[1],
+                kind=r[2],
+                reason=r[3],
+                available_delta=a_delta,
+                held_delta=h_delta,
+                available_after=a_after,
+                held_after=h_after,
+                order_id=r[4],
+                invoice_id=r[5],
+                hold_id=r[6],
+                quote_id=r[7],
+                crypto_currency=r[8],
+                crypto_amount=r[9],
+                rate=r[10],
+                actor_id=r[11],
+            )
+        )
+    return balance["available"], balance["held"], lines
+
+
 # --- commands -----------------------------------------------------------------------------
 
 

@@ -10,6 +10,8 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
 from app.orders.models import Order, OrderHost
 from app.web.forms import FormModel
 
+MAX_SSH_KEY_IDS = 50
+
 
 class NewKey(BaseModel):
     name: str = Field(max_length=80)
@@ -31,7 +33,9 @@ class OrderCreate(BaseModel):
     nodes: StrictInt = Field(default=1, examples=[1])
     image: str = Field(examples=["ubuntu-24.04-cuda"])
     ssh_key_ids: list[StrictInt] = Field(
-        default_factory=list, description="ids of your saved SSH keys"
+        default_factory=list,
+        max_length=MAX_SSH_KEY_IDS,  # no account keeps more (accounts.service.MAX_SSH_KEYS)
+        description="ids of your saved SSH keys",
     )
     ssh_key: NewKey | None = Field(default=None, description="a new public key to save and use")
     notes: Notes = Field(default_factory=Notes)

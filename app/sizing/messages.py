@@ -58,6 +58,7 @@ CATALOG: dict[str, str] = {
     "request.not_number": N_("must be a finite number"),
     "request.not_bool": N_("must be true or false"),
     "request.bool_not_number": N_("must be a number, not true or false"),
+    "request.string_not_number": N_("must be a JSON number, not text in quotes"),
     "request.not_text": N_("must be text"),
     "request.choice": N_("must be one of %(options)s"),
     "request.range": N_("must be between %(lo)s and %(hi)s, got %(got)s"),

@@ -9,6 +9,7 @@ Every error is a ``(field path, Msg)`` pair with a stable code (see ``messages.p
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
@@ -48,17 +49,27 @@ def _takes(ann: Any, kinds: tuple[type, ...]) -> bool:
     return ann in kinds or any(_takes(a, kinds) for a in get_args(ann))
 
 
+@functools.cache
+def _numeric(model: type[BaseModel], name: str) -> bool:
+    """Whether ``model.name`` is a number field (an int or float, not also a switch)."""
+    ann = model.model_fields[name].annotation
+    return _takes(ann, (int, float)) and not _takes(ann, (bool, str))
+
+
 class _Spec(BaseModel):
-    """A request part whose numbers are numbers: JSON ``true``/``false`` is refused where a
-    number is expected (pydantic's lax mode would read ``"tokens": true`` as one token)."""
+    """A request part whose numbers are numbers: JSON ``true``/``false`` and text (``"128"``,
+    ``"1e12"``) are refused where a number is expected (pydantic's lax mode would read
+    ``"tokens": true`` as one token and ``"tokens": "1e12"`` as 1e12). Callers that start from
+    text (the /size form, the CLI's flags) parse it into numbers first."""
 
     @field_validator("*", mode="before")
     @classmethod
-    def _no_bool_as_number(cls, v: Any, info: ValidationInfo) -> Any:
-        if isinstance(v, bool) and info.field_name is not None:
-            ann = cls.model_fields[info.field_name].annotation
-            if _takes(ann, (int, float)) and not _takes(ann, (bool,)):
+    def _only_numbers_as_numbers(cls, v: Any, info: ValidationInfo) -> Any:
+        name = info.field_name
+        if isinstance(v, (bool, str)) and name is not None and _numeric(cls, name):
+            if isinstance(v, bool):
                 raise PydanticCustomError("bool_not_number", "Input should be a number")
+            raise PydanticCustomError("string_not_number", "Input should be a number")
         return v
 
 
@@ -248,6 +259,8 @@ def _code(err: Any) -> Msg:
         return Msg("request.not_bool")
     if t == "bool_not_number":
         return Msg("request.bool_not_number")
+    if t == "string_not_number":
+        return Msg("request.string_not_number")
     if t in ("string_type",):
         return Msg("request.not_text")
     if t == "literal_error":

@@ -333,3 +333,40 @@ def test_demo_seed_once_and_cli_check(
         timeout=60,
     )
     assert bad.returncode == 1 and "FAIL" in bad.stdout
+
+
+def test_balance_and_statement_reads_what_the_two_reads_did(
+    session: Session, customer: Any, make_user: Callable[..., Any], clock: FixedClock
+) -> None:
+    """The JSON balance's two plain reads answer exactly what ``balance_summary`` and
+    ``statement`` answer: every page, holds placed, posted and voided, another customer's
+    entries never mixed in, a customer with no accounts at all."""
+    other = make_user()
+    nobody = make_user()
+    now = clock.now()
+    fund(session, customer.id, 50_000, now)
+    fund(session, other.id, 9_000, now)
+    for i in range(5):
+        hold = ledger.place_hold(
+            session,
+            user_id=customer.id,
+            amount_cents=1_000 + i,
+            idempotency_key=f"h{i}",
+            now=now + timedelta(minutes=i),
+            reason="order",
+            order_id=i + 1,
+        )
+        if i % 2:
+            ledger.post_hold(session, hold.id, now=now + timedelta(minutes=i, seconds=1))
+        elif i == 2:
+            ledger.void_hold(session, hold.id, now=now + timedelta(minutes=i), reason="cancel")
+    session.commit()
+    for user in (customer, other, nobody):
+        for limit, offset in ((50, 0), (3, 0), (3, 3), (2, 7), (1, 100), (500, 0)):
+            got = ledger.balance_and_statement(session, user.id, limit, offset)
+            want = (
+                *ledger.balance_summary(session, user.id),
+                ledger.statement(session, user.id, limit, offset),
+            )
+            assert got == want, (user.id, limit, offset)
+    assert len(ledger.balance_and_statement(session, customer.id)[2]) == 1 + 5 + 2 + 1

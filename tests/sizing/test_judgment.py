@@ -391,6 +391,44 @@ def test_true_or_false_is_not_a_number(api: TestClient, body: dict[str, Any], fi
     assert ok.status_code == 200
 
 
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"tokens": "1e12"}, "tokens"),
+        ({"tokens": "100000000000"}, "tokens"),
+        ({"seq_len": "128"}, "seq_len"),
+        ({"nodes": "2"}, "nodes"),
+        ({"mfu": "0.4"}, "mfu"),
+        ({"max_days": "30"}, "max_days"),
+        ({"model": {"params": "7e9"}}, "model.params"),
+        ({"parallelism": {"tp": "2"}}, "parallelism.tp"),
+    ],
+)
+def test_text_is_not_a_number(api: TestClient, body: dict[str, Any], field: str) -> None:
+    """A strict API: ``"tokens": "1e12"`` is text where the schema says number, refused with
+    the field and a code (lax parsing sized it as 1e12), in the reader's language."""
+    req = {"model": {"preset": "llama-3.1-8b"}, "tokens": 1e11, **body}
+    for lang, script in (("en", r"JSON number"), ("zh-CN", r"[\u4e00-\u9fff]")):
+        bad = api.post("/api/v1/sizing", json=req, headers={"Accept-Language": lang})
+        assert bad.status_code == 422
+        errs = bad.json()["detail"]["errors"]
+        assert [(e["field"], e["code"]) for e in errs] == [(field, "request.string_not_number")]
+        assert re.search(script, errs[0]["message"])
+
+
+def test_text_still_goes_where_text_is_meant(api: TestClient) -> None:
+    """Strings stay strings (a preset id, a node type, the ``"auto"`` layout), and a whole
+    number sent as ``4096.0`` is still a whole number."""
+    req = {
+        "model": {"preset": "llama-3.1-8b"},
+        "tokens": 1e11,
+        "sku": "hgx-b200",
+        "parallelism": "auto",
+        "seq_len": 4096.0,
+    }
+    assert api.post("/api/v1/sizing", json=req).status_code == 200
+
+
 @pytest.mark.parametrize("value", [1e20, 1e308, -1e20])
 def test_a_huge_whole_number_is_out_of_range_not_invalid(api: TestClient, value: float) -> None:
     """``"global_batch_size": 1e20`` is a whole number beyond the bound: the answer says the
