@@ -30,9 +30,9 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from fastapi import HTTPException, Request, Response
-from fastapi.routing import APIRoute
 
 from app.errors import N_
+from app.web.onehop import OneHopRoute
 
 MAX_DEPTH = 32  # the deepest request any endpoint takes is 4 (sizing: model.architecture.moe)
 MAX_INT_DIGITS = 100  # no field takes more than 20; Python itself stops at 4300
@@ -169,8 +169,9 @@ class StrictJSONRequest(Request):
         return self._json
 
 
-class StrictJSONRoute(APIRoute):
-    """An API route whose JSON body is parsed by :func:`loads` (see the module's doc)."""
+class StrictJSONRoute(OneHopRoute):
+    """An API route whose JSON body is parsed by :func:`loads` (see the module's doc); a
+    ``OneHopRoute``, so its sync handler still takes one worker-thread call per request."""
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handler = super().get_route_handler()
