@@ -127,7 +127,7 @@ def _history(note: str) -> str:
             }
         )
         with HISTORY.open("w", newline="", encoding="utf-8") as f:
-            w = csv.DictWriter(f, fieldnames=HISTORY_FIELDS)
+            w = csv.DictWriter(f, fieldnames=HISTORY_FIELDS, lineterminator="\n")
             w.writeheader()
             w.writerows(rows)
     lines = [
