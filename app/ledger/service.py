@@ -776,15 +776,11 @@ def _replay_hold(session: Session, user_id: int, key: str, fp: str) -> int | Non
     return int(prior[2])
 
 
-# PostgreSQL: the hold, its entry, both postings and the idempotency record in ONE statement
-# (ids drawn first, so the hold and its entry point at each other without a second UPDATE;
-# the postings' foreign key to the entry is checked at the end of the statement).
-_HOLD_WRITES_PG = text(
-    """
-WITH ids AS (
-  SELECT nextval(pg_get_serial_sequence('ledger_holds', 'id'))::INTEGER AS hid,
-         nextval(pg_get_serial_sequence('ledger_entries', 'id'))::INTEGER AS eid
-), h AS (
+# The hold's own rows as CTEs over ``ids`` (columns ``hid`` and ``eid``, drawn first so the
+# hold and its entry point at each other without a second UPDATE): the hold and its entry
+# (``hd``, ``e``) and the idempotency record (``i``). Shared by both PostgreSQL statements
+# below, which differ in where ``ids`` and the postings' accounts come from.
+_HOLD_ROWS_PG = """hd AS (
   INSERT INTO ledger_holds (id, user_id, amount_cents, status, reason, order_id,
                             idempotency_key, entry_id, resolve_reason, created_at, actor_id)
   SELECT hid, CAST(:user_id AS INTEGER), CAST(:amount AS BIGINT), 'pending',
@@ -798,7 +794,25 @@ WITH ids AS (
          CAST(:order_id AS INTEGER), hid, CAST(:actor_id AS INTEGER), '', '', '',
          CAST(:amount AS BIGINT), CAST(:now AS TIMESTAMPTZ)
   FROM ids
-), p AS (
+), i AS (
+  INSERT INTO ledger_idempotency (user_id, key, command, fingerprint, hold_id, entry_id,
+                                  created_at)
+  SELECT CAST(:user_id AS INTEGER), CAST(:key AS VARCHAR), 'hold', CAST(:fp AS VARCHAR),
+         hid, eid, CAST(:now AS TIMESTAMPTZ)
+  FROM ids
+)"""
+
+# PostgreSQL: the hold, its entry, both postings and the idempotency record in ONE statement
+# (the postings' foreign key to the entry is checked at the end of the statement); the
+# balances were updated by the caller under its row lock.
+_HOLD_WRITES_PG = text(
+    """
+WITH ids AS (
+  SELECT nextval(pg_get_serial_sequence('ledger_holds', 'id'))::INTEGER AS hid,
+         nextval(pg_get_serial_sequence('ledger_entries', 'id'))::INTEGER AS eid
+), """
+    + _HOLD_ROWS_PG
+    + """, p AS (
   INSERT INTO ledger_postings (entry_id, account_id, amount_cents, balance_after_cents,
                                created_at)
   SELECT eid, v.account_id, v.amount_cents, v.after_cents, CAST(:now AS TIMESTAMPTZ)
@@ -806,12 +820,6 @@ WITH ids AS (
     (CAST(:a_account AS INTEGER), CAST(:a_amount AS BIGINT), CAST(:a_after AS BIGINT)),
     (CAST(:h_account AS INTEGER), CAST(:h_amount AS BIGINT), CAST(:h_after AS BIGINT))
   ) AS v (account_id, amount_cents, after_cents)
-), i AS (
-  INSERT INTO ledger_idempotency (user_id, key, command, fingerprint, hold_id, entry_id,
-                                  created_at)
-  SELECT CAST(:user_id AS INTEGER), CAST(:key AS VARCHAR), 'hold', CAST(:fp AS VARCHAR),
-         hid, eid, CAST(:now AS TIMESTAMPTZ)
-  FROM ids
 )
 SELECT hid FROM ids
 """
@@ -840,7 +848,8 @@ def _write_hold_pg(session: Session, rows: dict[str, Any], postings: list[dict[s
 # caller's own rows (``also``: CTEs that read ``ids``, so they are written only with the
 # hold). When the debit does not happen (short, key used, no accounts yet) nothing is
 # written and ``place_hold_with`` takes the locked path of ``place_hold_id``.
-_HOLD_ONE_PG_HEAD = """
+_HOLD_ONE_PG_HEAD = (
+    """
 WITH a AS (
   UPDATE ledger_accounts SET balance_cents = balance_cents - CAST(:amount AS BIGINT)
   WHERE code = CAST(:avail_code AS VARCHAR) AND balance_cents >= CAST(:amount AS BIGINT)
@@ -856,34 +865,17 @@ WITH a AS (
          nextval(pg_get_serial_sequence('ledger_entries', 'id'))::INTEGER AS eid,
          a.id AS a_id, a.balance_cents AS a_after, h.id AS h_id, h.balance_cents AS h_after
   FROM a, h
-), hd AS (
-  INSERT INTO ledger_holds (id, user_id, amount_cents, status, reason, order_id,
-                            idempotency_key, entry_id, resolve_reason, created_at, actor_id)
-  SELECT hid, CAST(:user_id AS INTEGER), CAST(:amount AS BIGINT), 'pending',
-         CAST(:reason AS VARCHAR), CAST(:order_id AS INTEGER), CAST(:key AS VARCHAR), eid, '',
-         CAST(:now AS TIMESTAMPTZ), CAST(:actor_id AS INTEGER)
-  FROM ids
-), e AS (
-  INSERT INTO ledger_entries (id, kind, reason, user_id, order_id, hold_id, actor_id,
-                              crypto_currency, crypto_amount, rate, amount_cents, created_at)
-  SELECT eid, 'hold', CAST(:reason AS VARCHAR), CAST(:user_id AS INTEGER),
-         CAST(:order_id AS INTEGER), hid, CAST(:actor_id AS INTEGER), '', '', '',
-         CAST(:amount AS BIGINT), CAST(:now AS TIMESTAMPTZ)
-  FROM ids
-), p AS (
+), """
+    + _HOLD_ROWS_PG
+    + """, p AS (
   INSERT INTO ledger_postings (entry_id, account_id, amount_cents, balance_after_cents,
                                created_at)
   SELECT eid, v.account_id, v.amount_cents, v.after_cents, CAST(:now AS TIMESTAMPTZ)
   FROM ids, LATERAL (VALUES (a_id, CAST(:a_amount AS BIGINT), a_after),
                             (h_id, CAST(:h_amount AS BIGINT), h_after)
   ) AS v (account_id, amount_cents, after_cents)
-), i AS (
-  INSERT INTO ledger_idempotency (user_id, key, command, fingerprint, hold_id, entry_id,
-                                  created_at)
-  SELECT CAST(:user_id AS INTEGER), CAST(:key AS VARCHAR), 'hold', CAST(:fp AS VARCHAR),
-         hid, eid, CAST(:now AS TIMESTAMPTZ)
-  FROM ids
 )"""
+)
 _HOLD_ONE_PG_TAIL = """
 SELECT ids.hid, ids.a_id, ids.a_after, ids.h_id, ids.h_after, (SELECT count(*) FROM a)
 FROM (SELECT 1) AS one LEFT JOIN ids ON true

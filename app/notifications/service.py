@@ -178,7 +178,7 @@ def notify_now(
     ``also``: the caller's own row to insert with them (a table and every column's value
     but the id; the checkout's timeline event): on PostgreSQL the notification, the email
     and that row are one statement."""
-    note, email = _rows(
+    (_, note), *more = notification_rows(
         session,
         user_id=user_id,
         kind=kind,
@@ -190,9 +190,9 @@ def notify_now(
         params=params,
         locale=locale,
     )
+    email = more[0][1] if more else None
     conn = session.connection()
     if email is not None and is_postgres(session):  # all rows in one statement (WITH)
-        email = {**email, "attempts": 0, "last_error": "", "sent_at": None}
         values = {f"n_{k}": v for k, v in note.items()}
         values.update({f"e_{k}": v for k, v in email.items()})
         if also is None:
@@ -206,9 +206,7 @@ def notify_now(
         conn.execute(sa_insert(also[0]), also[1])
     conn.execute(sa_insert(_NOTIFICATIONS), note)
     if email is not None:
-        conn.execute(
-            sa_insert(_OUTBOX), {**email, "attempts": 0, "last_error": "", "sent_at": None}
-        )
+        conn.execute(sa_insert(_OUTBOX), email)
 
 
 def notification_rows(
