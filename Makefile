@@ -41,10 +41,10 @@ run: install i18n fonts seed
 	@trap 'kill 0' EXIT INT TERM; \
 	$(BIN)/python -m aiosmtpd -n -l 127.0.0.1:8025 -c aiosmtpd.handlers.Debugging stdout >var/mail.log 2>&1 & \
 	$(BIN)/python -m app worker --interval 5 >var/worker.log 2>&1 & \
-	$(BIN)/uvicorn --factory app.main:asgi --host 127.0.0.1 --port 8000 --loop uvloop --no-proxy-headers
+	$(BIN)/uvicorn --factory app.main:asgi --host 127.0.0.1 --port 8000 --loop uvloop --http app.web.http1:BoundedHttpTools --no-proxy-headers
 
 serve: install i18n migrate
-	$(BIN)/uvicorn --factory app.main:asgi --host 127.0.0.1 --port 8000 --workers $${WORKERS:-1} --loop uvloop --no-proxy-headers
+	$(BIN)/uvicorn --factory app.main:asgi --host 127.0.0.1 --port 8000 --workers $${WORKERS:-1} --loop uvloop --http app.web.http1:BoundedHttpTools --no-proxy-headers
 
 worker: install
 	$(BIN)/python -m app worker

@@ -106,7 +106,8 @@ def start_app(tmp: Path, simulation: bool) -> tuple[subprocess.Popen[bytes], str
     log = (tmp / "app.log").open("wb")
     proc = subprocess.Popen(  # noqa: S603
         [py, "-m", "uvicorn", "--factory", "app.main:asgi", "--host", "127.0.0.1"]
-        + ["--port", str(port), "--log-level", "warning"],
+        + ["--port", str(port), "--log-level", "warning", "--loop", "uvloop"]
+        + ["--http", "app.web.http1:BoundedHttpTools", "--no-proxy-headers"],
         cwd=ROOT,
         env=env,
         stdout=log,

@@ -411,9 +411,10 @@ def test_slow_bodies_hold_no_slot_and_huge_declared_bodies_are_refused_unsent(
                     assert _status_of(s) == 413, path  # answered with no body byte sent
                 finally:
                     s.close()
-            # The request line and headers are bounded too (h11 buffers at most 16 KB of
-            # them; uvicorn's httptools parser has no such bound, which is why it is not
-            # installed): a 1 MB header is refused, never held, and the process answers on.
+            # The request line and headers are bounded too (the app's httptools protocol,
+            # app/web/http1.py, feeds the parser at most 16 KB of them, as h11 would; stock
+            # uvicorn httptools has no bound): a 1 MB header is refused, never held, and the
+            # process answers on.
             status = 0
             try:
                 s = _raw(

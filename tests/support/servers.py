@@ -23,6 +23,9 @@ ROOT = Path(__file__).resolve().parents[2]
 # The event loop of the app processes, as `make run` serves (uvloop: less CPU per request
 # than asyncio's own loop, docs/benchmarks-ab.md); UVICORN_LOOP=asyncio for an A/B.
 LOOP = os.environ.get("UVICORN_LOOP", "uvloop")
+# The HTTP parser, as `make run` serves: httptools with the request head bounded
+# (app/web/http1.py); UVICORN_HTTP=h11 for an A/B.
+HTTP = os.environ.get("UVICORN_HTTP", "app.web.http1:BoundedHttpTools")
 
 
 def free_port() -> int:
@@ -60,6 +63,8 @@ class AppProcess:
                 "warning",
                 "--loop",
                 LOOP,
+                "--http",
+                HTTP,
                 # the app's own TrustedProxies decides which forwarding headers to believe
                 # (as `make run` does): uvicorn's would trust any from 127.0.0.1
                 "--no-proxy-headers",
