@@ -9,6 +9,7 @@ from typing import Any
 from fastapi import Request
 from prometheus_client import Counter, Histogram
 from starlette.datastructures import MutableHeaders
+from starlette.requests import cookie_parser
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -59,84 +60,157 @@ def _queue_session_cookie(request: Request, headers: MutableHeaders, extra: Resp
     )
 
 
+# Security headers every response gets (set, replacing any the handler set).
+_ALWAYS: tuple[tuple[bytes, bytes], ...] = (
+    (b"x-content-type-options", b"nosniff"),
+    (b"x-frame-options", b"DENY"),
+    (b"permissions-policy", b"camera=(), microphone=(), geolocation=()"),
+)
+_HSTS = (b"strict-transport-security", b"max-age=63072000; includeSubDomains")
+_REPLACED = frozenset(k for k, _ in _ALWAYS) | {b"x-request-id", _HSTS[0]}
+_CSP = (b"content-security-policy", CSP.encode())
+_REFERRER = (b"referrer-policy", b"strict-origin-when-cross-origin")
+_VARY = (b"vary", b"Cookie, Accept-Language, HX-Request")
+_STATIC_CACHE = (b"cache-control", b"public, max-age=31536000, immutable")
+_LANGUAGE = {"zh_CN": (b"content-language", b"zh-CN")}
+_LANGUAGE_DEFAULT = (b"content-language", b"en")
+# Request state keys that schedule a cookie on the response (flash, CSRF, session).
+_COOKIE_STATE = ("flash_out", "flash_popped", "csrf_new", "auth_cookie")
+# Methods counted by name in the metrics; anything else is "OTHER" (a label per made-up
+# method would grow the metrics without bound).
+_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+
+
+def _request_headers(scope: Scope) -> tuple[str | None, str | None, list[str]]:
+    """X-Request-ID and Accept-Language (first of each) and every Cookie header, read off
+    the raw ASGI headers in one pass (names there are lower case)."""
+    rid = accept = None
+    cookies: list[str] = []
+    for k, v in scope["headers"]:
+        if k == b"cookie":
+            cookies.append(v.decode("latin-1"))
+        elif k == b"accept-language":
+            if accept is None:
+                accept = v.decode("latin-1")
+        elif k == b"x-request-id" and rid is None:
+            rid = v.decode("latin-1")
+    return rid, accept, cookies
+
+
+def _locale_cookie(cookie_headers: list[str]) -> str | None:
+    value = None
+    for header in cookie_headers:  # the last one wins, as Request.cookies merges them
+        if i18n.COOKIE in header:
+            value = cookie_parser(header).get(i18n.COOKIE, value)
+    return value
+
+
+def _scheduled_cookies(scope: Scope, headers: list[tuple[bytes, bytes]]) -> None:
+    """Cookies scheduled during the request (flash, csrf, the session), appended to
+    ``headers``. Only requests that scheduled one get here (pages, mostly)."""
+    request = Request(scope)
+    extra = Response()
+    flash.apply(request, extra)
+    if getattr(request.state, "csrf_new", False):
+        extra.set_cookie(
+            COOKIE,
+            cookie_value(request),
+            httponly=True,
+            samesite="lax",
+            secure=request.app.state.settings.secure_cookies,
+        )
+    mutable = MutableHeaders(raw=headers)
+    _queue_session_cookie(request, mutable, extra)
+    headers.extend(kv for kv in extra.raw_headers if kv[0] == b"set-cookie")
+
+
 class AppMiddleware:
+    """Request id, locale, security headers, scheduled cookies, access log and metrics.
+
+    Works on the raw ASGI scope and header lists: no Request, URL or Response object per
+    request unless the request scheduled a cookie (every request passes through here, so
+    its cost is on every answer; docs/benchmarks-ab.md).
+    """
+
     def __init__(self, app: ASGIApp, *, https: bool = False, default_locale: str = "en") -> None:
         self.app = app
         self.https = https
         self.default_locale = default_locale
+        self._metrics: dict[tuple[str, str, str], tuple[Any, Any]] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        request = Request(scope)
-        rid = request.headers.get("x-request-id") or secrets.token_hex(8)
-        if len(rid) > 64 or not rid.replace("-", "").isalnum():
+        rid, accept, cookie_headers = _request_headers(scope)
+        if not rid or len(rid) > 64 or not rid.replace("-", "").isalnum():
             rid = secrets.token_hex(8)
-        request.state.request_id = rid
-        locale = i18n.negotiate(
-            request.cookies.get(i18n.COOKIE),
-            request.headers.get("accept-language"),
-            self.default_locale,
-        )
+        cookie = _locale_cookie(cookie_headers) if cookie_headers else None
+        locale = i18n.negotiate(cookie, accept, self.default_locale)
         i18n.set_locale(locale)
-        request.state.locale = locale
+        state = scope.setdefault("state", {})
+        state["request_id"] = rid
+        state["locale"] = locale
+        path = scope["path"]
+        static = path.startswith("/static/")
         started = monotonic()
-        status: dict[str, Any] = {"code": 500}
+        status = 500
+        rid_header = (b"x-request-id", rid.encode("latin-1"))
+        https = self.https
 
         async def send_wrapper(message: Message) -> None:
+            nonlocal status
             if message["type"] == "http.response.start":
-                status["code"] = message["status"]
-                headers = MutableHeaders(scope=message)
-                headers["X-Request-ID"] = rid
-                headers.setdefault("Content-Security-Policy", CSP)
-                headers["X-Content-Type-Options"] = "nosniff"
-                headers["X-Frame-Options"] = "DENY"
-                headers.setdefault("Referrer-Policy", "strict-origin-when-cross-origin")
-                headers["Permissions-Policy"] = "camera=(), microphone=(), geolocation=()"
-                if self.https:
-                    headers["Strict-Transport-Security"] = "max-age=63072000; includeSubDomains"
-                if "content-language" not in headers:
-                    headers["Content-Language"] = "zh-CN" if locale == "zh_CN" else "en"
-                vary = headers.get("vary")
-                if request.url.path.startswith("/static/"):
-                    headers.setdefault("Cache-Control", "public, max-age=31536000, immutable")
-                elif vary is None:
-                    headers["Vary"] = "Cookie, Accept-Language, HX-Request"
-                # Cookies scheduled during the request (flash, csrf).
-                extra = Response()
-                flash.apply(request, extra)
-                if getattr(request.state, "csrf_new", False):
-                    extra.set_cookie(
-                        COOKIE,
-                        cookie_value(request),
-                        httponly=True,
-                        samesite="lax",
-                        secure=request.app.state.settings.secure_cookies,
-                    )
-                _queue_session_cookie(request, headers, extra)
-                for k, v in extra.raw_headers:
-                    if k == b"set-cookie":
-                        headers.append("set-cookie", v.decode("latin-1"))
+                status = message["status"]
+                headers = [(k, v) for k, v in message.get("headers") or ()]
+                present = {k.lower() for k, _ in headers}
+                if present & _REPLACED:
+                    headers = [kv for kv in headers if kv[0].lower() not in _REPLACED]
+                headers.append(rid_header)
+                headers.extend(_ALWAYS)
+                if https:
+                    headers.append(_HSTS)
+                if b"content-security-policy" not in present:
+                    headers.append(_CSP)
+                if b"referrer-policy" not in present:
+                    headers.append(_REFERRER)
+                if b"content-language" not in present:
+                    headers.append(_LANGUAGE.get(locale, _LANGUAGE_DEFAULT))
+                if static:
+                    if b"cache-control" not in present:
+                        headers.append(_STATIC_CACHE)
+                elif b"vary" not in present:
+                    headers.append(_VARY)
+                if any(key in state for key in _COOKIE_STATE):
+                    _scheduled_cookies(scope, headers)
+                message["headers"] = headers
             await send(message)
 
         try:
             await self.app(scope, receive, send_wrapper)
         finally:
             elapsed = monotonic() - started
-            route = scope.get("route")
-            route_name = getattr(route, "path", "unmatched")
-            if not request.url.path.startswith("/static/"):
-                REQUESTS.labels(scope["method"], route_name, str(status["code"])).inc()
-                LATENCY.labels(scope["method"], route_name).observe(elapsed)
+            if not static:
+                self._observe(scope, status, elapsed)
             log.info(
                 "%s %s %s %.1fms rid=%s",
                 scope["method"],
-                redact_path(request.url.path),
-                status["code"],
+                redact_path(path),
+                status,
                 elapsed * 1000,
                 rid,
             )
+
+    def _observe(self, scope: Scope, status: int, elapsed: float) -> None:
+        method = scope["method"] if scope["method"] in _METHODS else "OTHER"
+        route = getattr(scope.get("route"), "path", "unmatched")
+        key = (method, route, str(status))
+        children = self._metrics.get(key)
+        if children is None:
+            children = (REQUESTS.labels(*key), LATENCY.labels(method, route))
+            self._metrics[key] = children
+        children[0].inc()
+        children[1].observe(elapsed)
 
 
 class ConcurrencyLimit:

@@ -74,6 +74,68 @@ def test_security_headers(client: TestClient) -> None:
     assert r.headers["x-request-id"]
 
 
+def test_app_headers_replace_or_keep_what_a_handler_set(
+    app: FastAPI, raw_client: TestClient
+) -> None:
+    """Security headers replace a handler's own (frame options, nosniff, request id); the
+    handler's CSP, referrer policy, language and Vary are kept; exactly one of each."""
+
+    @app.get("/_test/own-headers")
+    def own() -> Response:
+        return Response(
+            "x",
+            headers={
+                "X-Frame-Options": "SAMEORIGIN",
+                "X-Request-ID": "from-the-handler",
+                "Content-Security-Policy": "default-src 'none'",
+                "Referrer-Policy": "no-referrer",
+                "Content-Language": "fr",
+                "Vary": "Origin",
+            },
+        )
+
+    r = raw_client.get("/_test/own-headers", headers={"X-Request-ID": "abc-123"})
+    h = r.headers
+    assert h.get_list("x-frame-options") == ["DENY"]
+    assert h.get_list("x-request-id") == ["abc-123"]  # the caller's id, echoed
+    assert h.get_list("content-security-policy") == ["default-src 'none'"]
+    assert h.get_list("referrer-policy") == ["no-referrer"]
+    assert h.get_list("content-language") == ["fr"]
+    assert h.get_list("vary") == ["Origin"]
+    # a request id that is not a short token is replaced by one of ours
+    for bad in ("a" * 65, "x y", "<script>"):
+        got = raw_client.get("/healthz", headers={"X-Request-ID": bad}).headers["x-request-id"]
+        assert got != bad and len(got) == 16
+    # the language cookie wins over Accept-Language, in any of several Cookie headers
+    r = raw_client.get(
+        "/healthz",
+        headers=[("Accept-Language", "en"), ("Cookie", "a=1"), ("Cookie", "lang=zh_CN")],
+    )
+    assert r.headers["content-language"] == "zh-CN"
+
+
+def test_static_files_are_cached_for_a_year(raw_client: TestClient) -> None:
+    r = raw_client.get("/static/app.css")
+    assert r.status_code == 200
+    assert r.headers["cache-control"] == "public, max-age=31536000, immutable"
+    assert r.headers["x-content-type-options"] == "nosniff"
+
+
+def test_made_up_methods_share_one_metrics_label(app: FastAPI, raw_client: TestClient) -> None:
+    from prometheus_client import REGISTRY
+
+    for i in range(5):
+        raw_client.request(f"BREW{i}", "/healthz")
+    labels = {
+        s.labels["method"]
+        for m in REGISTRY.collect()
+        if m.name == "http_requests"
+        for s in m.samples
+    }
+    assert "OTHER" in labels
+    assert not any(x.startswith("BREW") for x in labels)
+
+
 def test_every_page_has_no_inline_script(client: TestClient) -> None:
     r = client.get("/")
     import re
