@@ -143,7 +143,7 @@ class AppMiddleware:
             await self.app(scope, receive, send)
             return
         rid, accept, cookie_headers = _request_headers(scope)
-        if not rid or len(rid) > 64 or not rid.replace("-", "").isalnum():
+        if not rid or len(rid) > 64 or not (rid.isascii() and rid.replace("-", "").isalnum()):
             rid = secrets.token_hex(8)
         cookie = _locale_cookie(cookie_headers) if cookie_headers else None
         locale = i18n.negotiate(cookie, accept, self.default_locale)
