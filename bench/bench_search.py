@@ -14,7 +14,7 @@ import statistics
 import time
 from typing import Any
 
-from bench.common import machine
+from bench.common import machine, python_speed_ms
 
 SEQS = (4096, 32768, 131072)
 TOKENS = (1e11, 1e12, 1.5e13)
@@ -55,6 +55,7 @@ def run(rounds: int = ROUNDS) -> dict[str, Any]:
     from app.warmup import warm_process
 
     warm_process()  # what each server worker does once before it serves (app/warmup.py)
+    ref_before = python_speed_ms()
     size = _engine()
     reqs = grid()
     refused = 0
@@ -77,6 +78,7 @@ def run(rounds: int = ROUNDS) -> dict[str, Any]:
             cpu.append((time.process_time() - c) * 1000)
             samples.append(ms)
             worst[i] = max(worst.get(i, 0.0), ms)
+    ref_after = python_speed_ms()
     samples.sort()
     cpu.sort()
     slow = sorted(worst.items(), key=lambda kv: -kv[1])[:5]
@@ -95,6 +97,8 @@ def run(rounds: int = ROUNDS) -> dict[str, Any]:
             for i, ms in slow
         ],
         "where": machine(),
+        # the machine's speed in this run (bench.common.python_speed_ms), before and after
+        "python_ref_ms": (ref_before, ref_after),
     }
 
 
@@ -118,6 +122,12 @@ def report(r: dict[str, Any]) -> str:
         "| preset | seq | tokens | ms |",
         "|---|---:|---:|---:|",
         *[f"| {p} | {s} | {t:.2g} | {ms:.1f} |" for p, s, t, ms in r["slowest"]],
+        "",
+        f"The machine in this run: the fixed pure-Python yardstick "
+        f"(`bench.common.python_speed_ms`) took {r['python_ref_ms'][0]:.1f} ms of CPU before the "
+        f"grid and {r['python_ref_ms'][1]:.1f} ms after. The goal is in milliseconds, so the "
+        "search's figures move with this one: on this shared 2-core machine the same code has "
+        "run 3-4x slower in some phases than in others (the history's `python ref ms` column).",
         "",
         "Reproduce: `.venv/bin/python -m bench.bench_search`",
         "",

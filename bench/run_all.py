@@ -36,6 +36,7 @@ HISTORY_FIELDS = (
     "search_p95_ms",
     "search_max_ms",
     "checkout_x_pgbench",
+    "python_ref_ms",  # the machine's speed in the run (bench.common.python_speed_ms)
     "note",
 )
 HEADLINE: dict[str, Any] = {}
@@ -91,6 +92,7 @@ def _search() -> str:
     r = json.loads(out.stdout.strip().splitlines()[-1])
     HEADLINE["search_p95_ms"] = f"{r['p95_ms']:.1f}"
     HEADLINE["search_max_ms"] = f"{r['max_ms']:.1f}"
+    HEADLINE["python_ref_ms"] = f"{min(r['python_ref_ms']):.1f}"
     return bench_search.report(r)
 
 
@@ -122,7 +124,7 @@ def _history(note: str) -> str:
             {
                 "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M"),
                 "commit": _commit(),
-                **{k: str(HEADLINE.get(k, "")) for k in HISTORY_FIELDS[2:6]},
+                **{k: str(HEADLINE.get(k, "")) for k in HISTORY_FIELDS[2:7]},
                 "note": note,
             }
         )
@@ -134,10 +136,14 @@ def _history(note: str) -> str:
         "## History of the headline ratios",
         "",
         "From `bench/history.csv` (one row per `make bench`; goals: fragment ≥ 0.5× `/healthz` on "
-        "distinct requests, search p95 ≤ 20 ms and max ≤ 50 ms, checkout ≥ 0.10× pgbench).",
+        "distinct requests, search p95 ≤ 20 ms and max ≤ 50 ms, checkout ≥ 0.10× pgbench). "
+        "`python ref ms`: CPU ms of a fixed pure-Python yardstick in the same run "
+        "(`bench.common.python_speed_ms`, from 2026-12-01 18:00): the machine's speed, which "
+        "the search's milliseconds follow.",
         "",
-        "| date (UTC) | commit | fragment ÷ /healthz | search p95 ms | search max ms | checkout ÷ pgbench | note |",
-        "|---|---|---:|---:|---:|---:|---|",
+        "| date (UTC) | commit | fragment ÷ /healthz | search p95 ms | search max ms "
+        "| checkout ÷ pgbench | python ref ms | note |",
+        "|---|---|---:|---:|---:|---:|---:|---|",
     ]
     for r in rows:
         lines.append("| " + " | ".join(r.get(k, "") or "–" for k in HISTORY_FIELDS) + " |")
