@@ -23,7 +23,7 @@ from app.errors import N_, DomainError, InsufficientBalance, InvalidInput
 from app.orders import service
 from app.orders.schemas import EventOut, OrderCreate, OrderOut
 from app.quotes import service as quotes
-from app.web.deps import NowDep, SessionDep, get_now
+from app.web.deps import NowDep, SessionDep, get_now, settle_session
 from app.web.i18n import gettext as _
 from app.web.params import RowId
 
@@ -96,6 +96,12 @@ def create(
             )
         except (service.PriceChanged, service.NotPromisable) as e:
             return _payment_failed(session, order, now, e, status=409)
+        # The SKU's stock row stays locked until COMMIT, and every other checkout of the SKU
+        # waits on it: commit as soon as the payment is done, not after the answer is built
+        # (the answer reads only the loaded order: expire_on_commit is off, so no query).
+        # Still before a byte is sent; should building the answer fail now, the client gets
+        # a 500 and a retry with the same Idempotency-Key answers with the paid order.
+        settle_session(session, commit=True)
     return JSONResponse(_out(session, order, now).model_dump(mode="json"), status_code=status)
 
 

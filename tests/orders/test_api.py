@@ -129,6 +129,46 @@ def test_pay_in_the_same_call_short_then_retry(
     ledger_ok()
 
 
+def test_paid_then_the_answer_fails_a_retry_answers_with_the_paid_order(
+    app, engine, clock, make_user, stock, fund, balances, ledger_ok, monkeypatch
+) -> None:
+    """A paid checkout commits as soon as the payment is done (the SKU's stock row is locked
+    until COMMIT), before its answer is built. Should building the answer fail after that,
+    the client sees a 500, and the retry with the same key answers with the order paid once:
+    one month held, one node reserved, one paid event."""
+    from app.api import orders as api
+    from app.catalog import service as catalog
+    from app.orders import service as orders
+
+    stock("hgx-b200", 2)
+    u = make_user()
+    fund(u, B200 + 700)
+    h = {**token_for(engine, clock, u), "Idempotency-Key": "after-commit"}
+    real = api._out
+    calls = {"n": 0}
+
+    def fail_once(*a: Any, **k: Any) -> Any:
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise RuntimeError("answer failed after the commit")
+        return real(*a, **k)
+
+    monkeypatch.setattr(api, "_out", fail_once)
+    with TestClient(app, base_url="http://testserver", raise_server_exceptions=False) as c:
+        r = c.post("/api/v1/orders", json=body(pay=True), headers=h)
+        assert r.status_code == 500
+        assert balances(u) == (700, B200)  # committed: paid before the answer failed
+        r = c.post("/api/v1/orders", json=body(pay=True), headers=h)
+    assert r.status_code == 200, r.text
+    assert r.json()["status"] == "paid" and r.json()["promised_date"]
+    assert balances(u) == (700, B200)  # once
+    with Session(engine) as s:
+        assert catalog.available_count(s, "hgx-b200") == 1
+        kinds = [e.kind for e in orders.timeline(s, r.json()["id"])]
+        assert kinds.count("paid") == 1, kinds
+    ledger_ok()
+
+
 def test_pay_is_an_action_on_the_keys_order_not_part_of_it(
     raw_client: TestClient, engine, clock, make_user, stock, fund, balances, ledger_ok
 ) -> None:
