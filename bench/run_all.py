@@ -124,7 +124,8 @@ def _history(note: str) -> str:
             {
                 "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M"),
                 "commit": _commit(),
-                **{k: str(HEADLINE.get(k, "")) for k in HISTORY_FIELDS[2:7]},
+                # the figures: every field between the commit and the note
+                **{k: str(HEADLINE.get(k, "")) for k in HISTORY_FIELDS[2:-1]},
                 "note": note,
             }
         )
