@@ -138,9 +138,9 @@ def _history(note: str) -> str:
         "",
         "From `bench/history.csv` (one row per `make bench`; goals: fragment ≥ 0.5× `/healthz` on "
         "distinct requests, search p95 ≤ 20 ms and max ≤ 50 ms, checkout ≥ 0.10× pgbench). "
-        "`python ref ms`: CPU ms of a fixed pure-Python yardstick in the same run "
-        "(`bench.common.python_speed_ms`, from 2026-12-01 18:00): the machine's speed, which "
-        "the search's milliseconds follow.",
+        "`python ref ms`: CPU ms of a fixed pure-Python yardstick in the same run, the lower "
+        "of its readings before and after the search grid (`bench.common.python_speed_ms`, "
+        "from 2026-12-01 19:05): the machine's speed, which the search's milliseconds follow.",
         "",
         "| date (UTC) | commit | fragment ÷ /healthz | search p95 ms | search max ms "
         "| checkout ÷ pgbench | python ref ms | note |",
