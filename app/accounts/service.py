@@ -14,9 +14,10 @@ Choices worth knowing:
   and it is checked only after the password passed the policy, so probing needs a full,
   valid sign-up per guess. Login, password reset and the throttle messages never reveal
   whether an email is registered.
-* **Throttling** counts failures in the shared database per account (normalised email,
-  registered or not) and per client address; failures survive the request's rollback
-  (``throttle.add_failure_durably``).
+* **Throttling** counts attempts in the shared database per account (normalised email,
+  registered or not) and per client address. ``throttle.attempt`` counts each attempt
+  atomically *before* the check (parallel guesses cannot all slip past the limit); a
+  right answer takes its count back; the count survives the request's rollback.
 * **Secrets** (passwords, reset tokens, API tokens, session ids) are stored only as
   argon2id hashes or SHA-256 digests and never put in logs, audit details or error text.
 """
@@ -156,11 +157,11 @@ def register(
         errors["role"] = N_("Unknown role.")
     if errors:
         raise InvalidInput(errors=errors)
-    if ip and throttle.is_blocked(session, throttle.SIGNUP_ADDRESS, ip, now):
+    # Every sign-up past the checks above counts against the address (10 an hour), the
+    # refused ones too: counted before the email is even looked up.
+    if throttle.attempt(session, [(throttle.SIGNUP_ADDRESS, ip)], now) is None:
         raise LoginThrottled()
     if user_by_email(session, normal) is not None:
-        if ip:
-            throttle.add_failure_durably(session, throttle.SIGNUP_ADDRESS, ip, now)
         msg = N_(
             "This email can't be used for a new account. If it is yours, log in or reset your password."
         )
@@ -183,9 +184,6 @@ def register(
             "This email can't be used for a new account. If it is yours, log in or reset your password."
         )
         raise EmailTaken(errors={"email": msg}) from None
-    if ip:
-        # Every sign-up counts against the address: 10 accounts an hour from one address.
-        throttle.add_failure(session, throttle.SIGNUP_ADDRESS, ip, now)
     audit(session, "account.created", now, actor=user, target=f"user:{user.id}", ip=ip, role=role)
     return user
 
@@ -208,21 +206,16 @@ def authenticate(
         if not password:
             errors["password"] = N_("Enter your password.")
         raise InvalidInput(errors=errors)
-    checks = [(throttle.LOGIN_ACCOUNT, normal), (throttle.LOGIN_ADDRESS, ip)]
-    # PostgreSQL: check and count the attempt atomically, before the password is verified,
-    # so parallel guesses cannot all pass the check (SQLite's BEGIN IMMEDIATE serialises).
-    reserved = throttle.reserve(session, checks, now)
-    if reserved is None or (
-        reserved is False and any(throttle.is_blocked(session, lim, v, now) for lim, v in checks)
-    ):
+    # Counted before the password is verified, so parallel guesses cannot all pass the check.
+    tried = throttle.attempt(
+        session, [(throttle.LOGIN_ACCOUNT, normal), (throttle.LOGIN_ADDRESS, ip)], now
+    )
+    if tried is None:
         audit_durably(session, "login.throttled", now, ip=ip, email=normal)
         raise LoginThrottled()
     user = user_by_email(session, normal)
     ok = verify_password(user.password_hash if user else None, password[:MAX_PASSWORD])
     if user is None or not ok:
-        if reserved is False:
-            throttle.add_failure_durably(session, throttle.LOGIN_ACCOUNT, normal, now)
-            throttle.add_failure_durably(session, throttle.LOGIN_ADDRESS, ip, now)
         audit_durably(
             session,
             "login.failed",
@@ -235,9 +228,8 @@ def authenticate(
     if not user.is_active:
         audit_durably(session, "login.disabled", now, target=f"user:{user.id}", ip=ip)
         raise Forbidden(N_("This account is disabled. Contact support to restore it."))
+    tried.succeeded()  # a successful login does not count
     throttle.clear(session, throttle.LOGIN_ACCOUNT, normal)
-    if isinstance(reserved, list):
-        throttle.forget(session, reserved)  # a successful login does not count
     if needs_rehash(user.password_hash):
         user.password_hash = hash_password(password)
         session.add(user)
@@ -385,15 +377,15 @@ def _check_current_password(
     session: Session, user: User, password: str, now: datetime, field: str, ip: str
 ) -> None:
     assert user.id is not None
-    key = str(user.id)
-    if throttle.is_blocked(session, throttle.PASSWORD_CHECK_USER, key, now):
+    tried = throttle.attempt(session, [(throttle.PASSWORD_CHECK_USER, str(user.id))], now)
+    if tried is None:
         raise LoginThrottled()
     if not verify_password(user.password_hash, (password or "")[:MAX_PASSWORD]):
-        throttle.add_failure_durably(session, throttle.PASSWORD_CHECK_USER, key, now)
         audit_durably(
             session, "password.check_failed", now, actor=user, target=f"user:{user.id}", ip=ip
         )
         raise InvalidInput(errors={field: N_("Your current password is not right.")})
+    tried.succeeded()
 
 
 def change_password(
@@ -451,14 +443,14 @@ def change_email(
     if normal == user.email:
         raise InvalidInput(errors={"new_email": N_("That is already your email address.")})
     _check_current_password(session, user, password, now, "email_password", ip)
-    key = str(user.id)
-    if throttle.is_blocked(session, throttle.EMAIL_TAKEN_USER, key, now):
+    tried = throttle.attempt(session, [(throttle.EMAIL_TAKEN_USER, str(user.id))], now)
+    if tried is None:
         raise LoginThrottled()  # asking which addresses are registered, again and again
     if user_by_email(session, normal) is not None:
-        throttle.add_failure_durably(session, throttle.EMAIL_TAKEN_USER, key, now)
         raise InvalidInput(
             errors={"new_email": N_("This email can't be used. Choose another address.")}
         )
+    tried.succeeded()  # only the "taken" answers count
     old = user.email
     user.email = normal
     session.add(user)
@@ -519,15 +511,13 @@ def request_password_reset(
     # so strangers asking for a victim's resets cannot use up the victim's own requests.
     # A looser per-account cap stops anyone mail-bombing one inbox from many addresses.
     requester = f"{ip}\x00{normal}"
-    if (
-        throttle.is_blocked(session, throttle.RESET_ADDRESS, ip, now)
-        or throttle.is_blocked(session, throttle.RESET_REQUESTER, requester, now)
-        or throttle.is_blocked(session, throttle.RESET_ACCOUNT, normal, now)
-    ):
+    checks = [
+        (throttle.RESET_ADDRESS, ip),
+        (throttle.RESET_REQUESTER, requester),
+        (throttle.RESET_ACCOUNT, normal),
+    ]
+    if throttle.attempt(session, checks, now) is None:
         return  # silently: the page reads the same whether or not we sent anything
-    throttle.add_failure(session, throttle.RESET_ADDRESS, ip, now)
-    throttle.add_failure(session, throttle.RESET_REQUESTER, requester, now)
-    throttle.add_failure(session, throttle.RESET_ACCOUNT, normal, now)
     user = user_by_email(session, normal)
     if user is None or not user.is_active:
         audit(session, "password.reset_requested", now, ip=ip, known=False)

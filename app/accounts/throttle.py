@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -91,14 +91,26 @@ _PENDING = "accounts_durable_rows"
 
 def add_durably(session: Session, row: SQLModel) -> None:
     session.add(row)
-    pending: list[tuple[type[SQLModel], dict[str, Any]]] | None = session.info.get(_PENDING)
+    pending: list[tuple[SQLModel, type[SQLModel], dict[str, Any]]] | None = session.info.get(
+        _PENDING
+    )
     if pending is None:
         pending = []
         session.info[_PENDING] = pending
         event.listen(session, "after_commit", _forget)
         event.listen(session, "after_rollback", _rewrite)
     data = {k: v for k, v in row.model_dump().items() if k != "id"}
-    pending.append((type(row), data))
+    pending.append((row, type(row), data))
+
+
+def _drop_durably(session: Session, rows: list[AuthFailure]) -> None:
+    """Undo :func:`add_durably` for ``rows``: gone now, and not re-written after a rollback."""
+    pending = session.info.get(_PENDING) or []
+    session.info[_PENDING] = [p for p in pending if not any(p[0] is r for r in rows)]
+    session.flush()
+    for row in rows:
+        session.delete(row)
+    session.flush()
 
 
 def _forget(session: Session) -> None:
@@ -114,32 +126,73 @@ def _rewrite(session: Session) -> None:
     engine = bind.engine if hasattr(bind, "engine") else bind
     try:
         with Session(engine) as other:
-            for cls, data in pending:
+            for _row, cls, data in pending:
                 other.add(cls(**data))
             other.commit()
     except Exception:  # noqa: BLE001 - never turn a refused login into a server error
         log.exception("could not record %d throttling/audit rows", len(pending))
 
 
-def reserve(
-    session: Session, checks: list[tuple[Limit, str]], now: datetime
-) -> list[int] | bool | None:
-    """Check every limit and count one attempt against each, atomically, in a short
-    transaction of its own (PostgreSQL: an advisory lock per key), *before* the caller does
-    the guarded work. Returns the ids of the rows written (hand them to :func:`forget`
-    if the attempt turns out fine), or ``None`` when a limit is reached (nothing written).
+def add_failure_durably(session: Session, limit: Limit, value: str, now: datetime) -> None:
+    if value:
+        add_durably(session, AuthFailure(key=key_for(limit, value), at=now))
 
-    Returns ``False`` on SQLite when the caller's session already holds the write lock:
-    the caller then checks and counts in its own transaction.
+
+# --- Reserve, then check ----------------------------------------------------------------
+# Every guarded check (a password, a second-factor code, a reset request) first counts
+# itself against its limits, atomically with the "is the limit reached?" read, and only
+# then does the work. Parallel attempts therefore cannot all pass the read before any of
+# them counts: at most ``max_failures`` are ever checked.
+
+
+@dataclass
+class Attempt:
+    """One attempt, already counted against its limits. Call :meth:`succeeded` when the
+    attempt turned out legitimate (a right password): the count is taken back."""
+
+    session: Session
+    ids: list[int] = field(default_factory=list)  # rows committed on their own (PostgreSQL)
+    rows: list[AuthFailure] = field(default_factory=list)  # rows in the caller's transaction
+
+    def succeeded(self) -> None:
+        if self.ids:
+            self.session.exec(delete(AuthFailure).where(col(AuthFailure.id).in_(self.ids)))  # type: ignore[call-overload]
+            self.ids = []
+        if self.rows:
+            _drop_durably(self.session, self.rows)
+            self.rows = []
+
+
+def attempt(session: Session, checks: list[tuple[Limit, str]], now: datetime) -> Attempt | None:
+    """Count one attempt against every ``(limit, value)`` (empty values are skipped) and
+    answer it, or ``None`` when a limit is already reached (then nothing is counted).
+
+    PostgreSQL: the read and the count run in a short transaction of their own under an
+    advisory lock per key, committed before the caller checks anything, so the count
+    stands even if the caller's transaction rolls back.
+    SQLite: every writing request holds the database's write lock from its first statement
+    (``BEGIN IMMEDIATE``), so reading and counting inside the caller's transaction is
+    already atomic; the rows are written durably. The pages answer a refused attempt with
+    the form again and commit, so the count lands under the same lock; a caller that rolls
+    back instead gets the rows re-written right after its rollback (another attempt may
+    slip into that gap, so a JSON route guarded by a limit should run on PostgreSQL or
+    commit its refusals too). A caller that has not started its transaction yet gets a
+    short one of its own, as on PostgreSQL.
     """
+    wanted = [(limit, value) for limit, value in checks if value]
     bind = session.get_bind()
     engine = bind.engine if hasattr(bind, "engine") else bind
     postgres = engine.dialect.name == "postgresql"
     if not postgres and session.in_transaction():
-        # SQLite: the caller already holds the write lock (BEGIN IMMEDIATE); a second
-        # session would wait on it. Check and count in the caller's transaction instead.
-        return False
-    wanted = [(limit, value) for limit, value in checks if value]
+        if any(
+            failures(session, limit, value, now) >= limit.max_failures for limit, value in wanted
+        ):
+            return None
+        rows = [AuthFailure(key=key_for(limit, value), at=now) for limit, value in wanted]
+        for row in rows:
+            add_durably(session, row)
+        session.flush()
+        return Attempt(session, rows=rows)
     keys = sorted({key_for(limit, value) for limit, value in wanted})
     with Session(engine) as other:
         conn = other.connection()  # SQLite: BEGIN IMMEDIATE, the whole database is ours
@@ -148,20 +201,9 @@ def reserve(
         if any(failures(other, limit, value, now) >= limit.max_failures for limit, value in wanted):
             other.rollback()
             return None
-        rows = [AuthFailure(key=key_for(limit, value), at=now) for limit, value in wanted]
-        other.add_all(rows)
+        new = [AuthFailure(key=key_for(limit, value), at=now) for limit, value in wanted]
+        other.add_all(new)
         other.flush()
-        ids = [int(r.id) for r in rows if r.id is not None]
+        ids = [int(r.id) for r in new if r.id is not None]
         other.commit()
-    return ids
-
-
-def forget(session: Session, ids: list[int]) -> None:
-    """Remove attempts counted by :func:`reserve` (the attempt was legitimate)."""
-    if ids:
-        session.exec(delete(AuthFailure).where(col(AuthFailure.id).in_(ids)))  # type: ignore[call-overload]
-
-
-def add_failure_durably(session: Session, limit: Limit, value: str, now: datetime) -> None:
-    if value:
-        add_durably(session, AuthFailure(key=key_for(limit, value), at=now))
+    return Attempt(session, ids=ids)

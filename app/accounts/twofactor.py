@@ -6,10 +6,14 @@
 - Codes are checked against the **wall clock** (``app.clock.wall_now``), never the
   simulated clock: the customer's phone knows nothing of our simulation.
 - A code is accepted for the current step and one step either side (clock drift), and
-  never twice: the last accepted step is stored and older or equal steps are refused.
+  never twice, even by parallel requests: the last accepted step is stored by a
+  conditional ``UPDATE … WHERE totp_last_step < :step`` (one request wins the row; the
+  others see the new step and are refused).
 - Ten recovery codes are shown once when two-factor is turned on (or regenerated); only
-  their SHA-256 is stored; each works once.
-- Wrong codes are throttled per account like passwords (5 in 15 minutes).
+  their SHA-256 is stored; each works once (``UPDATE … WHERE used_at IS NULL``).
+- Codes are throttled per account like passwords (5 wrong in 15 minutes), each attempt
+  counted before it is checked (``throttle.attempt``). Turning two-factor off also needs
+  the password, which shares the password-change limit (no second password oracle).
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from datetime import datetime
 
 import pyotp
 import segno
+from sqlalchemy import update
 from sqlmodel import Session, col, select
 
 from app.accounts import throttle
@@ -135,32 +140,43 @@ def check(session: Session, user: User, code: str, *, now: datetime, wall: datet
     """The second step of a sign-in (or a confirmation of a sensitive change): a current TOTP
     code or an unused recovery code. Returns "totp" or "recovery"; raises ``InvalidInput``
     (wrong) or ``SecondFactorThrottled``. Failures count even if the caller rolls back."""
-    key = str(user.id)
-    if throttle.is_blocked(session, SECOND_FACTOR, key, now):
+    tried = throttle.attempt(session, [(SECOND_FACTOR, str(user.id))], now)
+    if tried is None:
         raise SecondFactorThrottled()
-    step = (
-        matching_step(user.totp_secret, code, wall, user.totp_last_step) if enabled(user) else None
-    )
+    how = _use_code(session, user, code, now=now, wall=wall)
+    if how is None:
+        raise InvalidInput(N_("That code is not right (or was already used)."), field="code")
+    tried.succeeded()
+    return how
+
+
+def _use_code(
+    session: Session, user: User, code: str, *, now: datetime, wall: datetime
+) -> str | None:
+    """Spend ``code`` if it is right and unused: each write is conditional, so of parallel
+    requests with one code exactly one changes the row and the others find it spent."""
+    if not enabled(user):
+        return None
+    step = matching_step(user.totp_secret, code, wall, user.totp_last_step)
     if step is not None:
-        user.totp_last_step = step
-        session.add(user)
-        session.flush()
-        return "totp"
-    if enabled(user) and len(_clean_code(code)) == 10:
-        row = session.exec(
-            select(RecoveryCode).where(
-                RecoveryCode.user_id == user.id,
-                RecoveryCode.code_hash == _hash(code),
+        won = session.execute(
+            update(User)
+            .where(col(User.id) == user.id, col(User.totp_last_step) < step)
+            .values(totp_last_step=step)
+        )
+        return "totp" if won.rowcount == 1 else None  # type: ignore[attr-defined]
+    if len(_clean_code(code)) == 10:
+        won = session.execute(
+            update(RecoveryCode)
+            .where(
+                col(RecoveryCode.user_id) == user.id,
+                col(RecoveryCode.code_hash) == _hash(code),
                 col(RecoveryCode.used_at).is_(None),
             )
-        ).first()
-        if row is not None:
-            row.used_at = now
-            session.add(row)
-            session.flush()
-            return "recovery"
-    throttle.add_failure_durably(session, SECOND_FACTOR, key, now)
-    raise InvalidInput(N_("That code is not right (or was already used)."), field="code")
+            .values(used_at=now)
+        )
+        return "recovery" if won.rowcount == 1 else None  # type: ignore[attr-defined]
+    return None
 
 
 def remaining_recovery_codes(session: Session, user: User) -> int:
@@ -183,9 +199,14 @@ def regenerate_recovery_codes(
 def disable(
     session: Session, user: User, *, password: str, code: str, now: datetime, wall: datetime
 ) -> None:
-    """Turn two-factor off: needs the password and a current code (or a recovery code)."""
+    """Turn two-factor off: needs the password and a current code (or a recovery code).
+    The password check counts against the password-change limit (5 wrong in 15 minutes)."""
+    tried = throttle.attempt(session, [(throttle.PASSWORD_CHECK_USER, str(user.id))], now)
+    if tried is None:
+        raise SecondFactorThrottled(N_("Too many attempts. Wait 15 minutes and try again."))
     if not verify_password(user.password_hash, password[:1024]):
         raise InvalidInput(N_("Your password is not right."), field="password")
+    tried.succeeded()
     check(session, user, code, now=now, wall=wall)
     user.totp_secret = ""
     user.totp_pending_secret = ""
