@@ -55,6 +55,10 @@ class Settings(BaseSettings):
     # review and checkout always read the current price). 0: on every request.
     fragment_price_max_age_ms: int = Field(default=200, ge=0, le=60_000)
 
+    # Staff (sales, ops) need a second factor for any staff power: always in production;
+    # elsewhere only when this is set (the authorization matrix and the probes set it).
+    staff_second_factor: bool = False
+
     # --- observability (issue 13) ---
     # Bearer token that GET /metrics requires; empty: /metrics answers 404 (not public).
     metrics_token: str = ""
@@ -122,6 +126,10 @@ class Settings(BaseSettings):
         if not names:
             names = [(urlsplit(self.base_url).hostname or "").lower()]
         return frozenset(n for n in names if n)
+
+    @property
+    def staff_second_factor_required(self) -> bool:
+        return self.environment == "production" or self.staff_second_factor
 
     @property
     def is_sqlite(self) -> bool:

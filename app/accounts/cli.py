@@ -1,5 +1,7 @@
-"""``python -m app users create --role ops --email x@y [--password …|--password-stdin]``
-and ``python -m app users disable|enable --email x@y``."""
+"""``python -m app users create --role ops --email x@y [--password …|--password-stdin]``,
+``python -m app users disable|enable --email x@y`` and
+``python -m app users enrol-link --email x@y`` (a staff account's one-time link to turn on
+two-factor sign-in: give it to the person over a channel other than their email)."""
 
 from __future__ import annotations
 
@@ -28,6 +30,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         "--password-stdin", action="store_true", help="read the password from stdin"
     )
     create.set_defaults(func=cmd_create)
+    link = sub.add_parser(
+        "enrol-link",
+        help="print a one-time link with which a staff account turns on two-factor sign-in",
+        description="Staff accounts without two-factor sign-in have no staff powers in "
+        "production and can turn it on only with this link (valid 72 hours; a newer link "
+        "voids older ones). Hand it over in person or over a channel you trust.",
+    )
+    link.add_argument("--email", required=True)
+    link.set_defaults(func=cmd_enrol_link)
     for name, active in (("disable", False), ("enable", True)):
         p = sub.add_parser(name, help=f"{name} an account (disabling signs it out everywhere)")
         p.add_argument("--email", required=True)
@@ -138,4 +149,40 @@ def cmd_set_active(args: argparse.Namespace) -> int:
     finally:
         engine.dispose()
     print(f"{email} {'enabled' if args.active else 'disabled'}")
+    return 0
+
+
+def cmd_enrol_link(args: argparse.Namespace) -> int:
+    from sqlmodel import select
+
+    from app.accounts import twofactor
+    from app.accounts.emails import looks_like_email
+    from app.accounts.models import User
+    from app.accounts.service import audit
+    from app.clock import SimulatedClock, SystemClock
+    from app.db import make_engine, transaction
+    from app.settings import Settings
+    from app.tables import import_models
+
+    import_models()
+    settings = Settings()
+    engine = make_engine(settings.database_url)
+    clock = SimulatedClock(engine) if settings.simulation else SystemClock()
+    email = looks_like_email(args.email) or args.email
+    try:
+        with transaction(engine) as session:
+            user = session.exec(select(User).where(User.email == email)).first()
+            if user is None or not user.is_active:
+                print(f"error: no active account with email {email}", file=sys.stderr)
+                return 1
+            if twofactor.enabled(user):
+                print(f"error: {email} already has two-factor sign-in on", file=sys.stderr)
+                return 1
+            token = twofactor.new_enrolment_link(session, user, settings.secret_key)
+            audit(
+                session, "account.2fa.enrol_link", clock.now(), target=f"user:{user.id}", via="cli"
+            )
+    finally:
+        engine.dispose()
+    print(settings.base_url.rstrip("/") + "/account/2fa/enrol/" + token)
     return 0

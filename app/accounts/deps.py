@@ -12,6 +12,7 @@ from typing import Annotated
 from fastapi import Depends, Request
 from sqlmodel import Session
 
+from app.accounts import policy
 from app.accounts.models import Role, User
 from app.accounts.security import SESSION_COOKIE, session_from_cookie, user_for_api_token
 from app.db import reader
@@ -29,7 +30,7 @@ def _resolve(request: Request, db: Session) -> User | None:
         if user is None:
             raise NotAuthenticated(N_("The API token is invalid or revoked."))
         request.state.auth_method = "token"
-        return user
+        return policy.admit(user, second_factor_required=_second_factor_required(request))
     row = session_from_cookie(
         db, request.cookies.get(SESSION_COOKIE), now, request.app.state.settings.secret_key
     )
@@ -40,7 +41,11 @@ def _resolve(request: Request, db: Session) -> User | None:
         return None
     request.state.session_row_id = row.id
     request.state.auth_method = "cookie"
-    return user
+    return policy.admit(user, second_factor_required=_second_factor_required(request))
+
+
+def _second_factor_required(request: Request) -> bool:
+    return bool(request.app.state.settings.staff_second_factor_required)
 
 
 def get_optional_user(request: Request, db: SessionDep) -> User | None:
@@ -83,15 +88,18 @@ def get_current_user(request: Request, db: SessionDep) -> User:
 
 
 def get_staff_user(request: Request, user: Annotated[User, Depends(get_current_user)]) -> User:
-    if not user.is_staff:
-        raise Forbidden(N_("This area is for staff."))
-    if request.app.state.settings.environment == "production" and user.totp_enabled_at is None:
-        # Staff can move money and hand over machines: two-factor sign-in is required in
-        # production (development keeps the demo logins working without it).
+    if user.is_staff:  # the policy's answer: a staff role with its second factor if required
+        return user
+    if policy.staff_role(user):
+        # Staff can move money and hand over machines: without the required second factor
+        # the account has no staff powers anywhere (app/accounts/policy.py).
         raise Forbidden(
-            N_("Staff pages need two-factor sign-in: turn it on at /account/2fa, then come back.")
+            N_(
+                "Staff pages need two-factor sign-in. Ask operations for an enrolment link, "
+                "open it while signed in, then come back."
+            )
         )
-    return user
+    raise Forbidden(N_("This area is for staff."))
 
 
 def get_ops_user(user: Annotated[User, Depends(get_staff_user)]) -> User:

@@ -8,6 +8,7 @@ from enum import StrEnum
 from sqlalchemy import BigInteger, Column, Index, String, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
+from app.accounts import policy
 from app.db import UTCDateTime
 
 
@@ -41,17 +42,19 @@ class User(SQLModel, table=True):
     totp_last_step: int = Field(default=0, sa_column=Column(BigInteger, nullable=False, default=0))
     created_at: datetime = Field(sa_type=UTCDateTime)
 
+    # Powers, not just roles: answered by ``app.accounts.policy`` (a staff account without
+    # its required second factor has none of them).
     @property
     def is_staff(self) -> bool:
-        return self.role in (Role.sales.value, Role.ops.value)
+        return policy.acts_as(self, Role.sales.value, Role.ops.value)
 
     @property
     def is_ops(self) -> bool:
-        return self.role == Role.ops.value
+        return policy.acts_as(self, Role.ops.value)
 
     @property
     def is_sales(self) -> bool:
-        return self.role == Role.sales.value
+        return policy.acts_as(self, Role.sales.value)
 
 
 class UserSession(SQLModel, table=True):

@@ -73,7 +73,7 @@ def login_submit(
         ctx = {"next": target, "errors": _errors(e), "email": email[:254]}
         return render(request, "accounts/login.html", ctx, status_code=_status(e), headers=NO_STORE)
     if twofactor.enabled(user):
-        return twofactor_routes.second_step(request, user, target)
+        return twofactor_routes.second_step(request, db, user, target)
     response = _redirect(target)
     login.start_session(request, response, db, user)
     return response

@@ -26,13 +26,15 @@ from datetime import datetime
 
 import pyotp
 import segno
+from itsdangerous import BadSignature, URLSafeTimedSerializer
 from sqlalchemy import update
 from sqlmodel import Session, col, select
 
-from app.accounts import throttle
+from app.accounts import policy, throttle
 from app.accounts.models import RecoveryCode, User
 from app.accounts.security import verify_password
 from app.errors import N_, InvalidInput, TooManyRequests
+from app.settings import Settings
 
 ISSUER = "GPU Nodes"
 STEP_SECONDS = 30
@@ -52,9 +54,16 @@ def enabled(user: User) -> bool:
     return user.totp_enabled_at is not None and bool(user.totp_secret)
 
 
-def required(user: User, environment: str) -> bool:
-    """Staff must use two-factor sign-in in production."""
-    return environment == "production" and user.is_staff
+def required(user: User, settings: Settings) -> bool:
+    """Staff must use two-factor sign-in in production (or where the settings say so)."""
+    return settings.staff_second_factor_required and policy.staff_role(user)
+
+
+def enrolment_needs_link(user: User, settings: Settings) -> bool:
+    """A staff account that must have a second factor and has none enrols only through a
+    one-time link made by ops on the server (:func:`enrolment_link_token`): its password
+    alone (perhaps phished) must not be enough to bind an authenticator to it."""
+    return required(user, settings) and not enabled(user)
 
 
 def provisioning_uri(secret: str, email: str) -> str:
@@ -103,6 +112,38 @@ def _new_recovery_codes(session: Session, user: User, now: datetime) -> list[str
         session.add(RecoveryCode(user_id=user.id or 0, code_hash=_hash(code), created_at=now))
     session.flush()
     return codes
+
+
+ENROL_LINK_MAX_AGE = 72 * 3600  # seconds an enrolment link made by ops stays valid
+
+
+def _secret_tag(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()[:16]
+
+
+def new_enrolment_link(session: Session, user: User, secret_key: str) -> str:
+    """A one-time enrolment token for ``user`` (``/account/2fa/enrol/<token>``): bound to a
+    fresh pending secret, so a newer link voids older ones and enrolling spends it."""
+    user.totp_pending_secret = pyotp.random_base32(length=32)
+    session.add(user)
+    session.flush()
+    data = {"u": user.id, "s": _secret_tag(user.totp_pending_secret)}
+    return URLSafeTimedSerializer(secret_key, salt="2fa-enrol").dumps(data)
+
+
+def enrolment_link_valid(user: User, token: str, secret_key: str) -> bool:
+    """``token`` is a live enrolment link for ``user`` (signed, not expired, not spent)."""
+    try:
+        data = URLSafeTimedSerializer(secret_key, salt="2fa-enrol").loads(
+            token, max_age=ENROL_LINK_MAX_AGE
+        )
+    except BadSignature:
+        return False
+    if not isinstance(data, dict) or not user.totp_pending_secret or enabled(user):
+        return False
+    return data.get("u") == user.id and hmac.compare_digest(
+        str(data.get("s", "")), _secret_tag(user.totp_pending_secret)
+    )
 
 
 def start_enrolment(session: Session, user: User) -> str:

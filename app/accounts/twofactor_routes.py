@@ -1,5 +1,11 @@
-"""Two-factor sign-in pages: ``/account/2fa`` (turn on/off, recovery codes) and
-``/login/2fa`` (the second step of a sign-in). Every form works without JavaScript."""
+"""Two-factor sign-in pages: ``/account/2fa`` (turn on/off, recovery codes),
+``/account/2fa/enrol/<token>`` (a staff account's one-time enrolment link) and
+``/login/2fa`` (the second step of a sign-in). Every form works without JavaScript.
+
+The pending sign-in cookie (between the password and the code) names the user, a tag of
+their password hash and the newest session they had: a successful sign-in opens a newer
+session, so the same cookie cannot open a second one. Turning two-factor on signs out
+every other session and revokes every API token made before (the page says how many)."""
 
 from __future__ import annotations
 
@@ -9,13 +15,14 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from itsdangerous import BadSignature, URLSafeTimedSerializer
+from sqlmodel import func, select
 
 from app.accounts import login, service, twofactor
 from app.accounts.audit import client_ip
 from app.accounts.deps import CurrentUser
-from app.accounts.models import User
+from app.accounts.models import User, UserSession
 from app.clock import wall_now
-from app.errors import DomainError
+from app.errors import N_, DomainError, Forbidden, NotFound
 from app.web.deps import NowDep, SessionDep
 from app.web.flash import flash
 from app.web.i18n import gettext as _
@@ -44,10 +51,17 @@ def _errors(exc: DomainError) -> dict[str, str]:
     return {k: _(v).format(**exc.params) if exc.params else _(v) for k, v in errs.items()}
 
 
-def second_step(request: Request, user: User, target: str) -> Response:
+def _newest_session(db: Any, user_id: int | None) -> int:
+    return int(
+        db.exec(select(func.max(UserSession.id)).where(UserSession.user_id == user_id)).one() or 0
+    )
+
+
+def second_step(request: Request, db: Any, user: User, target: str) -> Response:
     """After a correct password for an account with two-factor on: no session yet, a short
     signed cookie naming the user, and the code form."""
-    token = _serializer(request).dumps({"u": user.id, "p": _password_tag(user)})
+    data = {"u": user.id, "p": _password_tag(user), "n": _newest_session(db, user.id)}
+    token = _serializer(request).dumps(data)
     response = RedirectResponse(f"/login/2fa?next={target}", status_code=303)
     response.set_cookie(
         PENDING_COOKIE,
@@ -72,6 +86,8 @@ def _pending_user(request: Request, db: Any) -> User | None:
     user = db.get(User, int(data.get("u", 0)))
     if user is None or not user.is_active or data.get("p") != _password_tag(user):
         return None
+    if _newest_session(db, user.id) != data.get("n"):
+        return None  # spent: a sign-in (this cookie's, or another) opened a session since
     return user  # type: ignore[no-any-return]
 
 
@@ -124,17 +140,41 @@ def login_code_submit(
     return response
 
 
-def _page(request: Request, db: Any, user: User, *, status_code: int = 200, **ctx: Any) -> Response:
-    context: dict[str, Any] = {"errors": {}, "codes": None, "qr": None, "secret": None}
+def _page(
+    request: Request,
+    db: Any,
+    user: User,
+    *,
+    status_code: int = 200,
+    enrol_token: str = "",
+    **ctx: Any,
+) -> Response:
+    settings = request.app.state.settings
+    context: dict[str, Any] = {
+        "errors": {},
+        "codes": None,
+        "qr": None,
+        "secret": None,
+        "otpauth": None,
+        "confirm_action": "/account/2fa/confirm",
+        "needs_link": False,
+    }
     if twofactor.enabled(user):
         context["remaining"] = twofactor.remaining_recovery_codes(db, user)
+    elif twofactor.enrolment_needs_link(user, settings) and not enrol_token:
+        context["needs_link"] = True  # no QR code without the link ops made
     elif user.totp_pending_secret:
         uri = twofactor.provisioning_uri(user.totp_pending_secret, user.email)
         context["qr"] = twofactor.qr_svg(uri)
+        context["otpauth"] = uri
         secret = user.totp_pending_secret
         context["secret"] = " ".join(secret[i : i + 4] for i in range(0, len(secret), 4))
-    context["required"] = twofactor.required(user, request.app.state.settings.environment)
+        if enrol_token:
+            context["confirm_action"] = f"/account/2fa/enrol/{enrol_token}"
+    context["required"] = twofactor.required(user, settings)
     context.update(ctx)
+    if context["codes"]:
+        context["codes_text"] = "\n".join(context["codes"]) + "\n"
     return render(
         request, "accounts/twofactor.html", context, status_code=status_code, headers=NO_STORE
     )
@@ -145,11 +185,47 @@ def twofactor_page(request: Request, db: SessionDep, user: CurrentUser) -> Respo
     return _page(request, db, user)
 
 
+NEEDS_LINK = N_(
+    "Staff accounts turn on two-factor sign-in only with an enrolment link from operations."
+)
+
+
 @router.post("/account/2fa/start")
 def twofactor_start(request: Request, db: SessionDep, user: CurrentUser) -> Response:
+    if twofactor.enrolment_needs_link(user, request.app.state.settings):
+        raise Forbidden(NEEDS_LINK)
     if not twofactor.enabled(user):
         twofactor.start_enrolment(db, user)
     return RedirectResponse("/account/2fa", status_code=303)
+
+
+def _confirm(
+    request: Request, db: Any, user: User, now: Any, code: str, enrol_token: str = ""
+) -> Response:
+    try:
+        codes = twofactor.confirm_enrolment(db, user, code, now=now, wall=wall_now())
+    except DomainError as e:
+        return _page(request, db, user, status_code=422, errors=_errors(e), enrol_token=enrol_token)
+    ip = client_ip(request)
+    # Whoever else held the account (a session, an API token) loses it now.
+    keep = getattr(request.state, "session_row_id", None)
+    sessions = service.revoke_other_sessions(db, user, keep, now, ip)
+    assert user.id is not None
+    tokens = service.revoke_all_api_tokens(db, user.id, now)
+    service.audit(
+        db,
+        "account.2fa.enabled",
+        now,
+        actor=user,
+        target=f"user:{user.id}",
+        ip=ip,
+        sessions_revoked=sessions,
+        api_tokens_revoked=tokens,
+        via="link" if enrol_token else "page",
+    )
+    return _page(
+        request, db, user, codes=codes, just_enabled=True, signed_out=sessions, revoked=tokens
+    )
 
 
 @router.post("/account/2fa/confirm", response_class=HTMLResponse)
@@ -158,14 +234,43 @@ def twofactor_confirm(
 ) -> Response:
     if twofactor.enabled(user):
         return RedirectResponse("/account/2fa", status_code=303)
-    try:
-        codes = twofactor.confirm_enrolment(db, user, code, now=now, wall=wall_now())
-    except DomainError as e:
-        return _page(request, db, user, status_code=422, errors=_errors(e))
-    service.audit(
-        db, "account.2fa.enabled", now, actor=user, target=f"user:{user.id}", ip=client_ip(request)
+    if twofactor.enrolment_needs_link(user, request.app.state.settings):
+        raise Forbidden(NEEDS_LINK)
+    return _confirm(request, db, user, now, code)
+
+
+class InvalidEnrolmentLink(NotFound):
+    code = "invalid_enrolment_link"
+    default_message = N_(
+        "This enrolment link is invalid, already used, expired or for another account. Ask operations for a new one."
     )
-    return _page(request, db, user, codes=codes, just_enabled=True)
+
+
+def _enrol_user(request: Request, user: User, token: str) -> User:
+    if not twofactor.enrolment_link_valid(user, token, request.app.state.settings.secret_key):
+        raise InvalidEnrolmentLink()
+    return user
+
+
+@router.get("/account/2fa/enrol/{token}", response_class=HTMLResponse)
+def twofactor_enrol_page(
+    request: Request, db: SessionDep, user: CurrentUser, token: str
+) -> Response:
+    _enrol_user(request, user, token[:500])
+    return _page(request, db, user, enrol_token=token)
+
+
+@router.post("/account/2fa/enrol/{token}", response_class=HTMLResponse)
+def twofactor_enrol_confirm(
+    request: Request,
+    db: SessionDep,
+    user: CurrentUser,
+    now: NowDep,
+    token: str,
+    code: CodeField = "",
+) -> Response:
+    _enrol_user(request, user, token[:500])
+    return _confirm(request, db, user, now, code, enrol_token=token)
 
 
 @router.post("/account/2fa/recovery-codes", response_class=HTMLResponse)
@@ -196,7 +301,7 @@ def twofactor_disable(
 ) -> Response:
     if not twofactor.enabled(user):
         return RedirectResponse("/account/2fa", status_code=303)
-    if twofactor.required(user, request.app.state.settings.environment):
+    if twofactor.required(user, request.app.state.settings):
         flash(request, _("Staff accounts must keep two-factor sign-in on."), "error")
         return RedirectResponse("/account/2fa", status_code=303)
     try:

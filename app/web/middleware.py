@@ -33,7 +33,7 @@ CSP = (
 
 
 # Paths that carry a secret (reset links, share links): never written to logs in full.
-SECRET_PATH_PREFIXES = ("/password/reset/", "/q/", "/quotes/share/")
+SECRET_PATH_PREFIXES = ("/password/reset/", "/q/", "/quotes/share/", "/account/2fa/enrol/")
 
 
 def redact_path(path: str) -> str:

@@ -12,7 +12,7 @@ import pyotp
 import pytest
 from sqlmodel import Session, select
 
-from app.accounts import login, twofactor
+from app.accounts import login, policy, twofactor
 from app.accounts.deps import get_staff_user
 from app.accounts.models import RecoveryCode, User
 from app.accounts.security import SESSION_COOKIE
@@ -200,22 +200,24 @@ def test_new_recovery_codes_replace_the_old(client: Any, engine: Any, enrolled: 
     assert client.post("/login/2fa", data={"code": fresh[0]}).status_code == 303
 
 
-def _request(environment: str) -> Any:
-    return SimpleNamespace(
-        app=SimpleNamespace(
-            state=SimpleNamespace(settings=SimpleNamespace(environment=environment))
-        )
-    )
+def _request() -> Any:
+    return SimpleNamespace()
 
 
 def test_staff_need_two_factor_in_production_only(make_user: Any) -> None:
+    production = SimpleNamespace(staff_second_factor_required=True)
+    development = SimpleNamespace(staff_second_factor_required=False)
     ops = make_user(role="ops")
-    assert get_staff_user(_request("development"), ops) is ops  # type: ignore[arg-type]
+    policy.admit(ops, second_factor_required=False)
+    assert get_staff_user(_request(), ops) is ops and ops.is_ops
+    policy.admit(ops, second_factor_required=True)
+    assert not ops.is_staff and not ops.is_ops  # no staff powers anywhere, not only /staff
     with pytest.raises(Forbidden):
-        get_staff_user(_request("production"), ops)  # type: ignore[arg-type]
-    ops.totp_enabled_at = ops.created_at
-    assert get_staff_user(_request("production"), ops) is ops  # type: ignore[arg-type]
-    assert twofactor.required(ops, "production") and not twofactor.required(ops, "development")
+        get_staff_user(_request(), ops)
+    ops.totp_enabled_at, ops.totp_secret = ops.created_at, "JBSWY3DPEHPK3PXP"
+    policy.admit(ops, second_factor_required=True)
+    assert get_staff_user(_request(), ops) is ops
+    assert twofactor.required(ops, production) and not twofactor.required(ops, development)  # type: ignore[arg-type]
 
 
 def test_matching_step_allows_one_step_of_drift_and_never_an_old_step() -> None:

@@ -1,4 +1,6 @@
-"""The authorization matrix: every route × {anonymous, customer A, customer B, sales, ops}.
+"""The authorization matrix: every route × {anonymous, customer A, customer B, sales, ops,
+and an ops account without the second factor staff need} (the matrix requires it for staff,
+as production does; sales and ops have it on).
 
 Each domain keeps its entries in ``tests/authz/<domain>.py`` as ``RULES: list[Rule]``;
 ``test_matrix.py`` loads every such module, fails for any route of the app without a rule
@@ -47,7 +49,7 @@ def status(code: int) -> Outcome:
     return Outcome(str(code), lambda s, loc: s == code)
 
 
-ACTORS = ("anon", "customer", "other_customer", "sales", "ops")
+ACTORS = ("anon", "customer", "other_customer", "sales", "ops", "unenrolled_staff")
 
 
 @dataclass
@@ -62,6 +64,7 @@ class Ctx:
     b: User  # customer B: must never see or change A's objects
     sales: User
     ops: User
+    unenrolled_staff: User | None = None  # role ops, no second factor: no staff powers
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -74,6 +77,9 @@ class Rule:
     sales: Outcome
     ops: Outcome
     other_customer: Outcome | None = None  # customer B; defaults to ``customer``
+    # An ops account without its second factor has no staff powers: a signed-in stranger to
+    # A's objects, so it defaults to customer B's outcome.
+    unenrolled_staff: Outcome | None = None
     setup: Callable[[Ctx], dict[str, Any]] | None = None
     data: dict[str, Any] | Callable[[Ctx, dict[str, Any]], dict[str, Any]] | None = None
     json: Any = None
@@ -83,6 +89,8 @@ class Rule:
     def expected(self, actor: str) -> Outcome:
         if actor == "other_customer":
             return self.other_customer or self.customer
+        if actor == "unenrolled_staff":
+            return self.unenrolled_staff or self.other_customer or self.customer
         return getattr(self, actor)  # type: ignore[no-any-return]
 
 

@@ -6,9 +6,11 @@ import secrets
 from datetime import timedelta
 from typing import Any
 
-from app.accounts.models import ApiToken, PasswordResetToken, SshKey, UserSession
+from app.accounts import twofactor
+from app.accounts.models import ApiToken, PasswordResetToken, SshKey, User, UserSession
 from app.accounts.security import sha256
 from tests.authz import (
+    FORBIDDEN,
     LOGIN,
     NOT_FOUND,
     OK,
@@ -23,6 +25,15 @@ from tests.authz import (
 )
 
 ED25519 = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIA1GKNqe27ZDMMBnYe0fdU1m/rgM/df9BcGpDiDuKfIb"
+
+
+def _enrol_link(ctx: Ctx) -> dict[str, Any]:
+    """A live enrolment link of the ops account without a second factor (as the CLI makes)."""
+    assert ctx.unenrolled_staff is not None
+    user = ctx.session.get(User, ctx.unenrolled_staff.id)
+    assert user is not None
+    secret_key = ctx.app.state.settings.secret_key
+    return {"token": twofactor.new_enrolment_link(ctx.session, user, secret_key)}
 
 
 def key_of_a(ctx: Ctx) -> dict[str, Any]:
@@ -98,8 +109,48 @@ RULES = [
     customer_only("POST", "/account/email"),
     customer_only("POST", "/account/billing", data={"company": "Acme"}),
     customer_only("GET", "/account/2fa"),
-    customer_only("POST", "/account/2fa/start"),
-    customer_only("POST", "/account/2fa/confirm", data={"code": "000000"}),
+    Rule(
+        "POST",
+        "/account/2fa/start",
+        anon=LOGIN,
+        customer=OK,
+        sales=OK,
+        ops=OK,
+        unenrolled_staff=FORBIDDEN,
+        note="staff without a second factor enrol only through an enrolment link",
+    ),
+    Rule(
+        "POST",
+        "/account/2fa/confirm",
+        anon=LOGIN,
+        customer=OK,
+        sales=OK,
+        ops=OK,
+        unenrolled_staff=FORBIDDEN,
+        data={"code": "000000"},
+    ),
+    Rule(
+        "GET",
+        "/account/2fa/enrol/{token}",
+        anon=LOGIN,
+        customer=NOT_FOUND,
+        sales=NOT_FOUND,
+        ops=NOT_FOUND,
+        unenrolled_staff=OK,
+        setup=_enrol_link,
+        note="the link is the unenrolled staff account's own; for anyone else it does not exist",
+    ),
+    Rule(
+        "POST",
+        "/account/2fa/enrol/{token}",
+        anon=LOGIN,
+        customer=NOT_FOUND,
+        sales=NOT_FOUND,
+        ops=NOT_FOUND,
+        unenrolled_staff=OK,
+        setup=_enrol_link,
+        data={"code": "000000"},
+    ),
     customer_only("POST", "/account/2fa/recovery-codes", data={"code": "000000"}),
     customer_only("POST", "/account/2fa/disable", data={"password": "x", "code": "000000"}),
     Rule(

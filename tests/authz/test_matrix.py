@@ -91,13 +91,22 @@ def _users(engine: Engine, now: Any) -> dict[str, User]:
     n = next(_COUNTER)
     out: dict[str, User] = {}
     with Session(engine, expire_on_commit=False) as s:
-        for key, role in (("a", "customer"), ("b", "customer"), ("sales", "sales"), ("ops", "ops")):
+        for key, role in (
+            ("a", "customer"),
+            ("b", "customer"),
+            ("sales", "sales"),
+            ("ops", "ops"),
+            ("unenrolled_staff", "ops"),
+        ):
             u = User(
                 email=f"matrix-{key}-{n}@example.com",
                 password_hash=_HASH,
                 role=role,
                 created_at=now,
             )
+            if role != "customer" and key != "unenrolled_staff":
+                # staff with their second factor on (the matrix requires it, as production)
+                u.totp_secret, u.totp_enabled_at = "JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP", now
             s.add(u)
             out[key] = u
         s.commit()
@@ -118,6 +127,7 @@ def matrix_app(
         secret_key=TEST_SECRET,
         simulation=True,
         webhook_secret="test-webhook-secret",
+        staff_second_factor=True,
     )
     application = create_app(settings, clock=FixedClock(START))
     yield application
@@ -157,6 +167,7 @@ def test_rule(rule: Rule, matrix_app: FastAPI, actors: dict[str, User], browser:
         "other_customer": actors["b"],
         "sales": actors["sales"],
         "ops": actors["ops"],
+        "unenrolled_staff": actors["unenrolled_staff"],
     }
     failures = []
     for actor in ACTORS:
@@ -172,6 +183,7 @@ def test_rule(rule: Rule, matrix_app: FastAPI, actors: dict[str, User], browser:
                     b=actors["b"],
                     sales=actors["sales"],
                     ops=actors["ops"],
+                    unenrolled_staff=actors["unenrolled_staff"],
                 )
                 params = rule.setup(ctx) if rule.setup else {}
                 s.commit()
