@@ -3,6 +3,9 @@
 - One format for the app, the worker and uvicorn.
 - uvicorn's access log goes through ``RedactingFilter``: secret-bearing paths (password
   reset links, quote share links) and secret-looking query strings never reach a log.
+- No log line can be forged: every handler (ours and uvicorn's) writes control
+  characters of a message as escapes (``EscapeControls``; ``%0a`` in a path is logged as
+  ``\n``, never as a new line), and the request log escapes its values itself too.
 - Money and payment events are logged after they commit (``app.money``): every ledger
   entry and every invoice status change, whoever wrote it (request, worker, CLI).
 """
@@ -14,7 +17,7 @@ from typing import Any
 
 from app.ledger.models import JournalEntry
 from app.payments.models import Invoice
-from app.web.middleware import redact_path
+from app.web.middleware import log_safe, redact_path
 
 FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"
 SECRET_QUERY_WORDS = ("token", "key", "secret", "password", "sig", "code")
@@ -39,8 +42,32 @@ class RedactingFilter(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         args = record.args
         if isinstance(args, tuple) and len(args) >= 3 and isinstance(args[2], str):
-            record.args = (*args[:2], redact_target(args[2]), *args[3:])
+            args = (*args[:2], redact_target(args[2]), *args[3:])
+        if isinstance(args, tuple):
+            args = tuple(log_safe(a) if isinstance(a, str) else a for a in args)
+        record.args = args
         return True
+
+
+class EscapeControls(logging.Filter):
+    """On a handler: the record's message with control characters escaped (a traceback,
+    formatted apart from the message, keeps its lines)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            message = record.getMessage()
+        except Exception:  # noqa: BLE001 - a malformed record is the handler's to report
+            return True
+        safe = log_safe(message)
+        if safe != message:
+            record.msg, record.args = safe, None
+        return True
+
+
+def escape_handlers(logger: logging.Logger) -> None:
+    for handler in logger.handlers:
+        if not any(isinstance(f, EscapeControls) for f in handler.filters):
+            handler.addFilter(EscapeControls())
 
 
 def configure(level: str = "INFO") -> None:
@@ -53,6 +80,8 @@ def configure(level: str = "INFO") -> None:
     access = logging.getLogger("uvicorn.access")
     if not any(isinstance(f, RedactingFilter) for f in access.filters):
         access.addFilter(RedactingFilter())
+    for name in ("", "uvicorn", "uvicorn.error", "uvicorn.access"):
+        escape_handlers(logging.getLogger(name))
     install_money_log()
     _configured = True
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 import secrets
 from typing import Any
 
@@ -34,6 +35,17 @@ CSP = (
 
 # Paths that carry a secret (reset links, share links): never written to logs in full.
 SECRET_PATH_PREFIXES = ("/password/reset/", "/q/", "/quotes/share/", "/account/2fa/enrol/")
+
+
+# Control characters (C0 but tab, DEL, C1) and the Unicode line/paragraph separators: a
+# request value carrying them could end a log line and start a forged one.
+_LOG_UNSAFE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def log_safe(value: str) -> str:
+    """``value`` with every control character written as an escape (``\\n``, ``\\x00``
+    …): one log line stays one line, whatever a request carried."""
+    return _LOG_UNSAFE.sub(lambda m: repr(m.group())[1:-1], value)
 
 
 def redact_path(path: str) -> str:
@@ -194,8 +206,8 @@ class AppMiddleware:
                 self._observe(scope, status, elapsed)
             log.info(
                 "%s %s %s %.1fms rid=%s",
-                scope["method"],
-                redact_path(path),
+                log_safe(scope["method"]),
+                log_safe(redact_path(path)),
                 status,
                 elapsed * 1000,
                 rid,
@@ -303,7 +315,11 @@ class BodyLimit:
                 return
             if n > limit:
                 log.info(
-                    "413 %s %s: declared %d bytes > %d", scope["method"], scope["path"], n, limit
+                    "413 %s %s: declared %d bytes > %d",
+                    log_safe(scope["method"]),
+                    log_safe(redact_path(scope["path"])),
+                    n,
+                    limit,
                 )
                 await _refuse(scope, send, 413, TOO_LARGE)
                 return
@@ -322,7 +338,10 @@ class BodyLimit:
                     size += len(chunk)
                     if size > limit:
                         log.info(
-                            "413 %s %s: body over %d bytes", scope["method"], scope["path"], limit
+                            "413 %s %s: body over %d bytes",
+                            log_safe(scope["method"]),
+                            log_safe(redact_path(scope["path"])),
+                            limit,
                         )
                         await _refuse(scope, send, 413, TOO_LARGE)
                         return
@@ -331,8 +350,8 @@ class BodyLimit:
         except TimeoutError:
             log.info(
                 "408 %s %s: body not complete in %ss",
-                scope["method"],
-                scope["path"],
+                log_safe(scope["method"]),
+                log_safe(redact_path(scope["path"])),
                 BODY_READ_TIMEOUT_S,
             )
             await _refuse(scope, send, 408, TOO_SLOW)
