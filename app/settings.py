@@ -17,6 +17,49 @@ DEFAULT_WEBHOOK_SECRET = "dev-webhook-secret"  # noqa: S105 - public; refused in
 KNOWN_WEBHOOK_SECRETS = frozenset({DEFAULT_WEBHOOK_SECRET, "change-this-webhook-secret", ""})
 
 
+# Checks production makes that ``APP_ENVIRONMENT=test`` skips, each with the reason tests
+# need it skipped; every other production check runs under ``test`` too.
+TEST_BYPASSES = {
+    "placeholder_secret_key": "a test app may be built from a bare environment",
+    "simulation": "tests drive the payment simulator and the simulated clock",
+    "payment_provider": "tests without the simulated clock still pay through the simulator",
+    "public_webhook_secret": "test servers sign their own webhooks with the public default",
+    "base_url": "test apps answer on http://testserver and 127.0.0.1",
+}
+MIN_DISTINCT_SECRET_KEY = 10
+MIN_DISTINCT_WEBHOOK_SECRET = 8
+
+
+def low_entropy(secret: str, min_distinct: int) -> bool:
+    """Blank, or made of fewer than ``min_distinct`` different characters ("aaaa…")."""
+    return not secret.strip() or len(set(secret)) < min_distinct
+
+
+def _loopback(host: str) -> bool:
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _base_url_problem(base_url: str) -> str | None:
+    """Why ``APP_BASE_URL`` cannot be the public address in links and emails, if it can't."""
+    url = urlsplit(base_url.strip())
+    if not base_url.strip() or url.scheme not in ("http", "https") or not url.hostname:
+        return (
+            "APP_BASE_URL is missing or not a URL; set the site's public address "
+            "(e.g. https://gpunodes.example.com): reset links and emails are built from it."
+        )
+    if url.scheme != "https" or _loopback(url.hostname):
+        return (
+            f"APP_BASE_URL is {base_url!r}; production needs the site's public https address "
+            "(reset links and emails are built from it)."
+        )
+    return None
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="APP_", env_file=".env", extra="ignore")
 
@@ -64,33 +107,14 @@ class Settings(BaseSettings):
     metrics_token: str = ""
 
     @model_validator(mode="after")
-    def _refuse_placeholder_secret(self) -> Settings:
-        if self.environment == "production" and self.secret_key == PLACEHOLDER_SECRET:
-            raise ValueError(
-                "APP_SECRET_KEY is still the development placeholder; set a real secret "
-                "(e.g. `python -c 'import secrets; print(secrets.token_urlsafe(48))'`)."
-            )
-        if self.environment == "production" and len(self.secret_key) < 32:
-            raise ValueError("APP_SECRET_KEY must be at least 32 characters in production.")
-        if self.environment == "production":
-            if self.simulation and not self.force_simulation:
-                raise ValueError(
-                    "APP_SIMULATION is on in production: anyone could credit a balance through "
-                    "the payment simulator. Set APP_SIMULATION=false and configure the BTCPay "
-                    "provider (APP_PAYMENT_PROVIDER=btcpay), or set APP_FORCE_SIMULATION=true "
-                    "for a demo that takes no real money."
-                )
-            if self.webhook_secret in KNOWN_WEBHOOK_SECRETS or len(self.webhook_secret) < 16:
-                raise ValueError(
-                    "APP_WEBHOOK_SECRET is a public default (or shorter than 16 characters); "
-                    "set the secret of your BTCPay store's webhook."
-                )
-            if not self.simulation and self.payment_provider != "btcpay":
-                raise ValueError(
-                    "Production without simulation needs a real payment provider: set "
-                    "APP_PAYMENT_PROVIDER=btcpay with APP_BTCPAY_URL, APP_BTCPAY_STORE_ID and "
-                    "APP_BTCPAY_API_KEY."
-                )
+    def _refuse_weak_settings(self) -> Settings:
+        """Production refuses every weak setting below; ``test`` refuses them too except the
+        checks named in ``TEST_BYPASSES``; development refuses only what cannot work."""
+        if self.environment != "development":
+            bypass = TEST_BYPASSES if self.environment == "test" else {}
+            for check, message in self._weaknesses():
+                if check not in bypass:
+                    raise ValueError(message)
         if self.payment_provider == "btcpay":
             missing = [
                 name
@@ -105,6 +129,100 @@ class Settings(BaseSettings):
                 raise ValueError("The BTCPay provider needs " + ", ".join(missing) + ".")
         self.proxy_networks  # noqa: B018 - raises on a malformed APP_TRUSTED_PROXIES
         return self
+
+    def _weaknesses(self) -> list[tuple[str, str]]:
+        """(check name, message) for every weak setting, in the order they are reported."""
+        found: list[tuple[str, str]] = []
+        if self.secret_key == PLACEHOLDER_SECRET:
+            found.append(
+                (
+                    "placeholder_secret_key",
+                    "APP_SECRET_KEY is still the development placeholder; set a real secret "
+                    "(e.g. `python -c 'import secrets; print(secrets.token_urlsafe(48))'`).",
+                )
+            )
+        elif len(self.secret_key) < 32:
+            found.append(
+                (
+                    "secret_key_length",
+                    "APP_SECRET_KEY must be at least 32 characters in production.",
+                )
+            )
+        elif low_entropy(self.secret_key, MIN_DISTINCT_SECRET_KEY):
+            found.append(
+                (
+                    "secret_key_entropy",
+                    f"APP_SECRET_KEY has fewer than {MIN_DISTINCT_SECRET_KEY} different "
+                    "characters (or is blank): anyone could guess it. Generate one with "
+                    "`python -c 'import secrets; print(secrets.token_urlsafe(48))'`.",
+                )
+            )
+        if self.simulation and not self.force_simulation:
+            found.append(
+                (
+                    "simulation",
+                    "APP_SIMULATION is on in production: anyone could credit a balance through "
+                    "the payment simulator. Set APP_SIMULATION=false and configure the BTCPay "
+                    "provider (APP_PAYMENT_PROVIDER=btcpay), or set APP_FORCE_SIMULATION=true "
+                    "for a demo that takes no real money.",
+                )
+            )
+        if self.webhook_secret in KNOWN_WEBHOOK_SECRETS:
+            found.append(
+                (
+                    "public_webhook_secret",
+                    "APP_WEBHOOK_SECRET is a public default; set the secret of your BTCPay "
+                    "store's webhook.",
+                )
+            )
+        elif len(self.webhook_secret) < 16 or low_entropy(
+            self.webhook_secret, MIN_DISTINCT_WEBHOOK_SECRET
+        ):
+            found.append(
+                (
+                    "webhook_secret_strength",
+                    "APP_WEBHOOK_SECRET is shorter than 16 characters or has fewer than "
+                    f"{MIN_DISTINCT_WEBHOOK_SECRET} different characters; set the secret of "
+                    "your BTCPay store's webhook.",
+                )
+            )
+        if not self.simulation and self.payment_provider != "btcpay":
+            found.append(
+                (
+                    "payment_provider",
+                    "Production without simulation needs a real payment provider: set "
+                    "APP_PAYMENT_PROVIDER=btcpay with APP_BTCPAY_URL, APP_BTCPAY_STORE_ID and "
+                    "APP_BTCPAY_API_KEY.",
+                )
+            )
+        if self.payment_provider == "btcpay" and self.btcpay_url:
+            url = urlsplit(self.btcpay_url)
+            if url.scheme not in ("http", "https") or not url.hostname:
+                found.append(("provider_url", "APP_BTCPAY_URL is not an http(s) URL."))
+            elif url.scheme != "https" and not _loopback(url.hostname):
+                found.append(
+                    (
+                        "provider_url",
+                        "APP_BTCPAY_URL must use https off this machine: the API key would "
+                        "travel in clear.",
+                    )
+                )
+        try:
+            everything = [n for n in self.proxy_networks if n.prefixlen == 0]
+        except ValueError:
+            everything = []  # reported by the validator itself
+        if everything:
+            found.append(
+                (
+                    "trusted_proxies_everything",
+                    f"APP_TRUSTED_PROXIES contains {everything[0]}: every client could then "
+                    "choose its own address with X-Forwarded-For. Name your proxies' addresses.",
+                )
+            )
+        problem = _base_url_problem(self.base_url)
+        if problem:
+            found.append(("base_url", problem))
+        return found
 
     @property
     def proxy_networks(self) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:

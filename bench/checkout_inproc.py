@@ -144,7 +144,12 @@ def main() -> None:
     setup = arrange(engine, customers=2, affords=lambda i: 3 * args.n + 20)
     engine.dispose()
     app = create_app(
-        Settings(environment="test", database_url=url, secret_key="x" * 40, simulation=True)
+        Settings(
+            environment="test",
+            database_url=url,
+            secret_key="bench-secret-0123456789-abcdefghijklmnop",
+            simulation=True,
+        )
     )
     warm = 10
     _services(app, setup.customers[0], warm, "warm-s")

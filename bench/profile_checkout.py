@@ -49,7 +49,12 @@ def profile(url: str, *, verbose: bool = False, checkouts: int = 5) -> dict[str,
     setup = arrange(engine, customers=1, affords=lambda i: checkouts + 1)
     engine.dispose()
     app = create_app(
-        Settings(environment="test", database_url=url, secret_key="x" * 40, simulation=True)
+        Settings(
+            environment="test",
+            database_url=url,
+            secret_key="bench-secret-0123456789-abcdefghijklmnop",
+            simulation=True,
+        )
     )
     eng = app.state.engine
     log: list[tuple[float, str]] = []

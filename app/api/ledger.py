@@ -35,7 +35,7 @@ class TopupIn(BaseModel):
     return_to: str | None = Field(default=None, description="a same-site path to link back to")
 
 
-def invoice_json(inv: Invoice) -> dict[str, Any]:
+def invoice_json(inv: Invoice, *, simulated: bool) -> dict[str, Any]:
     cur = CURRENCIES[inv.currency]
     return {
         "id": inv.id,
@@ -57,7 +57,8 @@ def invoice_json(inv: Invoice) -> dict[str, Any]:
         "credited_cents": inv.credited_cents,
         "created_at": utc(inv.created_at).isoformat(),
         "url": f"/topups/{inv.id}",
-        "simulated": True,
+        # The deployment's provider made every invoice: a real one never says "simulated".
+        "simulated": simulated,
     }
 
 
@@ -106,9 +107,16 @@ def post_topup(
         return_to=body.return_to,
         provider=request.app.state.payment_provider,
     )
-    return invoice_json(inv)
+    return invoice_json(inv, simulated=_simulated(request))
 
 
 @router.get("/topups/{invoice_id}")
-def get_topup(invoice_id: RowId, session: SessionDep, user: CurrentUser) -> dict[str, Any]:
-    return invoice_json(payments.invoice_visible_to(session, user, invoice_id))
+def get_topup(
+    invoice_id: RowId, request: fastapi.Request, session: SessionDep, user: CurrentUser
+) -> dict[str, Any]:
+    inv = payments.invoice_visible_to(session, user, invoice_id)
+    return invoice_json(inv, simulated=_simulated(request))
+
+
+def _simulated(request: fastapi.Request) -> bool:
+    return bool(request.app.state.settings.payment_provider == "simulated")

@@ -47,9 +47,9 @@ def test_cookie_is_secure_in_production(db_url: str, clock: FixedClock) -> None:
     settings = Settings(
         environment="production",
         database_url=db_url,
-        secret_key="p" * 48,
+        secret_key="prod-secret-0123456789-abcdefghijklmnopqrstuv",
         base_url="https://gpunodes.example",
-        webhook_secret="w" * 32,
+        webhook_secret="webhook-secret-0123456789-abcdef",
         force_simulation=True,
         allowed_hosts="testserver",
     )
@@ -59,7 +59,12 @@ def test_cookie_is_secure_in_production(db_url: str, clock: FixedClock) -> None:
 
         from tests.conftest import CSRF_TOKEN
 
-        c.cookies.set("csrftoken", URLSafeSerializer("p" * 48, salt="csrf").dumps(CSRF_TOKEN))
+        c.cookies.set(
+            "csrftoken",
+            URLSafeSerializer("prod-secret-0123456789-abcdefghijklmnopqrstuv", salt="csrf").dumps(
+                CSRF_TOKEN
+            ),
+        )
         r = c.post("/signup", data={"email": "prod@example.com", "password": STRONG})
         assert r.status_code == 303
         for cookie in _set_cookie_headers(r):

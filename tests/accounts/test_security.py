@@ -143,7 +143,10 @@ def test_security_headers_and_hsts_only_over_https(
         assert not re.search(r"<script(?![^>]*\bsrc=)[^>]*>", r.text) and "onclick" not in r.text
         assert " style=" not in r.text
     https = Settings(
-        environment="test", database_url=db_url, secret_key="s" * 48, base_url="https://gpu.example"
+        environment="test",
+        database_url=db_url,
+        secret_key="test-secret-0123456789-abcdefghijklmnopq",
+        base_url="https://gpu.example",
     )
     app = create_app(https, clock=clock)
     with TestClient(app, base_url="https://testserver") as c:

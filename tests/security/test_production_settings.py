@@ -11,13 +11,14 @@ import pytest
 import yaml
 from fastapi.testclient import TestClient
 from pydantic import ValidationError
+from sqlmodel import Session
 
 from app.clock import FixedClock
 from app.main import create_app
-from app.settings import Settings
+from app.settings import TEST_BYPASSES, Settings
 
 ROOT = Path(__file__).resolve().parents[2]
-SECRET = "p" * 48
+SECRET = "prod-secret-0123456789-abcdefghijklmnopqrstuv"
 BTCPAY = {
     "payment_provider": "btcpay",
     "btcpay_url": "https://btcpay.example",
@@ -30,8 +31,9 @@ def prod(**kw: Any) -> Settings:
     base: dict[str, Any] = {
         "environment": "production",
         "secret_key": SECRET,
-        "webhook_secret": "w" * 32,
+        "webhook_secret": "webhook-secret-0123456789-abcdef",
         "simulation": False,
+        "base_url": "https://gpunodes.example",
         **BTCPAY,
     }
     base.update(kw)
@@ -59,6 +61,139 @@ def test_production_without_simulation_needs_a_real_provider() -> None:
         prod(payment_provider="simulated")
     with pytest.raises(ValidationError, match="APP_BTCPAY_API_KEY"):
         prod(btcpay_api_key="")
+
+
+@pytest.mark.parametrize(
+    "secret", [" " * 32, "a" * 32, "ab" * 24, "01234567801234567801234567801234"]
+)
+def test_production_refuses_a_low_entropy_secret_key(secret: str) -> None:
+    with pytest.raises(ValidationError, match="APP_SECRET_KEY has fewer than 10 different"):
+        prod(secret_key=secret)
+
+
+@pytest.mark.parametrize("secret", ["a" * 16, "abababababababababab", " " * 20])
+def test_production_refuses_a_low_entropy_webhook_secret(secret: str) -> None:
+    with pytest.raises(ValidationError, match="APP_WEBHOOK_SECRET"):
+        prod(webhook_secret=secret)
+
+
+@pytest.mark.parametrize("proxies", ["0.0.0.0/0", "10.0.0.1,::/0", "0.0.0.0/0.0.0.0"])
+def test_production_refuses_trusting_every_address_as_a_proxy(proxies: str) -> None:
+    with pytest.raises(ValidationError, match="every client could then choose its own address"):
+        prod(trusted_proxies=proxies)
+
+
+@pytest.mark.parametrize(
+    "base_url",
+    [
+        "",
+        "gpunodes.example",
+        "ftp://gpunodes.example",
+        "https://",
+        "http://127.0.0.1:8000",
+        "http://gpunodes.example",
+        "https://localhost",
+    ],
+)
+def test_production_refuses_a_missing_or_malformed_base_url(base_url: str) -> None:
+    with pytest.raises(ValidationError, match="APP_BASE_URL"):
+        prod(base_url=base_url)
+
+
+def test_production_refuses_a_plain_http_provider_off_loopback() -> None:
+    with pytest.raises(ValidationError, match="APP_BTCPAY_URL must use https"):
+        prod(btcpay_url="http://btcpay.example")
+    with pytest.raises(ValidationError, match="APP_BTCPAY_URL is not an http"):
+        prod(btcpay_url="btcpay.example")
+    assert prod(btcpay_url="http://127.0.0.1:23000").btcpay_url  # a provider on this machine
+
+
+def test_the_test_environment_runs_production_checks_except_the_named_bypasses() -> None:
+    def test_env(**kw: Any) -> Settings:
+        base: dict[str, Any] = {
+            "environment": "test",
+            "secret_key": SECRET,
+            "webhook_secret": "webhook-secret-0123456789-abcdef",
+        }
+        base.update(kw)
+        return Settings(_env_file=None, **base)  # type: ignore[call-arg]
+
+    # the bypasses tests need, each named with its reason
+    assert set(TEST_BYPASSES) == {
+        "placeholder_secret_key",
+        "simulation",
+        "payment_provider",
+        "public_webhook_secret",
+        "base_url",
+    }
+    assert test_env(simulation=True, base_url="http://127.0.0.1:8000").simulation
+    for bad, match in (
+        ({"secret_key": "a" * 40}, "APP_SECRET_KEY"),
+        ({"secret_key": "short"}, "APP_SECRET_KEY"),
+        ({"webhook_secret": "a" * 20}, "APP_WEBHOOK_SECRET"),
+        ({"trusted_proxies": "0.0.0.0/0"}, "APP_TRUSTED_PROXIES"),
+        ({**BTCPAY, "simulation": False, "btcpay_url": "http://btcpay.example"}, "https"),
+    ):
+        with pytest.raises(ValidationError, match=match):
+            test_env(**bad)
+
+
+def test_the_api_says_simulated_only_for_the_simulator(
+    db_url: str, clock: FixedClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from app.accounts.models import User
+    from app.accounts.security import create_api_token, hash_password
+    from app.payments.models import Invoice
+
+    for simulated, settings in (
+        (
+            True,
+            prod(
+                database_url=db_url,
+                simulation=True,
+                force_simulation=True,
+                payment_provider="simulated",
+                allowed_hosts="testserver",
+            ),
+        ),
+        (False, prod(database_url=db_url, allowed_hosts="testserver")),
+    ):
+        app = create_app(settings, clock=clock)
+        try:
+            with Session(app.state.engine) as s:
+                user = User(
+                    email=f"api{simulated}@example.com",
+                    password_hash=hash_password("x" * 12),
+                    created_at=clock.now(),
+                )
+                s.add(user)
+                s.flush()
+                inv = Invoice(
+                    provider_id=f"inv-{simulated}",
+                    user_id=user.id,
+                    amount_cents=100_00,
+                    currency="USDC",
+                    decimals=6,
+                    rate="1",
+                    due_units="100000000",
+                    address="0x" + "1" * 40,
+                    payment_uri="ethereum:0x0",
+                    created_at=clock.now(),
+                    expires_at=clock.now(),
+                    monitoring_until=clock.now(),
+                    updated_at=clock.now(),
+                )
+                s.add(inv)
+                _row, raw = create_api_token(s, user, "t", clock.now())
+                s.commit()
+                invoice_id = inv.id
+            with TestClient(app, base_url="https://testserver") as c:
+                r = c.get(
+                    f"/api/v1/topups/{invoice_id}", headers={"Authorization": f"Bearer {raw}"}
+                )
+            assert r.status_code == 200 and r.json()["simulated"] is simulated
+        finally:
+            app.state.engine.dispose()
 
 
 def test_malformed_trusted_proxies_refused() -> None:
@@ -91,7 +226,8 @@ def _compose_env() -> dict[str, str]:
     """The app service's environment as compose would pass it, with the operator's
     required variables set and ``${VAR:-default}`` resolved to the default."""
     given = {
-        "APP_SECRET_KEY": "s" * 64,
+        "APP_SECRET_KEY": "compose-secret-0123456789-abcdefghijklmnopqrstuvwxyz",
+        "APP_BASE_URL": "https://gpunodes.example.com",
         "APP_WEBHOOK_SECRET": "a-webhook-secret-from-btcpay-0123",
         "APP_BTCPAY_URL": "https://btcpay.example.com",
         "APP_BTCPAY_STORE_ID": "Store123",

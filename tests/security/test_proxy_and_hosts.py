@@ -122,8 +122,8 @@ def test_production_rejects_unknown_hosts_but_not_probes(db_url: str, clock: Fix
         _env_file=None,  # type: ignore[call-arg]
         environment="production",
         database_url=db_url,
-        secret_key="p" * 48,
-        webhook_secret="w" * 32,
+        secret_key="prod-secret-0123456789-abcdefghijklmnopqrstuv",
+        webhook_secret="webhook-secret-0123456789-abcdef",
         simulation=True,
         force_simulation=True,
         base_url="https://gpunodes.example",
