@@ -25,7 +25,9 @@ Choices worth knowing:
 from __future__ import annotations
 
 import logging
+import re
 import secrets
+import unicodedata
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -34,6 +36,7 @@ from sqlalchemy import bindparam
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, func, select
 
+from app import pdfdoc
 from app.accounts import throttle
 from app.accounts.audit import AuditEvent
 from app.accounts.emails import EmailError, looks_like_email, normalise_email
@@ -846,6 +849,19 @@ def is_domain_error(exc: BaseException) -> bool:
 BILLING_LIMITS = {"company": 120, "billing_address": 500, "tax_id": 64}
 
 
+_ANSI_ESCAPE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|[@-Z\\-_])")
+
+
+def _printable_only(text: str | None) -> str:
+    """Without terminal escape sequences (``ESC[31m`` whole), other controls (but line
+    breaks and tabs, which the callers fold) and format characters (zero-width spaces and
+    joiners, bidi marks, soft hyphens, BOM)."""
+    text = _ANSI_ESCAPE.sub("", text or "")
+    return "".join(
+        ch for ch in text if ch in "\n\r\t" or unicodedata.category(ch) not in ("Cc", "Cf")
+    )
+
+
 def update_billing(
     session: Session,
     user: User,
@@ -856,18 +872,32 @@ def update_billing(
     now: datetime,
     ip: str = "",
 ) -> User:
-    """Company, address and tax id for receipts issued from now on (issued ones keep theirs)."""
+    """Company, address and tax id for receipts issued from now on (issued ones keep theirs).
+
+    Terminal escape sequences, control and zero-width characters are removed; characters
+    the receipt PDF cannot print (``app.pdfdoc.unprintable``) are refused, named."""
     values = {
-        "company": single_line(company),
+        "company": single_line(_printable_only(company)),
         # The address keeps its line breaks; blank lines and runs of spaces go.
         "billing_address": "\n".join(
-            single_line(line) for line in multi_line(billing_address).split("\n") if line.strip()
+            single_line(line)
+            for line in multi_line(_printable_only(billing_address)).split("\n")
+            if line.strip()
         ),
-        "tax_id": single_line(tax_id),
+        "tax_id": single_line(_printable_only(tax_id)),
     }
     for name, limit in BILLING_LIMITS.items():
         if len(values[name]) > limit:
             raise InvalidInput(N_("Use at most {n} characters."), field=name, n=limit)
+        refused = pdfdoc.unprintable(values[name])
+        if refused:
+            raise InvalidInput(
+                N_(
+                    "Receipts cannot print these characters: {chars}. Write this in Latin, Greek, Cyrillic or Chinese letters."
+                ),
+                field=name,
+                chars=pdfdoc.describe(refused),
+            )
     if values["billing_address"].count("\n") > 5:
         raise InvalidInput(N_("Use at most six lines."), field="billing_address")
     for name, value in values.items():

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from decimal import Decimal
-from pathlib import Path
 
 from babel.numbers import format_decimal
 
@@ -22,38 +21,20 @@ from app.ledger.models import Receipt
 from app.ledger.postings import EntryKind
 from app.ledger.receipts import title_msgid
 from app.money import format_cents
-from app.pdfdoc import FPDF
-
-DEJAVU_DIR = Path("/usr/share/fonts/truetype/dejavu")
-NOTO_CJK = Path("/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc")
-NOTO_CJK_SC_INDEX = 2  # JP, KR, SC, TC, HK in the Noto CJK collection
-DROID_FALLBACK = Path("/usr/share/fonts/truetype/droid/DroidSansFallbackFull.ttf")
+from app.pdfdoc import DEJAVU, DEJAVU_BOLD, FPDF, add_cjk_font
 
 SELLER = "GPU Nodes"
 
 
-class NoCjkFont(RuntimeError):
-    """Neither CJK font is installed: receipts cannot print Chinese text."""
-
-
-def _add_cjk(pdf: FPDF) -> None:
-    if DROID_FALLBACK.exists():
-        pdf.add_font("cjk", "", str(DROID_FALLBACK))
-    elif NOTO_CJK.exists():
-        pdf.add_font("cjk", "", str(NOTO_CJK), collection_font_number=NOTO_CJK_SC_INDEX)
-    else:
-        raise NoCjkFont("install fonts-droid-fallback or fonts-noto-cjk")
-
-
 def _setup_fonts(pdf: FPDF, lang: str) -> tuple[str, str]:
     """(regular family, bold style) for the language; CJK always available as fallback."""
-    _add_cjk(pdf)
-    regular = DEJAVU_DIR / "DejaVuSans.ttf"
+    add_cjk_font(pdf)
+    regular = DEJAVU
     if regular.exists():
         # Latin glyphs from DejaVu, the rest (Chinese) from the CJK font, in both languages:
         # Droid Sans Fallback has no Latin glyphs at all.
         pdf.add_font("latin", "", str(regular))
-        pdf.add_font("latin", "B", str(DEJAVU_DIR / "DejaVuSans-Bold.ttf"))
+        pdf.add_font("latin", "B", str(DEJAVU_BOLD))
         pdf.set_fallback_fonts(["cjk"], exact_match=False)
         return "latin", ("" if lang == "zh_CN" else "B")
     return "cjk", ""

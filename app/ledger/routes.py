@@ -8,6 +8,7 @@ from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import HTMLResponse, Response
 from fastapi.responses import Response as RawResponse
 
+from app import pdfdoc
 from app.accounts.deps import CurrentUser
 from app.errors import N_
 from app.ledger import receipts
@@ -137,12 +138,23 @@ def receipt_pdf(
     receipt = receipts.get_receipt(session, user, number)
     language = lang or current_locale()
     language = "zh_CN" if language == "zh_CN" else "en"
-    body = render_receipt_pdf(
-        receipt,
-        lang=language,
-        gettext=translations_for(language).gettext,
-        fmt_datetime=pdf_datetime_formatter(request, language),
-        coin=lambda units, currency: coin(units, currency, language),
+    fmt_datetime = pdf_datetime_formatter(request, language)
+    # Rendered once per receipt version, language and time zone; renders capped per process.
+    key = (
+        "receipt",
+        pdfdoc.version_of(receipt.model_dump()),
+        language,
+        fmt_datetime(receipt.created_at),
+    )
+    body = pdfdoc.CACHE.get_or_render(
+        key,
+        lambda: render_receipt_pdf(
+            receipt,
+            lang=language,
+            gettext=translations_for(language).gettext,
+            fmt_datetime=fmt_datetime,
+            coin=lambda units, currency: coin(units, currency, language),
+        ),
     )
     return RawResponse(
         body,
