@@ -28,7 +28,6 @@ from sqlalchemy import (
     bindparam,
     case,
     func,
-    literal,
     or_,
     true,
     union_all,
@@ -314,8 +313,8 @@ def _replay_hold(session: Session, user_id: int, key: str, fp: str) -> int | Non
 
 
 def _p(name: str, column: Any) -> Any:
-    """A bind parameter ``hold_<name>`` typed as ``column`` (rendered with its cast)."""
-    return bindparam(f"hold_{name}", type_=column.type)
+    """A bind parameter ``h_<name>`` typed as ``column`` (rendered with its cast)."""
+    return bindparam(f"h_{name}", type_=column.type)
 
 
 @dataclass(frozen=True)
@@ -339,6 +338,9 @@ def _hold_in_one() -> HoldInOne:
     key, now = _p("key", _HOLDS.c.idempotency_key), _p("now", _HOLDS.c.created_at)
     reason, order = _p("reason", _HOLDS.c.reason), _p("order_id", _HOLDS.c.order_id)
     actor = _p("actor_id", _HOLDS.c.actor_id)
+    # the constants are parameters too (``hold_in_one_params``)
+    pending, hold_kind = _p("pending", _HOLDS.c.status), _p("kind", _ENTRIES.c.kind)
+    blank = _p("blank", _ENTRIES.c.rate)
     debit = (
         update(_ACC)
         .where(
@@ -348,14 +350,14 @@ def _hold_in_one() -> HoldInOne:
         )
         .values(balance_cents=_ACC.c.balance_cents - amount)
         .returning(_ACC.c.id, _ACC.c.balance_cents)
-        .cte("hold_debit")
+        .cte("debit")
     )
     credit = (
         update(_ACC)
         .where(_ACC.c.code == _p("held_code", _ACC.c.code), sa_exists(sa_select(debit.c.id)))
         .values(balance_cents=_ACC.c.balance_cents + amount)
         .returning(_ACC.c.id, _ACC.c.balance_cents)
-        .cte("hold_credit")
+        .cte("credit")
     )
 
     def next_id(table: Table) -> Any:
@@ -371,7 +373,7 @@ def _hold_in_one() -> HoldInOne:
             credit.c.balance_cents.label("h_after"),
         )
         .select_from(debit.join(credit, true()))
-        .cte("hold_ids")
+        .cte("hold")
     )
     rows = [
         sa_insert(_HOLDS).from_select(
@@ -380,8 +382,8 @@ def _hold_in_one() -> HoldInOne:
                 "idempotency_key", "entry_id", "resolve_reason", "created_at", "actor_id",
             ],
             sa_select(
-                ids.c.hold_id, uid, amount, literal(HoldStatus.pending.value), reason, order,
-                key, ids.c.entry_id, literal(""), now, actor,
+                ids.c.hold_id, uid, amount, pending, reason, order, key, ids.c.entry_id, blank,
+                now, actor,
             ),
         ),
         sa_insert(_ENTRIES).from_select(
@@ -390,14 +392,14 @@ def _hold_in_one() -> HoldInOne:
                 "crypto_currency", "crypto_amount", "rate", "amount_cents", "created_at",
             ],
             sa_select(
-                ids.c.entry_id, literal(EntryKind.hold.value), reason, uid, order,
-                ids.c.hold_id, actor, literal(""), literal(""), literal(""), amount, now,
+                ids.c.entry_id, hold_kind, reason, uid, order, ids.c.hold_id, actor, blank,
+                blank, blank, amount, now,
             ),
         ),
         sa_insert(_IDEM).from_select(
             ["user_id", "key", "command", "fingerprint", "hold_id", "entry_id", "created_at"],
             sa_select(
-                uid, key, literal("hold"), _p("fp", _IDEM.c.fingerprint), ids.c.hold_id,
+                uid, key, hold_kind, _p("fp", _IDEM.c.fingerprint), ids.c.hold_id,
                 ids.c.entry_id, now,
             ),
         ),
@@ -409,12 +411,12 @@ def _hold_in_one() -> HoldInOne:
             ),
         ),
     ]  # fmt: skip
-    one = sa_select(literal(1).label("one")).subquery("one")
+    one = sa_select(true().label("one")).subquery("one")
     debited = sa_select(func.count()).select_from(debit).scalar_subquery()
     answer = (
         sa_select(ids.c.hold_id, ids.c.a_id, ids.c.a_after, ids.c.h_id, ids.c.h_after, debited)
         .select_from(one.outerjoin(ids, true()))
-        .add_cte(*(r.cte(f"hold_row{i}") for i, r in enumerate(rows)))
+        .add_cte(*(r.cte(f"h{i}") for i, r in enumerate(rows)))
     )
     return HoldInOne(written=ids, hold_id=ids.c.hold_id, select=answer)
 
@@ -436,16 +438,19 @@ def hold_in_one_params(
     check_amount(amount_cents)
     check_key(idempotency_key)
     return {
-        "hold_user_id": user_id,
-        "hold_amount": amount_cents,
-        "hold_key": idempotency_key,
-        "hold_now": now,
-        "hold_reason": reason[:300],
-        "hold_order_id": order_id,
-        "hold_actor_id": actor_id,
-        "hold_avail_code": code_of(user_id, AccountKind.available),
-        "hold_held_code": code_of(user_id, AccountKind.held),
-        "hold_fp": fingerprint("hold", amount=amount_cents, order_id=order_id),
+        "h_user_id": user_id,
+        "h_amount": amount_cents,
+        "h_key": idempotency_key,
+        "h_now": now,
+        "h_reason": reason[:300],
+        "h_order_id": order_id,
+        "h_actor_id": actor_id,
+        "h_avail_code": code_of(user_id, AccountKind.available),
+        "h_held_code": code_of(user_id, AccountKind.held),
+        "h_fp": fingerprint("hold", amount=amount_cents, order_id=order_id),
+        "h_pending": HoldStatus.pending.value,
+        "h_kind": EntryKind.hold.value,  # the entry's kind and the idempotency command
+        "h_blank": "",
     }
 
 

@@ -365,7 +365,7 @@ def _paid_statement(changes: tuple[str, ...], with_messages: bool, email: bool) 
         if with_messages:
             parts.append(event_insert(hold.written))
             parts.extend(notifications.notify_statements(hold.written, email=email))
-        stmt = _PAID[key] = hold.select.add_cte(*(p.cte(f"paid_{i}") for i, p in enumerate(parts)))
+        stmt = _PAID[key] = hold.select.add_cte(*(p.cte(f"p{i}") for i, p in enumerate(parts)))
     return stmt
 
 

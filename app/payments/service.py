@@ -112,6 +112,7 @@ PROVIDER: Provider = SIMULATED
 
 def make_provider(settings: Any) -> Provider:
     if settings.payment_provider == "btcpay":
+        # Imported when chosen: only a process that talks to BTCPay loads httpx (cost).
         from app.payments.btcpay import BTCPayProvider
 
         return BTCPayProvider(
