@@ -28,9 +28,9 @@ from sqlmodel import Session  # noqa: E402
 from app.accounts.models import User  # noqa: E402
 from app.db import make_engine  # noqa: E402
 from app.ledger import service as ledger  # noqa: E402
-from app.ledger.checks import run_checks  # noqa: E402
 from app.main import import_models  # noqa: E402
 from app.migrate import upgrade  # noqa: E402
+from app.reconcile import run_checks  # noqa: E402
 
 NOW = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 

@@ -9,8 +9,8 @@ from sqlalchemy import func
 from sqlmodel import Session, select
 
 from app.db import make_engine
-from app.ledger.checks import Violation, describe, run_checks
 from app.ledger.models import Hold, JournalEntry, LedgerAccount, Posting
+from app.reconcile import Violation, describe, run_checks
 from app.settings import Settings
 from app.tables import import_models
 

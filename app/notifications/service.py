@@ -8,14 +8,15 @@ from datetime import datetime, timedelta
 from email.message import EmailMessage
 from typing import Any, cast
 
-from sqlalchemy import Table, bindparam, or_, update
+from sqlalchemy import FromClause, Table, bindparam, or_, update
 from sqlalchemy import insert as sa_insert
+from sqlalchemy import select as sa_select
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
 from app import messages
 from app.accounts.models import User
-from app.db import is_postgres, transaction
+from app.db import transaction
 from app.notifications.models import Notification, OutboxEmail
 
 log = logging.getLogger("app.mail")
@@ -128,88 +129,13 @@ def notify(
 
 _NOTIFICATIONS = cast(Table, Notification.__table__)  # type: ignore[attr-defined]
 _OUTBOX = cast(Table, OutboxEmail.__table__)  # type: ignore[attr-defined]
-
-
 _NOTE_COLUMNS = ("user_id", "kind", "message", "msgid", "params", "link", "created_at")
 _EMAIL_COLUMNS = (
     "to_addr", "subject", "body", "kind", "created_at", "attempts", "last_error", "sent_at"
 )  # fmt: skip
-_NOTE_AND_EMAIL_PG = (
-    sa_insert(_OUTBOX)
-    .values({c: bindparam(f"e_{c}") for c in _EMAIL_COLUMNS})
-    .add_cte(
-        sa_insert(_NOTIFICATIONS)
-        .values({c: bindparam(f"n_{c}") for c in _NOTE_COLUMNS})
-        .cte("note")
-    )
-)
 
 
-_WITH_ROW_PG: dict[str, Any] = {}
-
-
-def _note_email_and_row_pg(table: Table) -> Any:
-    """``_NOTE_AND_EMAIL_PG`` with one row of ``table`` (parameters ``r_<column>``) inserted
-    by the same statement; built once per table."""
-    stmt = _WITH_ROW_PG.get(table.name)
-    if stmt is None:
-        cols = [c for c in table.columns if not c.primary_key]
-        row = sa_insert(table).values({c.key: bindparam(f"r_{c.key}", type_=c.type) for c in cols})
-        stmt = _WITH_ROW_PG[table.name] = _NOTE_AND_EMAIL_PG.add_cte(row.cte("also_row"))
-    return stmt
-
-
-def notify_now(
-    session: Session,
-    *,
-    user_id: int,
-    kind: str,
-    message: str,
-    now: datetime,
-    link: str = "",
-    email_to: str | None = None,
-    email_subject: str | None = None,
-    params: dict[str, Any] | None = None,
-    also: tuple[Table, dict[str, Any]] | None = None,
-    locale: str | None = None,
-) -> None:
-    """``notify`` written at once as plain INSERTs (no ORM objects: a checkout's hot path).
-
-    ``also``: the caller's own row to insert with them (a table and every column's value
-    but the id; the checkout's timeline event): on PostgreSQL the notification, the email
-    and that row are one statement."""
-    (_, note), *more = notification_rows(
-        session,
-        user_id=user_id,
-        kind=kind,
-        message=message,
-        now=now,
-        link=link,
-        email_to=email_to,
-        email_subject=email_subject,
-        params=params,
-        locale=locale,
-    )
-    email = more[0][1] if more else None
-    conn = session.connection()
-    if email is not None and is_postgres(session):  # all rows in one statement (WITH)
-        values = {f"n_{k}": v for k, v in note.items()}
-        values.update({f"e_{k}": v for k, v in email.items()})
-        if also is None:
-            conn.execute(_NOTE_AND_EMAIL_PG, values)
-            return
-        table, row = also
-        values.update({f"r_{k}": v for k, v in row.items()})
-        conn.execute(_note_email_and_row_pg(table), values)
-        return
-    if also is not None:
-        conn.execute(sa_insert(also[0]), also[1])
-    conn.execute(sa_insert(_NOTIFICATIONS), note)
-    if email is not None:
-        conn.execute(sa_insert(_OUTBOX), email)
-
-
-def notification_rows(
+def notify_params(
     session: Session,
     *,
     user_id: int,
@@ -221,9 +147,9 @@ def notification_rows(
     email_subject: str | None = None,
     params: dict[str, Any] | None = None,
     locale: str | None = None,
-) -> list[tuple[Table, dict[str, Any]]]:
-    """``notify``'s rows as (table, every column's value but the id), for a caller that
-    writes them inside a statement of its own (the checkout's hold on PostgreSQL)."""
+) -> dict[str, Any]:
+    """``notify``'s rows as the parameters of ``notify_statements`` (``n_<column>`` for the
+    notification, ``e_<column>`` for the email when ``email_to`` is given)."""
     note, email = _rows(
         session,
         user_id=user_id,
@@ -236,9 +162,29 @@ def notification_rows(
         params=params,
         locale=locale,
     )
-    out = [(_NOTIFICATIONS, note)]
+    out = {f"n_{k}": v for k, v in note.items()}
     if email is not None:
-        out.append((_OUTBOX, {**email, "attempts": 0, "last_error": "", "sent_at": None}))
+        email = {**email, "attempts": 0, "last_error": "", "sent_at": None}
+        out.update({f"e_{k}": v for k, v in email.items()})
+    return out
+
+
+def _insert(table: Table, columns: tuple[str, ...], prefix: str, gate: FromClause | None) -> Any:
+    values = [bindparam(f"{prefix}{c}", type_=table.c[c].type) for c in columns]
+    if gate is None:
+        return sa_insert(table).values(dict(zip(columns, values, strict=True)))
+    return sa_insert(table).from_select(list(columns), sa_select(*values).select_from(gate))
+
+
+def notify_statements(gate: FromClause | None, *, email: bool) -> list[Any]:
+    """``notify`` as plain INSERT statements over ``notify_params``: the notification and,
+    with ``email``, the outbox email. ``gate``: a one-row selectable of the caller's
+    statement (e.g. the ledger's ``HOLD_IN_ONE.written``): each row is inserted only when
+    ``gate`` has its row, so a composer can make them CTEs of one statement; None: plain
+    INSERT … VALUES."""
+    out = [_insert(_NOTIFICATIONS, _NOTE_COLUMNS, "n_", gate)]
+    if email:
+        out.append(_insert(_OUTBOX, _EMAIL_COLUMNS, "e_", gate))
     return out
 
 

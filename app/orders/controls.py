@@ -36,7 +36,8 @@ from app.errors import N_, Conflict, InvalidInput, NotFound
 from app.notifications.service import notify
 from app.orders.lifecycle import LEASE_ACTIVE, OrderStatus
 from app.orders.models import Order, OrderHost, OrderTask
-from app.orders.service import add_event, get_order_for, ssh_keys_of
+from app.orders.queries import get_order_for, ssh_keys_of
+from app.orders.writes import add_event
 from app.text import multi_line
 
 KINDS = ("ssh_key", "reboot", "reinstall", "rescue")

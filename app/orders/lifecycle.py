@@ -81,8 +81,3 @@ def is_late(status: str, promised: date | None, now: datetime) -> bool:
         and OrderStatus(status) in PRE_DELIVERY
         and promised_instant_passed(promised, now)
     )
-
-
-def can_cancel_with_refund(status: str, promised: date | None, now: datetime) -> bool:
-    """Full refund to the balance only when we missed the promised date."""
-    return is_late(status, promised, now)

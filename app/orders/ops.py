@@ -20,11 +20,8 @@ from app.accounts import audit
 from app.accounts.models import User
 from app.catalog import service as catalog
 from app.catalog.service import Node, NodeState
-from app.clock import utc
 from app.errors import N_, Conflict, InvalidInput, NotFound
-from app.i18n import LOCALES, translations_for
 from app.ledger import service as ledger
-from app.ledger.postings import unused_days_credit
 from app.notifications.service import notify
 from app.orders.lifecycle import (
     LEASE_ACTIVE,
@@ -35,7 +32,8 @@ from app.orders.lifecycle import (
 )
 from app.orders.models import Order, OrderEvent, OrderHost
 from app.orders.periods import add_months
-from app.orders.service import add_event, hosts_of
+from app.orders.queries import hosts_of
+from app.orders.writes import add_event
 from app.text import single_line
 
 FINGERPRINT_RE = re.compile(r"^(?:\d{3,5}\s+)?(SHA256:[A-Za-z0-9+/]{43})(?:\s+\S.*)?$")
@@ -75,26 +73,6 @@ STATUS_LABELS: dict[str, str] = {
 # --- helpers -------------------------------------------------------------------------
 
 
-def _locale_of(user: User) -> str:
-    return user.locale if user.locale in LOCALES else "en"
-
-
-def tr(user: User, msgid: str, **params: Any) -> str:
-    """Translate a message into the customer's own language (notifications, emails)."""
-    text = translations_for(_locale_of(user)).gettext(msgid)
-    return text.format(**params) if params else text
-
-
-def fmt_day(user: User, d: date) -> dict[str, Any]:
-    """A date parameter of a timeline event or notification: formatted when read, in the
-    reader's language (app/messages.py)."""
-    return messages.day(d)
-
-
-def fmt_money(user: User, cents: int) -> dict[str, Any]:
-    return messages.money(cents)
-
-
 def load_order(session: Session, order_id: int, *, lock: bool = True) -> Order:
     stmt = select(Order).where(Order.id == order_id)
     if lock:
@@ -105,7 +83,7 @@ def load_order(session: Session, order_id: int, *, lock: bool = True) -> Order:
     return order
 
 
-def _move(order: Order, target: OrderStatus) -> None:
+def move_to(order: Order, target: OrderStatus) -> None:
     try:
         check_transition(order.status, target.value)
     except (TransitionError, ValueError):
@@ -113,12 +91,12 @@ def _move(order: Order, target: OrderStatus) -> None:
     order.status = target.value
 
 
-def _require(order: Order, allowed: frozenset[OrderStatus] | set[OrderStatus]) -> None:
+def require(order: Order, allowed: frozenset[OrderStatus] | set[OrderStatus]) -> None:
     if OrderStatus(order.status) not in allowed:
         raise OrderStateConflict(status=order.status)
 
 
-def _event(
+def event(
     session: Session,
     order: Order,
     kind: str,
@@ -135,13 +113,13 @@ def _event(
     )
 
 
-def _customer(session: Session, order: Order) -> User:
+def customer_of(session: Session, order: Order) -> User:
     user = session.get(User, order.user_id)
     assert user is not None
     return user
 
 
-def _tell(
+def tell(
     session: Session,
     order: Order,
     kind: str,
@@ -151,7 +129,7 @@ def _tell(
     email: bool = False,
     **params: Any,
 ) -> None:
-    customer = _customer(session, order)
+    customer = customer_of(session, order)
     notify(
         session,
         user_id=customer.id or 0,
@@ -165,7 +143,7 @@ def _tell(
     )
 
 
-def _audit(
+def audit_action(
     session: Session, action: str, order: Order, actor: User, now: datetime, ip: str, **d: Any
 ) -> None:
     audit.record(
@@ -188,12 +166,12 @@ def acknowledge(
 ) -> Order:
     """An engineer has read the order and its notes."""
     order = load_order(session, order_id)
-    _require(order, PRE_DELIVERY)
+    require(order, PRE_DELIVERY)
     if order.acknowledged_at is not None:
         raise OrderStateConflict(N_("This order was already acknowledged."))
     order.acknowledged_at = now
     session.add(order)
-    _event(
+    event(
         session,
         order,
         "acknowledged",
@@ -201,14 +179,14 @@ def acknowledge(
         now,
         actor,
     )
-    _tell(
+    tell(
         session,
         order,
         "order.acknowledged",
         N_("Order #{id}: an engineer has reviewed your order and notes."),
         now,
     )
-    _audit(session, "acknowledged", order, actor, now, ip)
+    audit_action(session, "acknowledged", order, actor, now, ip)
     session.flush()
     return order
 
@@ -217,21 +195,21 @@ def start_provisioning(
     session: Session, *, actor: User, order_id: int, now: datetime, ip: str = ""
 ) -> Order:
     order = load_order(session, order_id)
-    _move(order, OrderStatus.provisioning)
+    move_to(order, OrderStatus.provisioning)
     order.provisioning_at = now
     if order.acknowledged_at is None:
         order.acknowledged_at = now
     session.add(order)
     catalog.mark_nodes(session, order.id or 0, NodeState.provisioning.value, now)
-    _event(session, order, "provisioning", N_("Provisioning started."), now, actor)
-    _tell(
+    event(session, order, "provisioning", N_("Provisioning started."), now, actor)
+    tell(
         session,
         order,
         "order.provisioning",
         N_("Order #{id}: we started provisioning your nodes."),
         now,
     )
-    _audit(session, "provisioning", order, actor, now, ip)
+    audit_action(session, "provisioning", order, actor, now, ip)
     session.flush()
     return order
 
@@ -266,7 +244,7 @@ def assign_nodes(
     the credentials.
     """
     order = load_order(session, order_id)
-    _require(order, PRE_DELIVERY)
+    require(order, PRE_DELIVERY)
     waiting = catalog.waiting_units(session, order.id or 0)
     if waiting > 0:
         raise InvalidInput(
@@ -313,7 +291,7 @@ def assign_nodes(
             host.ip = n.mgmt_ip or ""
         session.add(host)
         out.append(host)
-    _event(
+    event(
         session,
         order,
         "nodes_assigned",
@@ -323,7 +301,7 @@ def assign_nodes(
         customer_visible=False,
         names=", ".join(locked[nid].hostname for nid in wanted),
     )
-    _audit(session, "nodes_assigned", order, actor, now, ip, node_ids=wanted)
+    audit_action(session, "nodes_assigned", order, actor, now, ip, node_ids=wanted)
     session.flush()
     return out
 
@@ -397,7 +375,7 @@ def set_credentials(
 ) -> list[OrderHost]:
     """Enter IPs, SSH user and host keys; the customer sees them at once in the console."""
     order = load_order(session, order_id)
-    _require(order, PRE_DELIVERY | LEASE_ACTIVE)
+    require(order, PRE_DELIVERY | LEASE_ACTIVE)
     errors = validate_credentials(data, order.quantity)
     if errors:
         raise InvalidInput(errors=errors)
@@ -434,7 +412,7 @@ def set_credentials(
     for h in existing:
         if h.id not in used and h not in out:
             session.delete(h)
-    _event(
+    event(
         session,
         order,
         "credentials",
@@ -443,7 +421,7 @@ def set_credentials(
         actor,
         ips=", ".join(h.ip for h in out),
     )
-    _tell(
+    tell(
         session,
         order,
         "order.credentials",
@@ -451,7 +429,7 @@ def set_credentials(
         now,
         email=True,
     )
-    _audit(session, "credentials_set", order, actor, now, ip, ips=[h.ip for h in out])
+    audit_action(session, "credentials_set", order, actor, now, ip, ips=[h.ip for h in out])
     session.flush()
     return out
 
@@ -462,7 +440,7 @@ def mark_delivered(
     """Hand-over: the first month's hold is posted and the lease starts now."""
 
     order = load_order(session, order_id)
-    _require(order, PRE_DELIVERY)
+    require(order, PRE_DELIVERY)
     waiting = catalog.waiting_units(session, order.id or 0)
     if waiting > 0:
         raise OrderStateConflict(
@@ -478,7 +456,7 @@ def mark_delivered(
     if order.first_hold_id is None:
         raise OrderStateConflict(N_("This order has no payment hold to post."))
     late = order.promised_date is not None and now.date() > order.promised_date
-    _move(order, OrderStatus.delivered)
+    move_to(order, OrderStatus.delivered)
     ledger.post_hold(session, order.first_hold_id, now=now, actor_id=actor.id)
     order.delivered_at = now
     order.period_start = now
@@ -487,17 +465,17 @@ def mark_delivered(
     order.grace_until = None
     session.add(order)
     catalog.mark_nodes(session, order.id or 0, "leased", now)
-    _event(session, order, "delivered", N_("Delivered; the lease is active."), now, actor)
-    _tell(
+    event(session, order, "delivered", N_("Delivered; the lease is active."), now, actor)
+    tell(
         session,
         order,
         "order.delivered",
         N_("Order #{id} is delivered. Your lease runs until {end}; it renews monthly."),
         now,
         email=True,
-        end=fmt_day(_customer(session, order), order.period_end.date()),
+        end=messages.day(order.period_end.date()),
     )
-    _audit(session, "delivered", order, actor, now, ip, late=late)
+    audit_action(session, "delivered", order, actor, now, ip, late=late)
     session.flush()
     return order
 
@@ -515,7 +493,7 @@ def mark_delayed(
     """Tell the customer why and when; after the promise has passed they may cancel for a
     full refund (the console offers it)."""
     order = load_order(session, order_id)
-    _require(order, PRE_DELIVERY)
+    require(order, PRE_DELIVERY)
     errors: dict[str, str] = {}
     reason = single_line(reason)  # it reaches an email subject
     if len(reason) < 5:
@@ -532,10 +510,9 @@ def mark_delayed(
     order.delay_reason = reason
     order.delay_estimate = new_estimate
     session.add(order)
-    customer = _customer(session, order)
     # The reason goes inside a sentence that ends with its own full stop ("…below..").
     sentence_part = reason.rstrip(" .。!！")
-    _event(
+    event(
         session,
         order,
         "delayed",
@@ -543,7 +520,7 @@ def mark_delayed(
         now,
         actor,
         reason=sentence_part,
-        estimate=fmt_day(customer, new_estimate),
+        estimate=messages.day(new_estimate),
     )
     promise_passed = order.promised_date is not None and new_estimate > order.promised_date
     if promise_passed:
@@ -554,7 +531,7 @@ def mark_delayed(
         )
     else:
         msgid = N_("Order #{id} is delayed: {reason}. New estimate: {estimate}.")
-    _tell(
+    tell(
         session,
         order,
         "order.delayed",
@@ -562,167 +539,14 @@ def mark_delayed(
         now,
         email=True,
         reason=sentence_part,
-        estimate=fmt_day(customer, new_estimate),
-        promised=fmt_day(customer, order.promised_date) if order.promised_date else "",
+        estimate=messages.day(new_estimate),
+        promised=messages.day(order.promised_date) if order.promised_date else "",
     )
-    _audit(
+    audit_action(
         session, "delayed", order, actor, now, ip, reason=reason, estimate=new_estimate.isoformat()
     )
     session.flush()
     return order
-
-
-def finish_lease(
-    session: Session,
-    order: Order,
-    now: datetime,
-    *,
-    why: str,
-    actor: User | None = None,
-    params: dict[str, Any] | None = None,
-) -> None:
-    """→ ended; the nodes go to wiping. Used by ops and by the renewal job."""
-    _move(order, OrderStatus.ended)
-    order.ended_at = now
-    order.cancel_at_period_end = False
-    order.grace_until = None
-    session.add(order)
-    catalog.mark_nodes(session, order.id or 0, "wiping", now)
-    add_event(session, order, "ended", why, now, actor, params=params)
-
-
-@dataclass(frozen=True)
-class EarlyEndCredit:
-    days: int
-    cents: int
-
-
-def early_end_credit(order: Order, now: datetime) -> EarlyEndCredit:
-    """What ending the lease now gives back: the unused whole days of the paid month, pro
-    rata, rounded down to the cent (nothing for a suspended lease: its month is unpaid)."""
-
-    if (
-        order.status not in (OrderStatus.delivered.value, OrderStatus.ending.value)
-        or order.period_start is None
-        or order.period_end is None
-    ):
-        return EarlyEndCredit(0, 0)
-    days, cents = unused_days_credit(
-        order.monthly_total_cents, utc(order.period_start), utc(order.period_end), now
-    )
-    return EarlyEndCredit(days, cents)
-
-
-def end_lease(
-    session: Session,
-    *,
-    actor: User,
-    order_id: int,
-    now: datetime,
-    ip: str = "",
-    reason: str = "",
-    confirm: bool = False,
-) -> Order:
-    """Ops end a lease before its paid month is over: they confirm and give the reason the
-    customer reads (order page, notification, email); the unused whole days of the paid
-    month go back to the customer's balance as one ledger entry named for the order."""
-
-    order = load_order(session, order_id)
-    _require(order, LEASE_ACTIVE | {OrderStatus.suspended})
-    reason = " ".join((reason or "").split())
-    errors: dict[str, str] = {}
-    if len(reason) < 5:
-        errors["reason"] = N_("Tell the customer why the lease ends early.")
-    elif len(reason) > 300:
-        errors["reason"] = N_("At most 300 characters.")
-    if not confirm:
-        errors["confirm"] = N_("Tick the box to confirm that the lease ends now.")
-    if errors:
-        raise InvalidInput(errors=errors)
-    credit = early_end_credit(order, now)
-    shown = reason.rstrip(" .。!！")
-    if credit.cents > 0:
-        ledger.credit_unused_days(
-            session,
-            user_id=order.user_id,
-            order_id=order.id or 0,
-            amount_cents=credit.cents,
-            days=credit.days,
-            now=now,
-            actor_id=actor.id,
-        )
-        why = N_(
-            "The lease was ended early by operations: {reason}. Unused days credited to the "
-            "balance: {days} ({amount})."
-        )
-        tell = N_(
-            "Order #{id}: operations ended the lease early: {reason}. {amount} for {days} "
-            "unused days is back in your balance. The disks will be securely wiped."
-        )
-    else:
-        why = N_("The lease was ended by operations: {reason}.")
-        tell = N_(
-            "Order #{id}: operations ended the lease: {reason}. The disks will be securely wiped."
-        )
-    params: dict[str, Any] = {
-        "reason": shown,
-        "days": messages.count(credit.days),
-        "amount": messages.money(credit.cents),
-    }
-    order.end_reason = reason
-    finish_lease(session, order, now, why=why, actor=actor, params=params)
-    _tell(session, order, "order.ended", tell, now, email=True, **params)
-    _audit(
-        session,
-        "lease_ended",
-        order,
-        actor,
-        now,
-        ip,
-        reason=reason,
-        credit_cents=credit.cents,
-        credit_days=credit.days,
-    )
-    session.flush()
-    return order
-
-
-def confirm_wipe(
-    session: Session, *, actor: User, order_id: int, now: datetime, ip: str = ""
-) -> Order:
-    """The secure wipe is done: the order is closed and the nodes are free again."""
-    order = load_order(session, order_id)
-    _require(order, {OrderStatus.ended, OrderStatus.wiping})
-    if order.status == OrderStatus.ended.value:
-        _move(order, OrderStatus.wiping)
-    _move(order, OrderStatus.wiped)
-    order.wiped_at = now
-    session.add(order)
-    catalog.mark_nodes(session, order.id or 0, "available", now)
-    _event(session, order, "wiped", N_("The disks were securely wiped."), now, actor)
-    _tell(
-        session,
-        order,
-        "order.wiped",
-        N_("Order #{id}: the disks of your nodes have been securely wiped."),
-        now,
-    )
-    _audit(session, "wiped", order, actor, now, ip)
-    session.flush()
-    return order
-
-
-def notes_of(order: Order) -> dict[str, Any]:
-    """The structured notes, for display."""
-    return {
-        "model_size": order.note_model_size,
-        "token_budget": order.note_token_budget,
-        "node_count": order.note_node_count,
-        "private_network": order.note_private_network,
-        "comm_pattern": order.note_comm_pattern,
-        "free_text": order.note_free_text,
-        "sizing_query": order.sizing_query,
-    }
 
 
 def is_rocm(order: Order) -> bool:

@@ -24,11 +24,12 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlmodel import Session, col, select
 
+from app import messages
 from app.clock import utc
 from app.db import is_postgres, transaction
 from app.errors import N_, InsufficientBalance
 from app.ledger import service as ledger
-from app.orders import ops
+from app.orders import lease_end, ops
 from app.orders.lifecycle import GRACE_DAYS, PRE_DELIVERY, OrderStatus
 from app.orders.models import Order, RenewalCharge
 from app.orders.periods import add_months
@@ -147,10 +148,10 @@ def _renew_one(session: Session, order: Order, now: datetime) -> str:
     assert order.period_end is not None and order.id is not None
     period_end = utc(order.period_end)
     if order.status == OrderStatus.ending.value or order.cancel_at_period_end:
-        ops.finish_lease(
+        lease_end.finish_lease(
             session, order, period_end, why=N_("The lease ended at the end of the paid month.")
         )
-        ops._tell(
+        ops.tell(
             session,
             order,
             "order.ended",
@@ -186,7 +187,6 @@ def _renew_one(session: Session, order: Order, now: datetime) -> str:
         session.add(charge)
         session.flush()  # the unique (order_id, period_index) guards against a second worker
 
-    customer = ops._customer(session, order)
     try:
         if not first_attempt:
             # A retry: only ask the ledger when the balance now covers it (the ledger
@@ -216,7 +216,7 @@ def _renew_one(session: Session, order: Order, now: datetime) -> str:
         if first_attempt or order.grace_until is None:
             order.grace_until = period_end + timedelta(days=GRACE_DAYS)
             session.add(order)
-            ops._event(
+            ops.event(
                 session,
                 order,
                 "renewal_short",
@@ -224,7 +224,7 @@ def _renew_one(session: Session, order: Order, now: datetime) -> str:
                 now,
                 month=period_index + 1,
             )
-            ops._tell(
+            ops.tell(
                 session,
                 order,
                 "order.renewal_short",
@@ -235,24 +235,26 @@ def _renew_one(session: Session, order: Order, now: datetime) -> str:
                 ),
                 now,
                 email=True,
-                amount=ops.fmt_money(customer, order.monthly_total_cents),
-                shortfall=ops.fmt_money(customer, shortfall or order.monthly_total_cents),
-                grace=ops.fmt_day(customer, order.grace_until.date()),
+                amount=messages.money(order.monthly_total_cents),
+                shortfall=messages.money(shortfall or order.monthly_total_cents),
+                grace=messages.day(order.grace_until.date()),
             )
             return "short"
         if now < utc(order.grace_until):
             return "retried"
         # Grace is over: suspend, then end the lease.
-        ops._move(order, OrderStatus.suspended)
-        ops._event(
+        ops.move_to(order, OrderStatus.suspended)
+        ops.event(
             session,
             order,
             "suspended",
             N_("Suspended: the renewal stayed unpaid after the grace period."),
             now,
         )
-        ops.finish_lease(session, order, now, why=N_("The lease ended: the renewal was not paid."))
-        ops._tell(
+        lease_end.finish_lease(
+            session, order, now, why=N_("The lease ended: the renewal was not paid.")
+        )
+        ops.tell(
             session,
             order,
             "order.suspended",
@@ -271,11 +273,11 @@ def _renew_one(session: Session, order: Order, now: datetime) -> str:
     session.add(charge)
     was_short = not first_attempt
     if order.status == OrderStatus.suspended.value:
-        ops._move(order, OrderStatus.delivered)
+        ops.move_to(order, OrderStatus.delivered)
     _advance(order)
     order.grace_until = None
     session.add(order)
-    ops._event(
+    ops.event(
         session,
         order,
         "renewed",
@@ -283,15 +285,15 @@ def _renew_one(session: Session, order: Order, now: datetime) -> str:
         now,
         month=period_index + 1,
     )
-    ops._tell(
+    ops.tell(
         session,
         order,
         "order.renewed",
         N_("Order #{id}: the lease is renewed until {end}; {amount} was charged to your balance."),
         now,
         email=was_short,
-        end=ops.fmt_day(customer, utc(order.period_end).date() if order.period_end else now.date()),
-        amount=ops.fmt_money(customer, order.monthly_total_cents),
+        end=messages.day(utc(order.period_end).date() if order.period_end else now.date()),
+        amount=messages.money(order.monthly_total_cents),
     )
     return "renewed"
 
@@ -322,9 +324,8 @@ def send_late_notices(session: Session, now: datetime, *, limit: int = 500) -> i
     for order in session.exec(_lock(stmt, session)).all():
         order.late_notified_at = now
         session.add(order)
-        customer = ops._customer(session, order)
-        ops._event(session, order, "late", N_("The promised delivery date has passed."), now)
-        ops._tell(
+        ops.event(session, order, "late", N_("The promised delivery date has passed."), now)
+        ops.tell(
             session,
             order,
             "order.late",
@@ -335,7 +336,7 @@ def send_late_notices(session: Session, now: datetime, *, limit: int = 500) -> i
             ),
             now,
             email=True,
-            promised=ops.fmt_day(customer, order.promised_date) if order.promised_date else "",
+            promised=messages.day(order.promised_date) if order.promised_date else "",
         )
         sent += 1
     session.flush()

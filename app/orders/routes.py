@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime, time, timedelta
+from datetime import datetime
 from typing import Annotated, Any
 from urllib.parse import urlencode
 
@@ -17,11 +17,10 @@ from app.accounts.models import User
 from app.accounts.sshkeys import looks_private
 from app.catalog import service as catalog
 from app.catalog import specs
-from app.clock import wall_now
-from app.errors import N_, DomainError, InsufficientBalance, InvalidInput
-from app.notifications.service import mark_read, unread_for
+from app.errors import DomainError, InsufficientBalance, InvalidInput
 from app.numbers import NumberError, parse_money_cents
-from app.orders import controls, service
+from app.orders import console_routes, service
+from app.orders.console_routes import image_name
 from app.orders.lifecycle import OrderStatus
 from app.orders.models import Order
 from app.orders.schemas import DeployForm, PayForm, TopupForm
@@ -35,6 +34,7 @@ from app.web.numbers import number_message
 from app.web.templating import is_htmx, render
 
 router = APIRouter(include_in_schema=False)
+router.include_router(console_routes.router)  # /console and an order's page
 
 DEFAULT_SKU = "hgx-b200"
 NOTE_FIELDS = (
@@ -62,13 +62,6 @@ def _sku_or_none(sku_id: str) -> specs.NodeSpec | None:
         return None
 
 
-def image_name(image_id: str) -> str:
-    for i in specs.all_images():
-        if i.id == image_id:
-            return i.name
-    return image_id
-
-
 def summary_context(
     session: Session,
     user: User | None,
@@ -90,7 +83,7 @@ def summary_context(
             if spec.vendor == "amd"
             else _("ROCm images run only on AMD MI355X; choose an Ubuntu image with CUDA.")
         )
-    n = service._int(nodes)
+    n = service.parse_count(nodes)
     if spec is None:
         ctx["sum_error"] = _("Choose a node type to see the delivery date and price.")
         return ctx
@@ -565,123 +558,3 @@ def cancel(
     return RedirectResponse(
         request.app.url_path_for("console_order", order_id=order.id), status_code=303
     )
-
-
-# ---------------------------------------------------------------------------------------
-# Console
-# ---------------------------------------------------------------------------------------
-
-
-def _deadline(d: date | None) -> datetime | None:
-    """The end of the promised day (UTC): the order is late after this instant."""
-    if d is None:
-        return None
-    return datetime.combine(d + timedelta(days=1), time(0, 0), tzinfo=UTC)
-
-
-def _clock_offset_ms(now: datetime) -> int:
-    """So the countdown in the browser follows the app clock (simulated time too)."""
-    return int((now - wall_now()).total_seconds() * 1000)
-
-
-def status_badge(order: Order, now: datetime) -> tuple[str, str]:
-    """(label msgid, css class)."""
-    if service.is_order_late(order, now):
-        return N_("Late"), "bad"
-    if order.grace_until is not None and order.status in ("delivered", "ending"):
-        return N_("Renewal unpaid"), "bad"
-    labels = {
-        "awaiting_payment": (N_("Awaiting payment"), "warn"),
-        "paid": (N_("Paid, awaiting provisioning"), ""),
-        "provisioning": (N_("Provisioning"), ""),
-        "delivered": (N_("Active"), "ok"),
-        "ending": (N_("Ends at period end"), "warn"),
-        "suspended": (N_("Suspended"), "bad"),
-        "ended": (N_("Ended"), ""),
-        "wiping": (N_("Wiping disks"), ""),
-        "wiped": (N_("Wiped"), ""),
-        "cancelled": (N_("Cancelled, refunded"), ""),
-        "abandoned": (N_("Discarded"), ""),
-    }
-    return labels.get(order.status, (order.status, ""))
-
-
-@router.get("/console", response_class=HTMLResponse)
-def console(request: Request, session: SessionDep, now: NowDep, user: CurrentUser) -> Response:
-
-    orders = service.visible_orders(session, user)
-    available, held = service.balance_of(session, user)
-    notifications = unread_for(session, user.id or 0)
-    unread = {n.id for n in notifications if n.read_at is None}
-    # Shown once as new, then seen: a short write of its own (this GET only reads).
-    mark_read(request.app.state.engine, user.id or 0, [i for i in unread if i], now)
-    return render(
-        request,
-        "orders/console.html",
-        {
-            "unread": unread,
-            "orders": orders,
-            "badges": {o.id: status_badge(o, now) for o in orders},
-            "deadlines": {o.id: _deadline(o.promised_date) for o in orders},
-            "offset_ms": _clock_offset_ms(now),
-            "notifications": notifications,
-            "available": available,
-            "held": held,
-            "sku_names": {s.id: s.name for s in specs.all_specs()},
-        },
-    )
-
-
-@router.get("/console/orders/{order_id}", response_class=HTMLResponse)
-def console_order(
-    order_id: int, request: Request, session: SessionDep, now: NowDep, user: CurrentUser
-) -> Response:
-    order = service.get_order_for(session, user, order_id)
-    spec = specs.spec(order.sku_id)
-    assert order.id is not None
-    return render(
-        request,
-        "orders/order.html",
-        {
-            "order": order,
-            "spec": spec,
-            "badge": status_badge(order, now),
-            "late": service.is_order_late(order, now),
-            "deadline": _deadline(order.promised_date),
-            "offset_ms": _clock_offset_ms(now),
-            "events": service.timeline(session, order.id),
-            "hosts": service.hosts_of(session, order.id),
-            "keys": service.ssh_keys_of(order),
-            "image_label": image_name(order.image_id),
-            "action": service.cancel_action(order, now),
-            "busbw": str(spec.raw.get("nccl_allreduce_busbw_gbps") or ""),
-            "promise_text": _promise_text(session, order),
-            "available": service.balance_of(session, user)[0] or 0,
-            **controls_context(session, order, user),
-        },
-    )
-
-
-def controls_context(session: Session, order: Order, user: User) -> dict[str, Any]:
-    """What the order page's node controls need (requests, saved keys, images, network)."""
-
-    assert order.id is not None
-    return {
-        "tasks": controls.tasks_for(session, order.id),
-        "task_kinds": controls.KIND_LABELS,
-        "task_status": controls.STATUS_LABELS,
-        "task_params": controls.params_of,
-        "saved_keys": accounts.ssh_keys_for(session, user.id or 0),
-        "images": [i for i in specs.all_images() if specs.image_fits(order.sku_id, i.id)],
-        "network": controls.network_status(order),
-        "network_labels": controls.NETWORK_LABELS,
-        "controls_open": order.status in ("delivered", "ending"),
-    }
-
-
-def _promise_text(session: Session, order: Order) -> str:
-    """The frozen promise's explanation in the reader's language (catalog re-renders it)."""
-
-    assert order.id is not None
-    frozen = catalog.frozen_promise(session, order.id)
-    return frozen.explanation if frozen is not None else order.promise_explanation

@@ -24,7 +24,7 @@ from app.clock import FixedClock, utc
 from app.db import transaction
 from app.errors import DomainError
 from app.ledger import service as ledger
-from app.orders import ops, renewals
+from app.orders import lease_end, ops, renewals
 from app.orders import service as orders
 from app.orders.lifecycle import PRE_DELIVERY, OrderStatus
 from app.orders.models import Order
@@ -373,7 +373,7 @@ class Simulation:
             if today >= target:
                 self._deliver(o.id or 0)
         for oid in ending:
-            self._op("wipe", ops.confirm_wipe, order_id=oid or 0)
+            self._op("wipe", lease_end.confirm_wipe, order_id=oid or 0)
 
     def _deliver(self, order_id: int) -> None:
 

@@ -21,7 +21,7 @@ from app.catalog import service as catalog
 from app.catalog import specs
 from app.errors import DomainError, InvalidInput, NotFound
 from app.numbers import parse_int
-from app.orders import controls, desk, ops, service
+from app.orders import controls, desk, lease_end, ops, service
 from app.orders.lifecycle import LEASE_ACTIVE, PRE_DELIVERY, OrderStatus, is_late
 from app.orders.models import Order, OrderEvent
 from app.orders.schemas import OpsCredentialsForm, OpsDelayForm, OpsEndForm, OpsNodesForm
@@ -116,7 +116,7 @@ def _detail_context(session: Session, order: Order, now: Any) -> dict[str, Any]:
         "actors": actors,
         "pending": pending,
         "lease_active": status in LEASE_ACTIVE or status == OrderStatus.suspended,
-        "end_credit": ops.early_end_credit(order, now),
+        "end_credit": lease_end.early_end_credit(order, now),
         "late": is_late(order.status, order.promised_date, now),
         "days_left": days,
         "time_left": time_left,
@@ -341,7 +341,7 @@ def ops_end(
 ) -> Response:
     reason = form.reason[:300]
     try:
-        ops.end_lease(
+        lease_end.end_lease(
             session,
             actor=user,
             order_id=order_id,
@@ -360,7 +360,9 @@ def ops_wiped(
     request: Request, order_id: int, user: OpsUser, session: SessionDep, now: NowDep
 ) -> Response:
     try:
-        ops.confirm_wipe(session, actor=user, order_id=order_id, now=now, ip=client_ip(request))
+        lease_end.confirm_wipe(
+            session, actor=user, order_id=order_id, now=now, ip=client_ip(request)
+        )
     except DomainError as e:
         return _failed(request, session, order_id, e, now, {}, "wipe")
     return _done(request, order_id, _("Wipe confirmed; the nodes are available again."))

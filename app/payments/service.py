@@ -112,6 +112,7 @@ PROVIDER: Provider = SIMULATED
 
 def make_provider(settings: Any) -> Provider:
     if settings.payment_provider == "btcpay":
+        # Imported when chosen: only a process that talks to BTCPay loads httpx (cost).
         from app.payments.btcpay import BTCPayProvider
 
         return BTCPayProvider(
@@ -468,3 +469,28 @@ def provider_log(
         .order_by(col(WebhookDelivery.id))
     ).all()
     return list(pays), list(deliveries)
+
+
+def invoice_credit_problems(session: Session) -> tuple[list[str], list[str]]:
+    """Top-up credits that do not match their invoice (customer, amount, the invoice's
+    record of the entry), and invoices marked credited without their ledger entry."""
+    credits = ledger.topup_credits(session)
+    invoices = {i.id: i for i in session.exec(select(Invoice)).all()}
+    mismatched = []
+    for c in credits:
+        inv = invoices.get(c.invoice_id) if c.invoice_id is not None else None
+        if (
+            inv is None
+            or inv.credited_cents is None
+            or inv.credited_cents != c.amount_cents
+            or inv.user_id != c.user_id
+            or inv.credit_entry_id != c.entry_id
+        ):
+            mismatched.append(f"{c.entry_id}, {c.amount_cents}, {inv and inv.credited_cents}")
+    credited = {c.invoice_id for c in credits}
+    missing = [
+        f"{i.id}, {i.credited_cents}, {i.credit_entry_id}"
+        for i in invoices.values()
+        if i.credit_entry_id is not None and i.id not in credited
+    ]
+    return mismatched, missing

@@ -19,8 +19,8 @@ from app.accounts.models import User
 from app.accounts.security import hash_password
 from app.clock import SimulatedClock
 from app.ledger import service as ledger
-from app.ledger.checks import run_checks
 from app.orders.models import Order, RenewalCharge
+from app.reconcile import run_checks
 from tests.support.servers import app_env
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]

@@ -29,8 +29,8 @@ from app.accounts.security import create_api_token
 from app.clock import FixedClock
 from app.db import make_engine
 from app.ledger import service as ledger
-from app.ledger.checks import run_checks
 from app.ledger.service import InsufficientBalance
+from app.reconcile import run_checks
 from tests.support.factories import fund
 
 ROOT = Path(__file__).resolve().parents[2]

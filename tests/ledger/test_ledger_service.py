@@ -15,9 +15,9 @@ from app.clock import FixedClock
 from app.errors import Conflict, InvalidInput
 from app.errors import InsufficientBalance as BaseInsufficient
 from app.ledger import service as ledger
-from app.ledger.checks import run_checks
 from app.ledger.models import DeclinedAttempt, Hold, JournalEntry
 from app.ledger.service import HoldAlreadyResolved, IdempotencyConflict, InsufficientBalance
+from app.reconcile import run_checks
 from tests.support.factories import fund
 
 

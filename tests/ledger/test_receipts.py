@@ -14,9 +14,9 @@ from sqlmodel import Session, func, select
 
 from app.clock import FixedClock
 from app.ledger import service as ledger
-from app.ledger.checks import describe, run_checks
 from app.ledger.models import Receipt, ReceiptCounter
 from app.ledger.service import InsufficientBalance
+from app.reconcile import describe, run_checks
 
 # Every invariant except the invoice ones: these tests credit top-ups without creating the
 # payments invoice they would come from (the payments tests cover that path end to end).

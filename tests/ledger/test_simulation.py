@@ -28,11 +28,11 @@ from sqlmodel import Session
 from app.clock import FixedClock
 from app.errors import DomainError
 from app.ledger import service as ledger
-from app.ledger.checks import run_checks
 from app.ledger.postings import cents_for_crypto
 from app.ledger.service import HoldAlreadyResolved, IdempotencyConflict, InsufficientBalance
 from app.payments import service as payments
 from app.payments.rates import CURRENCIES
+from app.reconcile import run_checks
 
 ROOT = Path(__file__).resolve().parents[2]
 STEPS = int(os.environ.get("LEDGER_SIM_STEPS", "5000"))

@@ -73,7 +73,7 @@ def _credits(engine, order_id: int) -> list[JournalEntry]:  # type: ignore[no-un
 
 
 def _ledger_clean(engine) -> None:  # type: ignore[no-untyped-def]
-    from app.ledger.checks import run_checks
+    from app.reconcile import run_checks
 
     with Session(engine) as s:
         assert run_checks(s) == []

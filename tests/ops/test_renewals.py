@@ -249,7 +249,7 @@ def test_two_workers_on_postgres_charge_each_period_once(pg_url) -> None:  # typ
         for o in made:
             fresh = s.get(Order, o.id)
             assert fresh is not None and fresh.periods_paid == 2
-        from app.ledger.checks import run_checks
+        from app.reconcile import run_checks
 
         assert run_checks(s) == []
     engine.dispose()

@@ -70,7 +70,7 @@ def balances(engine: Engine) -> Callable[[User], tuple[int, int]]:
 @pytest.fixture
 def ledger_ok(engine: Engine) -> Callable[[], None]:
     def _check() -> None:
-        from app.ledger.checks import run_checks
+        from app.reconcile import run_checks
 
         with Session(engine) as s:
             violations = run_checks(s)

@@ -421,7 +421,7 @@ def test_failure_halfway_leaves_nothing(
 
     if where == "hold":
         monkeypatch.setattr(ledger, "place_hold_id", boom)
-        monkeypatch.setattr(ledger, "place_hold_with", boom)
+        monkeypatch.setattr(ledger, "hold_in_one_params", boom)
     else:
         monkeypatch.setattr(catalog, "reserve_for_order", boom)
     with Session(engine, expire_on_commit=False) as s:

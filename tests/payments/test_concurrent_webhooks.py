@@ -12,8 +12,8 @@ from sqlmodel import Session
 
 from app.clock import FixedClock
 from app.ledger import service as ledger
-from app.ledger.checks import run_checks
 from app.payments import service as payments
+from app.reconcile import run_checks
 
 from .conftest import Provider
 

@@ -12,10 +12,10 @@ from sqlmodel import Session, func, select
 
 from app.clock import FixedClock
 from app.ledger import service as ledger
-from app.ledger.checks import run_checks
 from app.ledger.models import JournalEntry
 from app.ledger.postings import cents_for_crypto
 from app.payments import service as payments
+from app.reconcile import run_checks
 
 from .conftest import Provider
 

@@ -14,10 +14,10 @@ from sqlmodel import Session, select
 from app.accounts.security import create_api_token
 from app.clock import FixedClock
 from app.ledger import service as ledger
-from app.ledger.checks import run_checks
 from app.ledger.postings import cents_for_crypto
 from app.payments.addresses import bech32_decode, eip55
 from app.payments.models import Invoice
+from app.reconcile import run_checks
 
 
 def invoice_id_from(r: Any) -> int:

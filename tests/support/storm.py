@@ -25,8 +25,8 @@ from app.catalog.models import IncomingBatch
 from app.catalog.service import list_price_cents
 from app.clock import SimulatedClock
 from app.ledger import service as ledger
-from app.ledger.checks import run_checks
 from app.orders.models import Order
+from app.reconcile import run_checks
 
 SKU = "hgx-h100"
 IMAGE = "ubuntu-24.04-cuda"

@@ -1,0 +1,208 @@
+"""The ledger's direct commands: a charge (renewals), a top-up credit, a promotion, a lease's
+unused days given back, an ops adjustment. Each keyed one is ``moves.keyed_command``."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlmodel import Session, select
+
+from app import errors
+from app.accounts import audit
+from app.errors import N_
+from app.ledger.models import JournalEntry
+from app.ledger.moves import check_amount, check_key, keyed_command, lock_customer, move
+from app.ledger.postings import EntryKind
+from app.text import single_line
+
+
+def charge(
+    session: Session,
+    *,
+    user_id: int,
+    amount_cents: int,
+    idempotency_key: str,
+    now: datetime,
+    reason: str,
+    order_id: int | None = None,
+    actor_id: int | None = None,
+) -> JournalEntry:
+    """A direct debit (available → revenue), e.g. a monthly renewal."""
+    check_amount(amount_cents)
+    check_key(idempotency_key)
+    entry, _made = keyed_command(
+        session,
+        command="charge",
+        kind=EntryKind.charge,
+        user_id=user_id,
+        key=idempotency_key,
+        amount_cents=amount_cents,
+        now=now,
+        params={"amount": amount_cents, "order_id": order_id},
+        entry={"reason": reason[:300], "order_id": order_id, "actor_id": actor_id},
+        order_id=order_id,
+        reason=reason,
+    )
+    return entry
+
+
+def credit_topup(
+    session: Session,
+    *,
+    user_id: int,
+    amount_cents: int,
+    invoice_id: int,
+    now: datetime,
+    crypto_amount: int | str,
+    currency: str,
+    rate: str,
+    reason: str = "",
+) -> JournalEntry:
+    """Credit a settled top-up invoice, at most once per invoice id (unique in the DB).
+
+    A second call for the same invoice returns the first entry when it agrees, and raises
+    ``Conflict`` when it does not (a bug upstream, never a second credit).
+    """
+    check_amount(amount_cents)
+    avail, held = lock_customer(session, user_id, now)
+    first = session.exec(
+        select(JournalEntry).where(JournalEntry.credit_invoice_id == invoice_id)
+    ).first()
+    if first is not None:
+        if first.user_id != user_id or first.amount_cents != amount_cents:
+            raise errors.Conflict(N_("This invoice was already credited with a different amount."))
+        return first
+    return move(
+        session,
+        EntryKind.topup,
+        amount_cents,
+        user_id=user_id,
+        now=now,
+        avail=avail,
+        held=held,
+        reason=reason[:300] or "crypto top-up",
+        invoice_id=invoice_id,
+        credit_invoice_id=invoice_id,
+        crypto_currency=currency,
+        crypto_amount=str(int(crypto_amount)),
+        rate=str(rate),
+    )
+
+
+def grant_promotion(
+    session: Session,
+    *,
+    user_id: int,
+    amount_cents: int,
+    reason: str,
+    now: datetime,
+    idempotency_key: str,
+    actor_id: int | None = None,
+) -> JournalEntry:
+    """Credit from the promotions account (demo balance, goodwill credits)."""
+    check_amount(amount_cents)
+    check_key(idempotency_key)
+    entry, _made = keyed_command(
+        session,
+        command="promotion",
+        kind=EntryKind.promotion,
+        user_id=user_id,
+        key=idempotency_key,
+        amount_cents=amount_cents,
+        now=now,
+        params={"amount": amount_cents},
+        entry={"reason": reason[:300], "actor_id": actor_id},
+    )
+    return entry
+
+
+def credit_unused_days(
+    session: Session,
+    *,
+    user_id: int,
+    order_id: int,
+    amount_cents: int,
+    days: int,
+    now: datetime,
+    actor_id: int | None = None,
+) -> JournalEntry:
+    """Give back the unused whole days of a lease that ops ended early (revenue →
+    available), as an entry named for the order. Once per order: a replay returns the
+    first entry; a different amount for the same order is an IdempotencyConflict."""
+    check_amount(amount_cents)
+    entry, _made = keyed_command(
+        session,
+        command="lease_credit",
+        kind=EntryKind.lease_credit,
+        user_id=user_id,
+        key=f"lease-credit:{order_id}",
+        amount_cents=amount_cents,
+        now=now,
+        params={"amount": amount_cents, "order_id": order_id},
+        entry={
+            "reason": f"order #{order_id}: {days} unused days credited (lease ended early)",
+            "order_id": order_id,
+            "actor_id": actor_id,
+        },
+    )
+    return entry
+
+
+def adjust(
+    session: Session,
+    *,
+    user_id: int,
+    amount_cents: int,
+    reason: str,
+    actor: Any,
+    now: datetime,
+    idempotency_key: str,
+    ip: str = "",
+    corrects_entry_id: int | None = None,
+) -> JournalEntry:
+    """An ops correction against ``system:adjustments`` (signed; a debit cannot overdraw)."""
+    check_amount(amount_cents, signed=True)
+    check_key(idempotency_key)
+    reason = single_line(reason)
+    if not reason:
+        raise errors.InvalidInput(N_("A reason is required."), field="reason")
+    if getattr(actor, "id", None) is None:
+        raise errors.Forbidden()
+    if corrects_entry_id is not None:
+        target = session.get(JournalEntry, corrects_entry_id)
+        if target is None or target.user_id != user_id:
+            raise errors.InvalidInput(
+                N_("That entry is not one of this customer's."), field="corrects_entry_id"
+            )
+    entry, made = keyed_command(
+        session,
+        command="adjust",
+        kind=EntryKind.adjustment,
+        user_id=user_id,
+        key=idempotency_key,
+        amount_cents=amount_cents,
+        now=now,
+        params={"amount": amount_cents, "reason": reason, "corrects": corrects_entry_id},
+        entry={
+            "reason": reason[:300],
+            "actor_id": actor.id,
+            "corrects_entry_id": corrects_entry_id,
+        },
+        declined_cents=-amount_cents,
+        reason=reason,
+    )
+    if made:
+        audit.record(
+            session,
+            action="ledger.adjust",
+            now=now,
+            actor=actor,
+            target=f"user:{user_id}",
+            ip=ip,
+            amount_cents=amount_cents,
+            reason=reason,
+            entry_id=entry.id,
+        )
+        session.flush()
+    return entry

@@ -1,0 +1,158 @@
+"""The customer's cancel: discard before payment, a full refund before delivery (the
+first-month hold voided, the nodes released), or the end of a running lease at its paid
+period's end.
+
+Early cancel (ours): the product promises a full refund when we miss the date; before
+delivery a paid order can be cancelled by the customer and the first month goes back to
+the balance in full."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlmodel import Session
+
+from app import messages
+from app.accounts.models import User
+from app.catalog import service as catalog
+from app.errors import N_
+from app.ledger import service as ledger
+from app.notifications.service import notify
+from app.orders.errors import NotCancellable, OrderChangedMeanwhile
+from app.orders.lifecycle import LEASE_ACTIVE, PRE_DELIVERY, OrderStatus, check_transition
+from app.orders.models import Order
+from app.orders.queries import get_order_for, is_order_late, order_link
+from app.orders.writes import add_event
+
+
+def cancel_action(order: Order, now: datetime) -> str:
+    """Which cancel the customer is offered: refund | period_end | discard | wait | none."""
+    status = OrderStatus(order.status)
+    if status == OrderStatus.awaiting_payment:
+        return "discard"
+    if status in PRE_DELIVERY:
+        return "refund"  # before delivery: cancel any time, the first month back in full
+    if status == OrderStatus.delivered and not order.cancel_at_period_end:
+        return "period_end"
+    return "none"
+
+
+def cancel_order(
+    session: Session,
+    *,
+    user: User,
+    order_id: int,
+    now: datetime,
+    reason: str = "",
+    expected_action: str | None = None,
+) -> Order:
+    """The customer's cancel.
+
+    - awaiting payment → abandoned (nothing was charged);
+    - paid, not delivered yet (late or not) → cancelled, the first-month hold voided back to
+      the balance in full, the nodes released. Race-safe against ops delivering the same
+      order: both lock the order row first, and whichever commits second sees the other's
+      state (a delivered order is no longer cancellable for a refund);
+    - delivered → ending: the lease runs to the end of the paid month, no renewal, no fee.
+    Repeating a cancel that already happened returns the order unchanged.
+    """
+
+    assert user.id is not None
+    order = get_order_for(session, user, order_id, lock=True)
+    status = OrderStatus(order.status)
+    if status in (OrderStatus.cancelled, OrderStatus.abandoned) or (
+        status in LEASE_ACTIVE and order.cancel_at_period_end
+    ):
+        return order
+    action = cancel_action(order, now)
+    if expected_action is not None and action != expected_action:
+        raise OrderChangedMeanwhile()
+    if action == "none":
+        raise NotCancellable()
+
+    if action == "discard":
+        check_transition(order.status, OrderStatus.abandoned.value)
+        order.status = OrderStatus.abandoned.value
+        order.cancelled_at = now
+        session.add(order)
+        add_event(session, order, "abandoned", N_("Order discarded before payment."), now, user)
+        return order
+
+    if action == "refund":
+        check_transition(order.status, OrderStatus.cancelled.value)
+        late = is_order_late(order, now)
+        with session.begin_nested():
+            if order.first_hold_id is not None:
+                ledger.void_hold(
+                    session,
+                    order.first_hold_id,
+                    now=now,
+                    reason=(
+                        f"order #{order.id}: delivery date missed, cancelled by the customer"
+                        if late
+                        else f"order #{order.id}: cancelled by the customer before delivery"
+                    ),
+                    actor_id=user.id,
+                )
+            assert order.id is not None
+            catalog.release_for_order(session, order.id, now)
+            order.status = OrderStatus.cancelled.value
+            order.cancelled_at = now
+            session.add(order)
+            session.flush()
+            amount = order.monthly_total_cents
+            add_event(
+                session,
+                order,
+                "cancelled",
+                N_(
+                    "Cancelled after the promised date was missed; the first month went back to the balance in full."
+                )
+                if late
+                else N_(
+                    "Cancelled by the customer before delivery; the first month went back to the balance in full."
+                ),
+                now,
+                user,
+            )
+            notify(
+                session,
+                user_id=user.id,
+                kind="order_refunded",
+                message=N_("Order #{id} is cancelled and {amount} is back in your balance."),
+                params={"id": order.id, "amount": messages.money(amount)},
+                now=now,
+                link=order_link(order),
+                email_to=user.email,
+                email_subject=N_("Order #{id} cancelled and refunded"),
+            )
+        return order
+
+    # action == "period_end": a running lease ends at the end of the paid month, for free.
+    check_transition(order.status, OrderStatus.ending.value)
+    order.status = OrderStatus.ending.value
+    order.cancel_at_period_end = True
+    session.add(order)
+    session.flush()
+    end = messages.day(order.period_end) if order.period_end else ""
+    add_event(
+        session,
+        order,
+        "cancel_at_period_end",
+        N_("Cancelled by the customer: the lease runs until {date} and will not renew."),
+        now,
+        user,
+        params={"date": end},
+    )
+    notify(
+        session,
+        user_id=user.id,
+        kind="order_ending",
+        message=N_("Order #{id} will end on {date}; nothing more will be charged."),
+        params={"id": order.id, "date": end},
+        now=now,
+        link=order_link(order),
+        email_to=user.email,
+        email_subject=N_("Order #{id} will end at the period end"),
+    )
+    return order
