@@ -31,7 +31,6 @@ from app.web import routes as web_routes
 from app.web.csrf import csrf_protect
 from app.web.encoding import Compress
 from app.web.middleware import AppMiddleware, BodyLimit, ConcurrencyLimit
-from app.web.onehop import adopt
 from app.web.proxy import AllowedHosts, TrustedProxies
 from app.web.templating import STATIC_DIR, make_templates
 
@@ -111,8 +110,6 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
     app.add_middleware(TrustedProxies, networks=settings.proxy_networks)
     app.mount("/static", StaticFiles(directory=str(STATIC_DIR)), name="static")
     for router in ROUTERS:
-        # one worker-thread call per request for synchronous handlers (app/web/onehop.py)
-        adopt(router.routes)
         app.include_router(router)
     return app
 

@@ -153,6 +153,9 @@ def _async_db_handlers(app: object) -> list[str]:
     def async_with_session(dep: object) -> list[str]:
         found = []
         call = getattr(dep, "call", None)
+        # AppRoute hands FastAPI an async wrapper that runs the declared ``def`` handler in
+        # a worker thread: the declared one is what must not be async
+        call = inspect.unwrap(call) if call is not None else None
         if call is not None and inspect.iscoroutinefunction(call) and takes_session(dep):
             found.append(getattr(call, "__qualname__", repr(call)))
         for d in getattr(dep, "dependencies", []):

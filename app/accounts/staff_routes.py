@@ -18,9 +18,10 @@ from app.accounts.models import Role, User
 from app.web.deps import NowDep, SessionDep
 from app.web.flash import flash
 from app.web.i18n import gettext as _
+from app.web.routing import AppRoute
 from app.web.templating import render
 
-router = APIRouter()
+router = APIRouter(route_class=AppRoute)
 PAGE_SIZE = 50
 
 

@@ -25,9 +25,10 @@ from app.web.deps import NowDep, SessionDep
 from app.web.flash import flash
 from app.web.forms import FormModel
 from app.web.i18n import gettext as _
+from app.web.routing import AppRoute
 from app.web.templating import render
 
-router = APIRouter()
+router = APIRouter(route_class=AppRoute)
 
 
 def _page(

@@ -24,9 +24,10 @@ from app.catalog.specs import all_specs
 from app.migrate import current_revision, head_revision
 from app.web import i18n
 from app.web.deps import SessionDep
+from app.web.routing import AppRoute
 from app.web.templating import render
 
-router = APIRouter()
+router = APIRouter(route_class=AppRoute)
 
 
 def safe_next(target: str | None, default: str = "/") -> str:
