@@ -32,6 +32,7 @@ from typing import Any
 from fastapi import HTTPException, Request, Response
 
 from app.errors import N_
+from app.web.i18n import gettext
 from app.web.routing import AppRoute
 
 MAX_DEPTH = 32  # the deepest request any endpoint takes is 4 (sizing: model.architecture.moe)
@@ -142,7 +143,6 @@ def _check(value: Any, has_refused: bool) -> None:
 
 def error_body(problems: list[tuple[str, str, dict[str, Any]]]) -> dict[str, Any]:
     """The API's error shape for ``problems``, in the request's language."""
-    from app.web.i18n import gettext
 
     return {
         "code": "invalid_input",

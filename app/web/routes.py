@@ -15,7 +15,7 @@ from fastapi.responses import (
     RedirectResponse,
     Response,
 )
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest, multiprocess
 from sqlalchemy import text
 
 from app.accounts.deps import get_optional_user
@@ -122,8 +122,6 @@ def metrics(request: Request) -> Response:
 
 def metrics_text() -> str:
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
-        from prometheus_client import CollectorRegistry, multiprocess
-
         registry = CollectorRegistry()
         multiprocess.MultiProcessCollector(registry)
         return generate_latest(registry).decode()
