@@ -497,7 +497,7 @@ _KEY_BRANCH = sa_select(
     literal("o"), _ORDERS.c.id, literal(None, Date), literal(None, Integer)
 ).where(_ORDERS.c.user_id == bindparam("uid"), _ORDERS.c.idempotency_key == bindparam("key"))
 # the catalog's promise reads (its typed builder) and the key's order, in one round trip
-_PROMISE_AND_KEY = union_all(*promise_reads().selects, _KEY_BRANCH)
+_PROMISE_AND_KEY: Any = union_all(*promise_reads().selects, _KEY_BRANCH)
 
 
 def find_existing(session: Session, user: User, key: str, draft: OrderDraft) -> Order | None:
