@@ -2,7 +2,8 @@
 
 A PDF costs 1–2 s of CPU (fpdf2 with an embedded CJK font); the share link is public, so
 20 concurrent downloads used to stall the whole process. Now each (quote, version,
-language) is rendered once per process and kept in a small LRU cache, and at most
+language) is rendered once per process and kept in a small LRU cache
+(``cachetools.LRUCache``; it is not thread-safe, so reads and writes hold a lock), and at most
 ``MAX_RENDERS`` renders run at the same time — further requests wait briefly, then get a
 503 with ``Retry-After`` instead of piling up.
 """
@@ -12,9 +13,10 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
-from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Any
+
+from cachetools import LRUCache
 
 from app.errors import N_, DomainError
 
@@ -39,17 +41,13 @@ class PdfCache:
     ) -> None:
         self._slots = threading.BoundedSemaphore(max_renders)
         self._lock = threading.Lock()
-        self._entries: OrderedDict[Hashable, bytes] = OrderedDict()
-        self.max_entries = max_entries
+        self._entries: LRUCache[Hashable, bytes] = LRUCache(maxsize=max_entries)
         self.wait_seconds = wait_seconds
         self.renders = 0  # how many times a PDF was actually built (tests, metrics)
 
     def _get(self, key: Hashable) -> bytes | None:
         with self._lock:
-            body = self._entries.get(key)
-            if body is not None:
-                self._entries.move_to_end(key)
-            return body
+            return self._entries.get(key)
 
     def get_or_render(self, key: Hashable, render: Callable[[], bytes]) -> bytes:
         body = self._get(key)
@@ -64,8 +62,6 @@ class PdfCache:
                 with self._lock:
                     self.renders += 1
                     self._entries[key] = body
-                    while len(self._entries) > self.max_entries:
-                        self._entries.popitem(last=False)
             return body
         finally:
             self._slots.release()
