@@ -241,6 +241,18 @@ def add_batch(
     return b
 
 
+def _expected_batch(session: Session, batch_id: int, now: datetime) -> IncomingBatch:
+    """The batch, its SKU's stock row locked and the row read again; still expected."""
+    b = session.get(IncomingBatch, batch_id)
+    if b is None:
+        raise NotFound(N_("There is no such batch."))
+    lock_sku(session, b.sku_id, now)
+    session.refresh(b)
+    if b.status != BatchStatus.expected.value:
+        raise Conflict(N_("This batch has already arrived."))
+    return b
+
+
 def update_batch(
     session: Session,
     batch_id: int,
@@ -251,13 +263,7 @@ def update_batch(
     expected_on: date | None = None,
     ip: str = "",
 ) -> IncomingBatch:
-    b = session.get(IncomingBatch, batch_id)
-    if b is None:
-        raise NotFound(N_("There is no such batch."))
-    lock_sku(session, b.sku_id, now)
-    session.refresh(b)
-    if b.status != BatchStatus.expected.value:
-        raise Conflict(N_("This batch has already arrived."))
+    b = _expected_batch(session, batch_id, now)
     errors = {}
     if quantity is not None and not max(1, b.reserved) <= quantity <= 500:
         errors["quantity"] = N_("Between the units already promised to orders and 500.")
@@ -290,13 +296,7 @@ def mark_batch_arrived(
 ) -> list[Node]:
     """The batch is in the data centre: create its nodes; units promised to orders become
     nodes held for those orders (oldest reservation first), the rest are available."""
-    b = session.get(IncomingBatch, batch_id)
-    if b is None:
-        raise NotFound(N_("There is no such batch."))
-    lock_sku(session, b.sku_id, now)
-    session.refresh(b)
-    if b.status != BatchStatus.expected.value:
-        raise Conflict(N_("This batch has already arrived."))
+    b = _expected_batch(session, batch_id, now)
     # Orders waiting on this batch, oldest first.
     waiting: list[tuple[StockReservation, int]] = []
     for r in session.exec(

@@ -93,14 +93,12 @@ def create_quote(
         updated_at=now,
     )
     apply_input(session, q, data, now)
-    session.add(q)
-    session.flush()
-    audit.record(
+    return _saved(
         session,
-        action="quote.created",
-        now=now,
+        q,
+        "quote.created",
         actor=actor,
-        target=f"quote:{q.id}",
+        now=now,
         ip=ip,
         sku=q.sku_id,
         quantity=q.quantity,
@@ -108,7 +106,6 @@ def create_quote(
         discount_bp=q.discount_bp,
         total_cents=q.total_cents,
     )
-    return q
 
 
 def update_quote(
@@ -121,23 +118,32 @@ def update_quote(
     if q.status == QuoteStatus.pending_approval and q.discount_bp != old_discount:
         q.status = QuoteStatus.draft.value
         q.approval_requested_at = None
-    session.add(q)
-    session.flush()
-    audit.record(
+    return _saved(
         session,
-        action="quote.updated",
-        now=now,
+        q,
+        "quote.updated",
         actor=actor,
-        target=f"quote:{q.id}",
+        now=now,
         ip=ip,
         discount_bp=q.discount_bp,
         total_cents=q.total_cents,
     )
-    return q
 
 
 def approval_covers(q: Quote) -> bool:
     return q.approved_discount_bp is not None and q.discount_bp <= q.approved_discount_bp
+
+
+def _saved(
+    session: Session, q: Quote, action: str, *, actor: User, now: datetime, ip: str, **details: Any
+) -> Quote:
+    """Write the quote and its audit event (the share token never goes in the event)."""
+    session.add(q)
+    session.flush()
+    audit.record(
+        session, action=action, now=now, actor=actor, target=f"quote:{q.id}", ip=ip, **details
+    )
+    return q
 
 
 def _mark_sent(session: Session, q: Quote, now: datetime) -> None:
@@ -160,77 +166,60 @@ def send_quote(session: Session, q: Quote, *, actor: User, now: datetime, ip: st
     else:
         _mark_sent(session, q, now)
         action = "quote.sent"
-    session.add(q)
-    session.flush()
-    audit.record(
-        session,
-        action=action,
-        now=now,
-        actor=actor,
-        target=f"quote:{q.id}",
-        ip=ip,
-        discount_bp=q.discount_bp,
-    )
-    return q
+    return _saved(session, q, action, actor=actor, now=now, ip=ip, discount_bp=q.discount_bp)
+
+
+def _ops_decision(q: Quote, actor: User, reason: str, missing: str) -> str:
+    """The checks of an ops decision on a pending discount; the reason, on one line."""
+    if not actor.is_ops:
+        raise Forbidden(N_("Only operations staff can approve a discount above 10 %."))
+    if q.status != QuoteStatus.pending_approval:
+        raise QuoteStateError()
+    reason = single_line(reason, 500)
+    if not reason:
+        raise InvalidInput(missing, field="reason")
+    return reason
 
 
 def approve_quote(
     session: Session, q: Quote, *, actor: User, reason: str, now: datetime, ip: str = ""
 ) -> Quote:
     """Ops approve a discount above the sales limit; the quote is then sent."""
-    if not actor.is_ops:
-        raise Forbidden(N_("Only operations staff can approve a discount above 10 %."))
-    if q.status != QuoteStatus.pending_approval:
-        raise QuoteStateError()
-    reason = single_line(reason, 500)
-    if not reason:
-        raise InvalidInput(N_("Say why this discount is approved."), field="reason")
+    reason = _ops_decision(q, actor, reason, N_("Say why this discount is approved."))
     q.approved_by_id = actor.id
     q.approved_at = now
     q.approval_reason = reason
     q.approved_discount_bp = q.discount_bp
     _mark_sent(session, q, now)
-    session.add(q)
-    session.flush()
-    audit.record(
+    return _saved(
         session,
-        action="quote.approved",
-        now=now,
+        q,
+        "quote.approved",
         actor=actor,
-        target=f"quote:{q.id}",
+        now=now,
         ip=ip,
         discount_bp=q.discount_bp,
         reason=reason,
     )
-    return q
 
 
 def decline_quote(
     session: Session, q: Quote, *, actor: User, reason: str, now: datetime, ip: str = ""
 ) -> Quote:
-    if not actor.is_ops:
-        raise Forbidden(N_("Only operations staff can approve a discount above 10 %."))
-    if q.status != QuoteStatus.pending_approval:
-        raise QuoteStateError()
-    reason = single_line(reason, 500)
-    if not reason:
-        raise InvalidInput(N_("Say why this discount is declined."), field="reason")
+    reason = _ops_decision(q, actor, reason, N_("Say why this discount is declined."))
     q.status = QuoteStatus.draft.value
     q.approval_requested_at = None
     q.updated_at = now
-    session.add(q)
-    session.flush()
-    audit.record(
+    return _saved(
         session,
-        action="quote.approval_declined",
-        now=now,
+        q,
+        "quote.approval_declined",
         actor=actor,
-        target=f"quote:{q.id}",
+        now=now,
         ip=ip,
         discount_bp=q.discount_bp,
         reason=reason,
     )
-    return q
 
 
 def withdraw_quote(
@@ -241,12 +230,7 @@ def withdraw_quote(
     q.status = QuoteStatus.withdrawn.value
     q.withdrawn_at = now
     q.updated_at = now
-    session.add(q)
-    session.flush()
-    audit.record(
-        session, action="quote.withdrawn", now=now, actor=actor, target=f"quote:{q.id}", ip=ip
-    )
-    return q
+    return _saved(session, q, "quote.withdrawn", actor=actor, now=now, ip=ip)
 
 
 def record_pdf_download(
