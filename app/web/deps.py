@@ -14,7 +14,6 @@ from fastapi import Depends, Request
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
-from app.clock import Clock
 from app.db import reader, writer
 from app.settings import Settings
 
@@ -138,10 +137,6 @@ async def get_session(request: Request) -> AsyncIterator[Session]:
 
 
 # No I/O in these: ``async def`` so FastAPI calls them on the loop, not in a worker thread.
-async def get_clock(request: Request) -> Clock:
-    return request.app.state.clock  # type: ignore[no-any-return]
-
-
 async def get_now(request: Request) -> datetime:
     return request.app.state.clock.now()  # type: ignore[no-any-return]
 
@@ -151,6 +146,5 @@ async def get_settings(request: Request) -> Settings:
 
 
 SessionDep = Annotated[Session, Depends(get_session, scope="function")]
-ClockDep = Annotated[Clock, Depends(get_clock)]
 NowDep = Annotated[datetime, Depends(get_now)]
 SettingsDep = Annotated[Settings, Depends(get_settings)]
