@@ -31,10 +31,9 @@ from app.sizing.messages import render as render_msg
 from app.web.encoding import accepts_gzip
 from app.web.i18n import current_locale, punct
 from app.web.i18n import gettext as _
-from app.web.routing import AppRoute
 from app.web.templating import format_money, format_number, is_htmx, render, templates_of
 
-router = APIRouter(route_class=AppRoute)
+router = APIRouter()
 log = logging.getLogger(__name__)
 
 # The cluster request form (quotes domain). A plain path: the route lives in another branch.
