@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 from urllib.parse import urlencode
 
 from sqlalchemy import func
@@ -131,6 +132,14 @@ def update_cluster_request(
     row.status = status
     if staff_note is not None:
         row.staff_note = staff_note.strip()[:4000]
+    _status_changed(session, row, actor=actor, now=now, ip=ip, old=old, status=status)
+    return row
+
+
+def _status_changed(
+    session: Session, row: ClusterRequest, *, actor: User, now: datetime, ip: str, **details: Any
+) -> None:
+    """Write the request and the audit event of its new status."""
     session.add(row)
     audit.record(
         session,
@@ -139,10 +148,8 @@ def update_cluster_request(
         actor=actor,
         target=f"cluster_request:{row.id}",
         ip=ip,
-        old=old,
-        status=status,
+        **details,
     )
-    return row
 
 
 def quote_values_from_request(session: Session, request_id: int) -> dict[str, str]:
@@ -175,14 +182,4 @@ def mark_cluster_request_quoted(
         return
     row.status = ClusterRequestStatus.quoted.value
     row.staff_note = (row.staff_note + f"\n{pricing.reference(q.id or 0)}").strip()
-    session.add(row)
-    audit.record(
-        session,
-        action="cluster_request.status",
-        now=now,
-        actor=actor,
-        target=f"cluster_request:{row.id}",
-        ip=ip,
-        status=row.status,
-        quote_id=q.id,
-    )
+    _status_changed(session, row, actor=actor, now=now, ip=ip, status=row.status, quote_id=q.id)
