@@ -11,8 +11,10 @@ mechanisms keep most of that:
 - every router is built with ``APIRouter(route_class=AppRoute)``. ``AppRoute`` gives
   FastAPI, for a ``def`` handler, an ``async def`` endpoint (``functools.wraps``: the
   same signature, so the same parameters, dependencies and OpenAPI) that makes ONE
-  worker-thread call: the handler, then the request's commit (rolled back on any
-  exception), in that thread. ``get_session`` then only closes the session.
+  worker-thread call: the handler, then (when it took the request's session) the commit,
+  rolled back on any exception, in that thread. ``get_session`` then only closes the
+  session. The answer is validated and serialised on the loop (no I/O), not in a second
+  thread call as FastAPI does for a ``def`` handler with a response model.
 
 The request still owns the transaction and commits before a byte of the answer is sent
 (the answer is serialised after the commit, on the loop; a handler that returns a
@@ -29,13 +31,12 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable
-from typing import Any, get_type_hints
+from typing import Any
 
-from fastapi.params import Depends
 from fastapi.routing import APIRoute
 from starlette.concurrency import run_in_threadpool
 
-from app.web.deps import get_session, request_session, settle_session
+from app.web.deps import request_session, settle_session
 
 
 def _run_and_settle(handler: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
@@ -71,34 +72,10 @@ def _is_plain_def(call: Callable[..., Any]) -> bool:
     )
 
 
-def _dependencies(call: Callable[..., Any]) -> list[Callable[..., Any]]:
-    """The dependencies ``call`` declares (``Annotated[..., Depends(f)]`` or ``= Depends(f)``)."""
-    hints = get_type_hints(call, include_extras=True)
-    found = []
-    for name, param in inspect.signature(call).parameters.items():
-        marks = list(getattr(hints.get(name), "__metadata__", ())) + [param.default]
-        found += [m.dependency for m in marks if isinstance(m, Depends) and m.dependency]
-    return found
-
-
-def takes_session(call: Callable[..., Any], seen: frozenset[Any] = frozenset()) -> bool:
-    """Whether ``call`` or a dependency on the way needs the request's session."""
-    if call is get_session:
-        return True
-    if not inspect.isfunction(call) or call in seen:
-        return False
-    return any(takes_session(d, seen | {call}) for d in _dependencies(call))
-
-
 class AppRoute(APIRoute):
-    """An ``APIRoute`` whose ``def`` handler runs with its commit in one thread call. Only
-    a handler that takes the session (itself or through a dependency) is changed: for any
-    other, FastAPI's own way makes no more thread calls."""
+    """An ``APIRoute`` whose ``def`` handler runs with its commit in one thread call."""
 
     def __init__(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
-        route_deps = [d.dependency for d in kwargs.get("dependencies") or () if d.dependency]
-        if _is_plain_def(endpoint) and (
-            takes_session(endpoint) or any(takes_session(d) for d in route_deps)
-        ):
+        if _is_plain_def(endpoint):
             endpoint = one_thread_call(endpoint)
         super().__init__(path, endpoint, **kwargs)
