@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import DateTime, MetaData, event
+from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import Dialect, Engine, make_url
 from sqlalchemy.types import TypeDecorator
 from sqlmodel import Session, SQLModel, create_engine
@@ -156,7 +157,6 @@ def pg_type_name(type_: Any) -> str:
     """A column type as PostgreSQL spells it in a ``CAST`` of a plain text statement's
     parameter: the compiled name, text without a length (an explicit cast to
     ``VARCHAR(n)`` would cut a longer value where the column itself refuses it)."""
-    from sqlalchemy.dialects import postgresql
 
     name = str(type_.compile(dialect=postgresql.dialect()))
     if name.startswith("VARCHAR"):

@@ -15,6 +15,9 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from sqlalchemy import event
+from sqlalchemy.orm import Session
+
 from app.ledger.models import JournalEntry
 from app.payments.models import Invoice
 from app.web.middleware import log_safe, redact_path
@@ -133,8 +136,6 @@ def install_money_log() -> None:
     global _installed
     if _installed:
         return
-    from sqlalchemy import event
-    from sqlalchemy.orm import Session
 
     event.listen(Session, "after_flush", _after_flush)
     event.listen(Session, "after_commit", _after_commit)

@@ -9,6 +9,7 @@ from app import logs
 from app.accounts import routes as accounts_routes
 from app.accounts import twofactor_routes
 from app.accounts.deps import load_user
+from app.accounts.security import SESSION_COOKIE
 from app.api import accounts as api_accounts
 from app.api import ledger as api_ledger
 from app.api import orders as api_orders
@@ -17,11 +18,11 @@ from app.catalog import routes as catalog_routes
 from app.clock import Clock, SimulatedClock, SystemClock
 from app.configurator import routes as configurator_routes
 from app.db import make_engine
-from app.errors import install_handlers
 from app.ledger import routes as ledger_routes
 from app.orders import control_routes
 from app.orders import routes as orders_routes
 from app.payments import routes as payments_routes
+from app.payments.service import make_provider, use_provider
 from app.quotes import routes as quotes_routes
 from app.settings import Settings
 from app.staff import routes as staff_routes
@@ -30,8 +31,8 @@ from app.warmup import warm_process
 from app.web import routes as web_routes
 from app.web.csrf import csrf_protect
 from app.web.encoding import Compress
+from app.web.errors import install_handlers
 from app.web.middleware import AppMiddleware, BodyLimit, ConcurrencyLimit
-from app.web.onehop import adopt
 from app.web.proxy import AllowedHosts, TrustedProxies
 from app.web.templating import STATIC_DIR, make_templates
 
@@ -87,7 +88,7 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
     app.state.clock = clock
     app.state.templates = make_templates(auto_reload=settings.environment == "development")
     app.state.user_loader = load_user  # templates show who is logged in (error pages too)
-    from app.payments.service import make_provider, use_provider
+    app.state.session_cookie = SESSION_COOKIE  # CSRF tokens are bound to the session
 
     app.state.payment_provider = make_provider(settings)
     use_provider(app.state.payment_provider)
@@ -111,8 +112,6 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
     app.add_middleware(TrustedProxies, networks=settings.proxy_networks)
     app.mount("/static", StaticFiles(directory=str(STATIC_DIR)), name="static")
     for router in ROUTERS:
-        # one worker-thread call per request for synchronous handlers (app/web/onehop.py)
-        adopt(router.routes)
         app.include_router(router)
     return app
 

@@ -20,6 +20,9 @@ import logging
 from datetime import date, datetime
 from typing import Any
 
+from babel.dates import format_date
+from babel.numbers import format_decimal
+
 from app import i18n
 from app.money import format_cents
 
@@ -76,13 +79,11 @@ def _medium_date(iso: str, locale: str) -> str:
     """Babel's "medium" date in ``locale``: the same answer for the same day and language,
     so kept (a checkout formats its promised date four times; Babel parses the pattern each
     time)."""
-    from babel.dates import format_date
 
     return str(format_date(date.fromisoformat(iso), "medium", locale=i18n.babel_locale(locale)))
 
 
 def _value(v: Any, locale: str) -> Any:
-    from babel.numbers import format_decimal
 
     if isinstance(v, dict) and "t" in v:
         kind = v.get("t")

@@ -2,41 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from decimal import Decimal
 
 from babel.numbers import format_currency
 
 from app.numbers import parse_money_cents
-
-
-@dataclass(frozen=True, order=True)
-class Money:
-    cents: int
-    currency: str = "USD"
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.cents, int) or isinstance(self.cents, bool):
-            raise TypeError("Money.cents must be an int (minor units)")
-
-    def __add__(self, other: Money) -> Money:
-        self._same(other)
-        return Money(self.cents + other.cents, self.currency)
-
-    def __sub__(self, other: Money) -> Money:
-        self._same(other)
-        return Money(self.cents - other.cents, self.currency)
-
-    def __neg__(self) -> Money:
-        return Money(-self.cents, self.currency)
-
-    def _same(self, other: Money) -> None:
-        if other.currency != self.currency:
-            raise ValueError("currency mismatch")
-
-    def format(self, locale: str = "en") -> str:
-        return format_cents(self.cents, locale, self.currency)
-
 
 _BABEL_LOCALE = {"en": "en_US", "zh": "zh_Hans_CN", "zh_CN": "zh_Hans_CN"}
 

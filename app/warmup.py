@@ -14,13 +14,14 @@ from __future__ import annotations
 import gc
 import logging
 
+from app import sizing
+
 log = logging.getLogger(__name__)
 
 WARM_REQUEST = {"model": {"preset": "llama-3.1-8b"}, "tokens": 1e11}
 
 
 def warm_process() -> None:
-    from app import sizing
 
     try:
         sizing.size(dict(WARM_REQUEST))

@@ -25,7 +25,7 @@ from app.clock import Clock, SimulatedClock, SystemClock
 from app.db import make_engine, transaction
 from app.notifications.service import send_outbox
 from app.orders import renewals as lease_renewals
-from app.payments.service import expire_due
+from app.payments.service import expire_due, make_provider, use_provider
 from app.settings import Settings
 from app.tables import import_models
 
@@ -105,7 +105,6 @@ def cmd_worker(args: argparse.Namespace) -> int:
     logs.configure(settings.log_level)
     engine = make_engine(settings.database_url, busy_timeout_ms=settings.sqlite_busy_timeout_ms)
     clock: Clock = SimulatedClock(engine) if settings.simulation else SystemClock()
-    from app.payments.service import make_provider, use_provider
 
     use_provider(make_provider(settings))  # invoice expiry re-reads the real provider
     try:

@@ -153,6 +153,9 @@ def _async_db_handlers(app: object) -> list[str]:
     def async_with_session(dep: object) -> list[str]:
         found = []
         call = getattr(dep, "call", None)
+        # AppRoute hands FastAPI an async wrapper that runs the declared ``def`` handler in
+        # a worker thread: the declared one is what must not be async
+        call = inspect.unwrap(call) if call is not None else None
         if call is not None and inspect.iscoroutinefunction(call) and takes_session(dep):
             found.append(getattr(call, "__qualname__", repr(call)))
         for d in getattr(dep, "dependencies", []):
@@ -235,3 +238,42 @@ def test_no_async_route_handler_in_route_modules_reads_the_engine() -> None:
                     if isinstance(sub, ast.Call) and getattr(sub.func, "id", "") == "transaction":
                         offenders.append(f"{f.relative_to(ROOT)}:{node.name}")
     assert not offenders, offenders
+
+
+# ---------------------------------------------------------------------------------------
+# docs/architecture.md's "Where to add" table names real paths
+# ---------------------------------------------------------------------------------------
+
+
+def where_to_add_paths() -> dict[str, list[str]]:
+    """Each row of the table: what to add → the repository paths it names."""
+    import re
+
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    section = text.split("## Where to add", 1)[1].split("\n## ", 1)[0]
+    rows: dict[str, list[str]] = {}
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) != 2 or cells[0] in ("to add", "---"):
+            continue
+        found = re.findall(r"`([\w./<>-]+)`", cells[1])
+        rows[cells[0]] = [p for p in found if "/" in p or p.endswith((".toml", ".py"))]
+    return rows
+
+
+def test_where_to_add_names_real_paths() -> None:
+    rows = where_to_add_paths()
+    wanted = {
+        "a field on the order page",
+        "a node type (SKU)",
+        "a ledger entry kind",
+        "a route",
+        "a table",
+        "a framework profile (sizing)",
+    }
+    assert wanted <= set(rows), sorted(rows)
+    missing = [
+        f"{what}: {p}" for what, paths in rows.items() for p in paths if not (ROOT / p).exists()
+    ]
+    assert all(rows[w] for w in wanted), rows
+    assert not missing, missing

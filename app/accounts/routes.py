@@ -18,9 +18,10 @@ from app.web.deps import NowDep, SessionDep, SettingsDep
 from app.web.flash import flash
 from app.web.i18n import gettext as _
 from app.web.routes import safe_next
+from app.web.routing import AppRoute
 from app.web.templating import render
 
-router = APIRouter(include_in_schema=False)
+router = APIRouter(route_class=AppRoute, include_in_schema=False)
 
 NO_STORE = {"Cache-Control": "no-store", "Referrer-Policy": "no-referrer"}
 FormStr = Annotated[str, Form()]

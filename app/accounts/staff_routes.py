@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Annotated, Any
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
@@ -18,9 +19,10 @@ from app.accounts.models import Role, User
 from app.web.deps import NowDep, SessionDep
 from app.web.flash import flash
 from app.web.i18n import gettext as _
+from app.web.routing import AppRoute
 from app.web.templating import render
 
-router = APIRouter()
+router = APIRouter(route_class=AppRoute)
 PAGE_SIZE = 50
 
 
@@ -133,7 +135,6 @@ def users(
 
 
 def _back(q: str) -> str:
-    from urllib.parse import urlencode
 
     return "/staff/users" + (f"?{urlencode({'q': q})}" if q else "")
 

@@ -32,7 +32,8 @@ from typing import Any
 from fastapi import HTTPException, Request, Response
 
 from app.errors import N_
-from app.web.onehop import OneHopRoute
+from app.web.i18n import gettext
+from app.web.routing import AppRoute
 
 MAX_DEPTH = 32  # the deepest request any endpoint takes is 4 (sizing: model.architecture.moe)
 MAX_INT_DIGITS = 100  # no field takes more than 20; Python itself stops at 4300
@@ -142,7 +143,6 @@ def _check(value: Any, has_refused: bool) -> None:
 
 def error_body(problems: list[tuple[str, str, dict[str, Any]]]) -> dict[str, Any]:
     """The API's error shape for ``problems``, in the request's language."""
-    from app.web.i18n import gettext
 
     return {
         "code": "invalid_input",
@@ -160,18 +160,22 @@ def error_body(problems: list[tuple[str, str, dict[str, Any]]]) -> dict[str, Any
 
 
 class StrictJSONRequest(Request):
+    """A request whose ``json()`` is :func:`loads` (parsed once; the value kept on
+    ``request.state``, not in Starlette's own cache attribute)."""
+
     async def json(self) -> Any:
-        if not hasattr(self, "_json"):
+        state = self.state
+        if not hasattr(state, "strict_json"):
             try:
-                self._json = loads(await self.body())
+                state.strict_json = loads(await self.body())
             except BodyError as e:
                 raise HTTPException(status_code=422, detail=error_body(e.problems)) from None
-        return self._json
+        return state.strict_json
 
 
-class StrictJSONRoute(OneHopRoute):
-    """An API route whose JSON body is parsed by :func:`loads` (see the module's doc); a
-    ``OneHopRoute``, so its sync handler still takes one worker-thread call per request."""
+class StrictJSONRoute(AppRoute):
+    """An API route whose JSON body is parsed by :func:`loads` (see the module's doc); an
+    ``AppRoute``, so its sync handler and the commit take one worker-thread call."""
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handler = super().get_route_handler()

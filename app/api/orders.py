@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Annotated, Any
 
-from fastapi import APIRouter, Header, Request
+from fastapi import APIRouter, Header
 from fastapi.responses import JSONResponse
 from sqlmodel import Session
 
@@ -23,7 +23,7 @@ from app.errors import N_, DomainError, InsufficientBalance, InvalidInput
 from app.orders import service
 from app.orders.schemas import EventOut, OrderCreate, OrderOut
 from app.quotes import service as quotes
-from app.web.deps import NowDep, SessionDep, get_now, settle_session
+from app.web.deps import NowDep, SessionDep, settle_session
 from app.web.i18n import gettext as _
 from app.web.params import RowId
 
@@ -51,13 +51,12 @@ def _out(session: Session, order: Order, now: Any, *, detail: bool = False) -> O
 
 @router.post("", status_code=201, response_model=OrderOut)
 def create(
-    request: Request,
     body: OrderCreate,
     session: SessionDep,
+    now: NowDep,
     user: CurrentUser,
     idempotency_key: Annotated[str | None, Header(alias="Idempotency-Key")] = None,
 ) -> Any:
-    now = get_now(request)  # read here, not as a dependency: one thread-pool hop fewer
     if not idempotency_key or not idempotency_key.strip():
         raise InvalidInput(
             N_("Send an Idempotency-Key header (any unique string up to 80 characters)."),

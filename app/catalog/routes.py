@@ -18,9 +18,10 @@ from app.money import parse_amount
 from app.sizing import largest_full_training_model
 from app.web.deps import NowDep, SessionDep
 from app.web.i18n import gettext as _
+from app.web.routing import AppRoute
 from app.web.templating import is_htmx, render, tz_name
 
-router = APIRouter(include_in_schema=False)
+router = APIRouter(route_class=AppRoute, include_in_schema=False)
 
 SOURCE_LEGEND = (
     ("P", N_("the product page")),

@@ -138,10 +138,6 @@ def spec(sku_id: str) -> NodeSpec:
     raise KeyError(sku_id)
 
 
-def sku_ids() -> tuple[str, ...]:
-    return tuple(s.id for s in all_specs())
-
-
 def all_images() -> tuple[ImageSpec, ...]:
     return _load()[1]
 

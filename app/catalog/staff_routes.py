@@ -23,11 +23,12 @@ from app.money import parse_amount
 from app.numbers import NumberError, parse_int
 from app.web.deps import NowDep, SessionDep
 from app.web.flash import flash
-from app.web.forms import FormModel
+from app.web.forms import FormModel, refused
 from app.web.i18n import gettext as _
+from app.web.routing import AppRoute
 from app.web.templating import render
 
-router = APIRouter()
+router = APIRouter(route_class=AppRoute)
 
 
 def _page(
@@ -68,6 +69,13 @@ def _page(
         },
         status_code=status,
     )
+
+
+def _again(
+    request: Request, session: Session, now: Any, form: str, errors: Any, values: Any
+) -> Response:
+    """The page again, the refused form's messages next to its fields (nothing changed)."""
+    return _page(request, session, now, form=form, errors=errors, values=values, status=422)
 
 
 def _back(anchor: str = "") -> Response:
@@ -139,7 +147,7 @@ def node_add(
     form: Annotated[NodeAddForm, Form()],
 ) -> Response:
     f = _echo(form)
-    try:
+    with refused(session) as failed:
         node = svc.add_node(
             session,
             sku_id=form.sku_id,
@@ -150,9 +158,8 @@ def node_add(
             actor=user,
             ip=client_ip(request),
         )
-    except InvalidInput as e:
-        session.rollback()
-        return _page(request, session, now, form="node-add", errors=e.errors, values=f, status=422)
+    if failed.errors is not None:
+        return _again(request, session, now, "node-add", failed.errors, f)
     flash(request, _("Node {name} added.").format(name=node.hostname), "success")
     return _back("#nodes")
 
@@ -167,7 +174,7 @@ def node_change(
     form: Annotated[NodeChangeForm, Form()],
 ) -> Response:
     f = _echo(form)
-    try:
+    with refused(session) as failed:
         node = svc.update_node(
             session,
             node_id,
@@ -178,11 +185,8 @@ def node_change(
             note=form.note,
             ip=client_ip(request),
         )
-    except InvalidInput as e:
-        session.rollback()
-        return _page(
-            request, session, now, form=f"node-{node_id}", errors=e.errors, values=f, status=422
-        )
+    if failed.errors is not None:
+        return _again(request, session, now, f"node-{node_id}", failed.errors, f)
     flash(request, _("Node {name} saved.").format(name=node.hostname), "success")
     return _back(f"#node-{node_id}")
 
@@ -196,7 +200,7 @@ def batch_add(
     form: Annotated[BatchForm, Form()],
 ) -> Response:
     f = _echo(form)
-    try:
+    with refused(session) as failed:
         qty = _int(f.get("quantity", ""), "quantity", N_("Enter a whole number of nodes."))
         when = _date(f.get("expected_on", ""), "expected_on")
         svc.add_batch(
@@ -209,9 +213,8 @@ def batch_add(
             note=f.get("note", ""),
             ip=client_ip(request),
         )
-    except InvalidInput as e:
-        session.rollback()
-        return _page(request, session, now, form="batch-add", errors=e.errors, values=f, status=422)
+    if failed.errors is not None:
+        return _again(request, session, now, "batch-add", failed.errors, f)
     flash(request, _("Incoming batch added."), "success")
     return _back("#batches")
 
@@ -226,7 +229,7 @@ def batch_change(
     form: Annotated[BatchForm, Form()],
 ) -> Response:
     f = _echo(form)
-    try:
+    with refused(session) as failed:
         qty = _int(f.get("quantity", ""), "quantity", N_("Enter a whole number of nodes."))
         when = _date(f.get("expected_on", ""), "expected_on")
         svc.update_batch(
@@ -238,11 +241,8 @@ def batch_change(
             expected_on=when,
             ip=client_ip(request),
         )
-    except InvalidInput as e:
-        session.rollback()
-        return _page(
-            request, session, now, form=f"batch-{batch_id}", errors=e.errors, values=f, status=422
-        )
+    if failed.errors is not None:
+        return _again(request, session, now, f"batch-{batch_id}", failed.errors, f)
     flash(request, _("Batch saved."), "success")
     return _back("#batches")
 
@@ -266,7 +266,7 @@ def price_change(
     form: Annotated[PriceForm, Form()],
 ) -> Response:
     f = _echo(form)
-    try:
+    with refused(session) as failed:
         try:
             cents = parse_amount(f.get("price", ""))
         except ValueError:
@@ -287,11 +287,8 @@ def price_change(
             if "cents" in e.errors:
                 e.errors["price"] = e.errors.pop("cents")
             raise
-    except InvalidInput as e:
-        session.rollback()
-        return _page(
-            request, session, now, form=f"price-{sku_id}", errors=e.errors, values=f, status=422
-        )
+    if failed.errors is not None:
+        return _again(request, session, now, f"price-{sku_id}", failed.errors, f)
     if change is None:
         flash(request, _("The price is unchanged."), "info")
     else:
@@ -309,13 +306,10 @@ def lead_time_change(
     form: Annotated[LeadTimeForm, Form()],
 ) -> Response:
     f = _echo(form)
-    try:
+    with refused(session) as failed:
         days = _int(f.get("days", ""), "lead_time", N_("Enter a whole number of business days."))
         svc.set_lead_time(session, sku_id, days, now=now, actor=user, ip=client_ip(request))
-    except InvalidInput as e:
-        session.rollback()
-        return _page(
-            request, session, now, form=f"lead-{sku_id}", errors=e.errors, values=f, status=422
-        )
+    if failed.errors is not None:
+        return _again(request, session, now, f"lead-{sku_id}", failed.errors, f)
     flash(request, _("Lead time saved."), "success")
     return _back("#prices")

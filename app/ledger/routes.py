@@ -18,9 +18,10 @@ from app.payments import service as payments
 from app.payments.rates import CURRENCIES, format_units_for_reading
 from app.web.deps import SessionDep
 from app.web.i18n import current_locale, translations_for
+from app.web.routing import AppRoute
 from app.web.templating import pdf_datetime_formatter, render
 
-router = APIRouter(include_in_schema=False)
+router = APIRouter(route_class=AppRoute, include_in_schema=False)
 PAGE = 25
 
 KIND_TEXT = {

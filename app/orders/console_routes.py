@@ -21,9 +21,10 @@ from app.notifications.service import mark_read, unread_for
 from app.orders import controls, service
 from app.orders.models import Order
 from app.web.deps import NowDep, SessionDep
+from app.web.routing import AppRoute
 from app.web.templating import render
 
-router = APIRouter(include_in_schema=False)
+router = APIRouter(route_class=AppRoute, include_in_schema=False)
 
 
 def image_name(image_id: str) -> str:

@@ -19,8 +19,9 @@ from app.web.deps import NowDep, SessionDep
 from app.web.flash import flash
 from app.web.forms import FormModel
 from app.web.i18n import gettext as _
+from app.web.routing import AppRoute
 
-router = APIRouter(include_in_schema=False)
+router = APIRouter(route_class=AppRoute, include_in_schema=False)
 
 
 class TaskForm(FormModel):

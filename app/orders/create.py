@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Date, Integer, bindparam, literal
+from sqlalchemy import Date, Integer, bindparam, literal, union_all
 from sqlalchemy import select as sa_select
 from sqlmodel import Session
 
@@ -97,6 +97,8 @@ _BY_KEY = sa_select(ORDERS.c.id, ORDERS.c.request_hash).where(
 _KEY_BRANCH = sa_select(
     literal("o"), ORDERS.c.id, literal(None, Date), literal(None, Integer)
 ).where(ORDERS.c.user_id == bindparam("uid"), ORDERS.c.idempotency_key == bindparam("key"))
+# the catalog's promise reads (its typed builder) and the key's order, in one round trip
+_PROMISE_AND_KEY: Any = union_all(*catalog.promise_reads().selects, _KEY_BRANCH)
 
 
 def find_existing(session: Session, user: User, key: str, draft: OrderDraft) -> Order | None:
@@ -176,17 +178,14 @@ def create_order_for_checkout(
 
     # The key's order (usually none) is looked up in the promise's own round trip; a
     # replay is answered before anything is checked or written, as if looked up first.
-    by_key: list[Any] = []
-    seen, list_price = catalog.promise_and_list_price(
-        session,
-        draft.sku_id,
-        draft.quantity,
-        now,
-        extra=_KEY_BRANCH,
-        extra_params={"uid": user.id, "key": key},
-        extra_rows=by_key,
+    # The statement is composed here, from the catalog's typed part and our own.
+    rows = (
+        session.connection()
+        .execute(_PROMISE_AND_KEY, {"sku": draft.sku_id, "uid": user.id, "key": key})
+        .all()
     )
-    if by_key:
+    seen, list_price = catalog.promise_from_rows(draft.sku_id, draft.quantity, now, rows)
+    if any(r[0] == "o" for r in rows):
         existing = find_existing(session, user, key, draft)
         if existing is not None:
             return Created(existing, False)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any
+from urllib.parse import urlencode
 
 from sqlalchemy import func
 from sqlmodel import Session, col, select
@@ -66,8 +67,6 @@ class Filters:
         )
 
     def query(self, **change: Any) -> str:
-        from urllib.parse import urlencode
-
         data = {
             "view": self.view,
             "status": self.status,

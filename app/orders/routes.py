@@ -31,9 +31,10 @@ from app.web.deps import NowDep, SessionDep
 from app.web.flash import flash
 from app.web.i18n import gettext as _
 from app.web.numbers import number_message
+from app.web.routing import AppRoute
 from app.web.templating import is_htmx, render
 
-router = APIRouter(include_in_schema=False)
+router = APIRouter(route_class=AppRoute, include_in_schema=False)
 router.include_router(console_routes.router)  # /console and an order's page
 
 DEFAULT_SKU = "hgx-b200"

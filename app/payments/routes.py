@@ -27,11 +27,12 @@ from app.web.deps import NowDep, SessionDep
 from app.web.flash import flash
 from app.web.i18n import gettext as _
 from app.web.numbers import number_message
+from app.web.routing import AppRoute
 from app.web.templating import is_htmx, render
 
 money_log = logging.getLogger("app.money")
 
-router = APIRouter(include_in_schema=False)
+router = APIRouter(route_class=AppRoute, include_in_schema=False)
 MAX_WEBHOOK_BYTES = 64 * 1024  # a BTCPay notification is well under 2 KB
 
 STATUS_TEXT = {

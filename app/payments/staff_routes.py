@@ -8,9 +8,10 @@ from fastapi.responses import HTMLResponse, Response
 from app.accounts.deps import StaffUser
 from app.payments import service as payments
 from app.web.deps import SessionDep
+from app.web.routing import AppRoute
 from app.web.templating import render
 
-router = APIRouter()
+router = APIRouter(route_class=AppRoute)
 
 
 @router.get("/payments", response_class=HTMLResponse)

@@ -30,9 +30,10 @@ from app.web.deps import NowDep, SessionDep
 from app.web.flash import flash
 from app.web.forms import field_errors
 from app.web.i18n import gettext as _
+from app.web.routing import AppRoute
 from app.web.templating import render
 
-router = APIRouter(include_in_schema=False)
+router = APIRouter(route_class=AppRoute, include_in_schema=False)
 
 # The link is the credential: never cache the page.
 PRIVATE_HEADERS = {"Cache-Control": "no-store"}

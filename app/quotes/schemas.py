@@ -143,7 +143,7 @@ class QuoteIn(BaseModel):
     months: OptionalTypedInt = None
     # Typed as a percentage under the form field "discount"; held in basis points.
     discount_bp: int = Field(default=0, validation_alias="discount")
-    valid_days: OptionalTypedInt = Field(default=None, ge=1, le=30)
+    valid_days: OptionalTypedInt = Field(default=None, ge=1, le=pricing.MAX_VALID_DAYS)
     sizing: str = Field(default="", max_length=2000)
     sizing_notes: str = Field(default="", max_length=4000)
     notes: str = Field(default="", max_length=4000)

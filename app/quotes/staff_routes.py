@@ -27,9 +27,10 @@ from app.web.flash import flash
 from app.web.forms import field_errors
 from app.web.i18n import current_locale
 from app.web.i18n import gettext as _
+from app.web.routing import AppRoute
 from app.web.templating import is_htmx, render
 
-router = APIRouter()
+router = APIRouter(route_class=AppRoute)
 
 REQUEST_STATUS_LABELS = service.CLUSTER_REQUEST_STATUS_LABELS
 

@@ -21,9 +21,10 @@ from app.web.deps import SessionDep, SettingsDep
 from app.web.flash import flash
 from app.web.forms import FormModel
 from app.web.i18n import gettext as _
+from app.web.routing import AppRoute
 from app.web.templating import render
 
-router = APIRouter()
+router = APIRouter(route_class=AppRoute)
 
 UNITS = {"hours": 1, "days": 24}
 MAX_HOURS = 24 * 400

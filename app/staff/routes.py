@@ -17,9 +17,15 @@ from app.orders import staff_routes as orders_staff
 from app.payments import staff_routes as payments_staff
 from app.quotes import staff_routes as quotes_staff
 from app.staff import clock_routes
+from app.web.routing import AppRoute
 from app.web.templating import render
 
-router = APIRouter(prefix="/staff", dependencies=[Depends(get_staff_user)], include_in_schema=False)
+router = APIRouter(
+    route_class=AppRoute,
+    prefix="/staff",
+    dependencies=[Depends(get_staff_user)],
+    include_in_schema=False,
+)
 
 STAFF_SUBROUTERS = (
     orders_staff.router,  # ops desk: queue, provisioning, leases

@@ -63,9 +63,9 @@ def _session_cookie(request: Request) -> str | None:
     """This request's session cookie; the one just issued if login/logout happened now."""
     if hasattr(request.state, "auth_cookie"):
         return request.state.auth_cookie or None  # type: ignore[no-any-return]
-    from app.accounts.security import SESSION_COOKIE
-
-    return request.cookies.get(SESSION_COOKIE)
+    # the cookie's name is the accounts domain's, given by create_app: the web layer
+    # imports no domain
+    return request.cookies.get(request.app.state.session_cookie)
 
 
 def _bound(request: Request, token: str) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import AsyncIterator
+from contextvars import ContextVar
 from datetime import datetime
 from typing import Annotated, Any
 
@@ -13,7 +14,6 @@ from fastapi import Depends, Request
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
-from app.clock import Clock
 from app.db import reader, writer
 from app.settings import Settings
 
@@ -64,8 +64,17 @@ def _rollback_and_close(session: Session) -> None:
 
 
 # ``session.info`` key: the request's transaction was already ended (committed or rolled
-# back) in the handler's own worker thread (``settle_session``, app/web/onehop.py).
+# back) in the handler's own worker thread (``settle_session``, app/web/routing.py).
 _SETTLED = "app_request_settled"
+
+# The request's session, for the handler's worker thread (``AppRoute``): set by
+# ``get_session`` on the loop, in the request's task; a thread call copies the context.
+_REQUEST_SESSION: ContextVar[Session | None] = ContextVar("app_request_session", default=None)
+
+
+def request_session() -> Session | None:
+    """The session ``get_session`` opened for this request, if any."""
+    return _REQUEST_SESSION.get()
 
 
 def settle_session(session: Session, *, commit: bool) -> None:
@@ -97,10 +106,10 @@ async def get_session(request: Request) -> AsyncIterator[Session]:
     Opening the session does no I/O (the connection is taken at its first statement, in
     the handler's or a dependency's worker thread), so it happens on the event loop: one
     thread-pool hop per request fewer. The end (commit or rollback, and close) runs in a
-    worker thread, shielded from cancellation: for a synchronous handler of
-    ``OneHopRoute`` (every route of the app) in the handler's own thread call, right
-    after the handler and its response are built (``settle_session``), so only the close
-    (no I/O) is left here; otherwise in a thread call of its own.
+    worker thread, shielded from cancellation: for a ``def`` handler of an ``AppRoute``
+    (app/web/routing.py) in the handler's own thread call, right after the handler
+    (``settle_session``), so only the close (no I/O) is left here; otherwise in a thread
+    call of its own.
 
     On SQLite a GET reads in a deferred transaction (no write lock; a GET that must write
     does so in its own short ``transaction(engine)``); every other method writes, so its
@@ -110,6 +119,7 @@ async def get_session(request: Request) -> AsyncIterator[Session]:
     bind = read if request.method in READ_METHODS else write
     session = Session(bind, expire_on_commit=False)
     request.state.db = session
+    _REQUEST_SESSION.set(session)  # this request's task only
     try:
         yield session
     except BaseException:
@@ -126,19 +136,15 @@ async def get_session(request: Request) -> AsyncIterator[Session]:
         await to_thread.run_sync(_commit_and_close, session, limiter=_cleanup_limiter())
 
 
-def get_clock(request: Request) -> Clock:
-    return request.app.state.clock  # type: ignore[no-any-return]
-
-
-def get_now(request: Request) -> datetime:
+# No I/O in these: ``async def`` so FastAPI calls them on the loop, not in a worker thread.
+async def get_now(request: Request) -> datetime:
     return request.app.state.clock.now()  # type: ignore[no-any-return]
 
 
-def get_settings(request: Request) -> Settings:
+async def get_settings(request: Request) -> Settings:
     return request.app.state.settings  # type: ignore[no-any-return]
 
 
 SessionDep = Annotated[Session, Depends(get_session, scope="function")]
-ClockDep = Annotated[Clock, Depends(get_clock)]
 NowDep = Annotated[datetime, Depends(get_now)]
 SettingsDep = Annotated[Settings, Depends(get_settings)]

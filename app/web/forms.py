@@ -8,12 +8,13 @@ message per field, as msgids translated where the locale is known.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from app.errors import N_
+from app.errors import N_, InvalidInput
 
 # pydantic error type → our message (an msgid, translated at render time).
 MESSAGES: dict[str, str] = {
@@ -77,3 +78,22 @@ def field_errors(
         else:
             out[name] = MESSAGES.get(str(e.get("type", "")), FALLBACK)
     return out
+
+
+class Outcome:
+    """What ``refused`` caught: the fields' messages, or None when the work went through."""
+
+    errors: dict[str, str] | None = None
+
+
+@contextmanager
+def refused(session: Any) -> Iterator[Outcome]:
+    """A form's work (``with refused(session) as failed: ...``): on ``InvalidInput`` the
+    request's transaction is rolled back and the messages kept in ``failed.errors``, for
+    the handler to re-render its page with them (422) — every bad input changes nothing."""
+    outcome = Outcome()
+    try:
+        yield outcome
+    except InvalidInput as e:
+        session.rollback()
+        outcome.errors = e.errors or {"form": e.message}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
 import logging
 import re
 import secrets
@@ -239,7 +241,6 @@ class ConcurrencyLimit:
     EXEMPT = ("/static/", "/healthz", "/metrics")
 
     def __init__(self, app: ASGIApp, *, limit: int) -> None:
-        import asyncio
 
         self.app = app
         self.limit = max(1, limit)
@@ -326,7 +327,6 @@ class BodyLimit:
         chunks: list[bytes] = []
         size = 0
         more = True
-        import asyncio
 
         try:
             async with asyncio.timeout(BODY_READ_TIMEOUT_S):
@@ -372,7 +372,6 @@ class BodyLimit:
 async def _refuse(scope: Scope, send: Send, status: int, message: str) -> None:
     """A small answer that needs nothing (no template, no database): JSON under /api/,
     plain text elsewhere, in the negotiated language; the connection is closed."""
-    import json
 
     text = i18n.gettext(message)
     if scope["path"].startswith(("/api/", "/payments/webhook")):

@@ -15,7 +15,7 @@ from fastapi.responses import (
     RedirectResponse,
     Response,
 )
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest, multiprocess
 from sqlalchemy import text
 
 from app.accounts.deps import get_optional_user
@@ -24,9 +24,10 @@ from app.catalog.specs import all_specs
 from app.migrate import current_revision, head_revision
 from app.web import i18n
 from app.web.deps import SessionDep
+from app.web.routing import AppRoute
 from app.web.templating import render
 
-router = APIRouter()
+router = APIRouter(route_class=AppRoute)
 
 
 def safe_next(target: str | None, default: str = "/") -> str:
@@ -121,8 +122,6 @@ def metrics(request: Request) -> Response:
 
 def metrics_text() -> str:
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
-        from prometheus_client import CollectorRegistry, multiprocess
-
         registry = CollectorRegistry()
         multiprocess.MultiProcessCollector(registry)
         return generate_latest(registry).decode()

@@ -19,6 +19,7 @@ from babel.numbers import NumberPattern, format_decimal, parse_pattern
 from fastapi import Request
 from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
+from sqlalchemy import inspect as sa_inspect
 
 from app import messages
 from app.clock import utc
@@ -305,7 +306,6 @@ def _reload_user_if_detached(request: Request) -> None:
     """The user a dependency loaded lives in the request's session, which the failed
     request rolled back and closed before its error is rendered: reading ``user.email``
     then fails. Load the same user again in a fresh session (by its identity)."""
-    from sqlalchemy import inspect as sa_inspect
 
     user = getattr(request.state, "user", None)
     if user is None:

@@ -115,3 +115,13 @@ def test_a_shared_pdf_follows_a_row_written_behind_the_apps_back(
     after = _text(prospect.get(f"/q/{token}/pdf").content)
     assert "2027-03-31 12:00 UTC" in after and "2027-03-31" not in before
     assert a.renders == 2
+
+
+def test_the_cache_keeps_the_most_recently_used_pdfs() -> None:
+    cache = PdfCache(max_entries=2)
+    for key in ("a", "b", "a", "c"):  # "b" is the least recently used when "c" arrives
+        cache.get_or_render(key, lambda k=key: k.encode())  # type: ignore[misc]
+    assert cache.renders == 3
+    cache.get_or_render("a", lambda: b"again")
+    assert cache.renders == 3  # still cached
+    assert cache.get_or_render("b", lambda: b"b2") == b"b2" and cache.renders == 4

@@ -1,6 +1,6 @@
-"""One worker-thread call per request (app/web/onehop.py): a synchronous handler, its
-synchronous dependencies and the request's commit run in one thread, never on the event
-loop, and everything a client sees is what FastAPI's own handler gives."""
+"""``AppRoute`` (app/web/routing.py): a synchronous handler and the request's commit run in
+one worker-thread call, never on the event loop; dependencies without I/O run on the loop;
+everything a client sees is what FastAPI gives."""
 
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ from sqlalchemy import event, text
 from sqlmodel import Session
 
 from app.db import make_engine
-from app.web.deps import SessionDep
-from app.web.onehop import OneHopRoute, adopt
+from app.web.deps import SessionDep, get_session
+from app.web.routing import AppRoute
 
 Seen = dict[str, Any]
 
@@ -48,14 +48,14 @@ def who_again(user: Annotated[str, Depends(who)]) -> str:  # shares who()'s cach
     return user.upper()
 
 
-def guard(request: Request) -> None:
+async def guard(request: Request) -> None:  # no I/O: on the loop
     if request.headers.get("x-deny"):
         raise HTTPException(403, "denied")
 
 
 User = Annotated[str, Depends(who)]
 Loud = Annotated[str, Depends(who_again)]
-router = APIRouter(dependencies=[Depends(guard)])
+router = APIRouter(dependencies=[Depends(guard)], route_class=AppRoute)
 
 
 @router.post("/items", status_code=201)
@@ -82,7 +82,16 @@ def bad(user: User) -> Any:
     return {"id": "not a number", "name": "x"}
 
 
-adopt(router.routes)
+@router.post("/notes", status_code=201)
+def add_note(request: Request, text_: str, db: SessionDep) -> Any:
+    request.app.state.seen["handler_thread"] = threading.get_ident()
+    db.execute(text("INSERT INTO t (name) VALUES (:n)"), {"n": text_})
+    return {"ok": True}
+
+
+@router.get("/ping")
+def ping() -> dict[str, str]:  # no session: nothing to commit
+    return {"pong": "yes"}
 
 
 def _build(tmp_path: Path, seen: Seen) -> FastAPI:
@@ -136,18 +145,29 @@ def thread_calls(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     return calls
 
 
-def test_dependencies_handler_and_commit_take_one_worker_thread_call(
+def test_handler_and_commit_take_one_worker_thread_call(
+    small: TestClient, seen: Seen, thread_calls: list[Any]
+) -> None:
+    r = small.post("/notes?text_=a")
+    assert r.status_code == 201 and r.json() == {"ok": True}
+    assert _names(small) == ["a"]
+    # FastAPI alone: the handler, then the session's end: two calls
+    assert len(thread_calls) == 1
+    worker = seen["handler_thread"]
+    assert worker != seen["loop"]  # database work never on the event loop
+    assert seen["commit_threads"][-1] == worker  # committed there, before the answer
+
+
+def test_a_dependency_that_reads_the_database_keeps_its_own_call(
     small: TestClient, seen: Seen, thread_calls: list[Any]
 ) -> None:
     r = small.post("/items?name=a", headers={"x-user": "ann"})
     assert r.status_code == 201 and r.json() == {"ok": True}
     assert _names(small) == ["a:ann:ANN"]
-    # FastAPI alone: who, who_again, guard, the handler, the commit: five calls
-    assert len(thread_calls) == 1
-    worker = seen["handler_thread"]
-    assert worker != seen["loop"]  # database work never on the event loop
-    assert seen["dep_threads"] == [worker]  # called once (cached), in the handler's thread
-    assert seen["commit_threads"][-1] == worker  # committed there, before the answer
+    # who, who_again (FastAPI's own calls), then the handler with the commit
+    assert len(thread_calls) == 3
+    assert len(seen["dep_threads"]) == 1  # cached: called once
+    assert seen["commit_threads"][-1] == seen["handler_thread"] != seen["loop"]
 
 
 def test_an_error_rolls_back_and_answers_as_before(small: TestClient) -> None:
@@ -190,7 +210,11 @@ def test_dependency_overrides_are_honoured(small: TestClient, seen: Seen) -> Non
     assert r.status_code == 201 and _names(small) == ["o:zed:ZED"]
 
 
-def test_every_route_of_the_app_takes_one_thread_call() -> None:
+def _takes_session(dependant: Any) -> bool:
+    return dependant.call is get_session or any(_takes_session(d) for d in dependant.dependencies)
+
+
+def test_every_route_that_takes_a_session_commits_in_its_handlers_call() -> None:
     from app.main import create_app
     from app.settings import Settings
 
@@ -204,5 +228,18 @@ def test_every_route_of_the_app_takes_one_thread_call() -> None:
                 yield from routes(route.original_router)
 
     found = list(routes(app))
-    assert len(found) > 50
-    assert all(isinstance(r, OneHopRoute) for r in found)
+    with_session = [r for r in found if _takes_session(r.dependant)]
+    assert len(with_session) > 50
+    # their routers were built with route_class=AppRoute, their def handlers wrapped
+    assert all(isinstance(r, AppRoute) for r in with_session)
+    assert all(hasattr(r.endpoint, "__wrapped__") for r in with_session)
+    wrapped = {r.path for r in found if hasattr(r.endpoint, "__wrapped__")}
+    assert {"/deploy", "/api/v1/orders", "/healthz"} <= wrapped
+
+
+def test_a_handler_without_a_session_takes_one_call_too(
+    small: TestClient, thread_calls: list[Any]
+) -> None:
+    # FastAPI alone: the handler, then the response model's validation: two calls
+    assert small.get("/ping").json() == {"pong": "yes"}
+    assert len(thread_calls) == 1
