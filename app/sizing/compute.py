@@ -9,6 +9,7 @@ from app.catalog.specs import NodeSpec
 from app.money import cents_to_usd as cents_to_usd  # re-exported for the engine
 from app.sizing.memory import Job, Layout, offloaded_activation_bytes
 from app.sizing.params import Architecture
+from app.sizing.profiles import profile
 from app.sizing.throughput import Hardware, Setup, hardware_from_spec, predict
 
 HOURS_PER_WEEK = 168
@@ -224,6 +225,8 @@ def _predicted(
         hw,
         global_batch_tokens=job.batch_tokens or None,
         per_token_memo=per_token_memo,
+        profile=profile(job.framework),
+        compiled=job.compile,
     )
     per_token = 6.0 * counts.active
     if attention_counted:

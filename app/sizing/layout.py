@@ -8,6 +8,7 @@ from typing import Any, NamedTuple
 
 from app.sizing.memory import SAFETY_MARGIN, Job, Layout, Memory, fit_verdict, memory
 from app.sizing.messages import Msg
+from app.sizing.profiles import profile
 
 # Throughput relative to the catalog MFU (which assumes a well-tuned single-node layout).
 # Heuristics (ours), stated in every answer's assumptions and in docs/sizing.md.
@@ -248,7 +249,10 @@ def _shapes(job: Job, nodes: int, g: int) -> list[Shape]:
                         _label("layout.cp", {"cp": cp}),
                     )
                 )
-    return out
+    # a layout the customer's stack cannot run is never offered (HF Trainer has no TP, PP,
+    # CP or EP; DeepSpeed's search has no TP or CP): app/sizing/profiles.py
+    stack = profile(job.framework)
+    return [x for x in out if stack.runs(x.tp, x.pp, x.ep, x.cp)]
 
 
 # A Layout built in one step: the frozen dataclass's own __init__ sets its 14 fields one

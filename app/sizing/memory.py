@@ -884,7 +884,14 @@ def _memory_stage(job: Job, lay: Layout, *, first_stage: bool) -> Memory:
             # at most one wrap unit of gradients is live
             grads = min(grads, g_b * unit / (d if (z2 or fsdp2) else 1))
     else:
-        base_b = QLORA_BYTES_PER_PARAM if job.method == "qlora" else 2.0
+        # the frozen base: NF4 (QLoRA), FP8 under an FP8 recipe (its transposed copy for the
+        # data gradient is made one layer at a time), else BF16; adapters stay BF16 with an
+        # FP32 master and optimizer
+        base_b = (
+            QLORA_BYTES_PER_PARAM
+            if job.method == "qlora"
+            else (1.0 if job.precision == "fp8" else 2.0)
+        )
         weights = base_b * (shard if z3 else whole)
         trainable = lora_tp_pp / (d if z1 else 1)
         weights += 2.0 * trainable

@@ -118,6 +118,22 @@ CATALOG: dict[str, str] = {
     "note.search_budget": N_("node-count search stopped at its evaluation budget"),
     "note.no_fit": N_("no layout fits on up to %(nodes)s nodes"),
     "note.no_fp4": N_("%(name)s has no FP4 tensor cores: FP4 training cannot run on it"),
+    "note.framework_layout": N_(
+        "%(framework)s cannot run this layout: the stack offers no tensor, pipeline, context "
+        "or expert parallelism of this kind"
+    ),
+    "note.slow_end_month": N_(
+        "at the slow end of the time range (%(days).1f days) the run needs %(slow_months)s "
+        "months per node instead of %(months)s"
+    ),
+    "note.no_promised_date": N_(
+        "we cannot promise a delivery date for %(nodes)s nodes from stock: the finish date "
+        "is a sales conversation"
+    ),
+    "note.misses_deadline_delivery": N_(
+        "misses your %(max_days)s-day deadline: delivery takes %(lead_days).0f days and "
+        "training %(days).1f, so the run ends on day %(finish_days).0f"
+    ),
     "note.misses_deadline": N_(
         "misses your %(max_days)s-day target (%(days).1f days): more nodes would be needed "
         "than scale efficiently, or memory limits the layout"
@@ -184,6 +200,15 @@ CATALOG: dict[str, str] = {
         "%(nodes)s × %(name)s (%(gpus)s GPUs): the cheapest plan that meets your "
         "%(max_days)s-day deadline — %(days).1f days at %(mfu_pct).0f %% effective MFU, "
         "%(months_text)s per node, %(cost_usd)s."
+    ),
+    "reason.deadline_missed_finish": N_(
+        "Nothing finishes within %(max_days)s days of today, delivery included; the earliest "
+        "finish is %(nodes)s × %(name)s: delivered in %(lead_days).0f days, trained in "
+        "%(days).1f, done on day %(finish_days).0f, %(cost_usd)s."
+    ),
+    "reason.sales_pinned": N_(
+        "%(nodes)s × %(name)s (%(gpus)s GPUs) is more than we sell self-serve: talk to sales "
+        "— %(days).1f days, %(months_text)s per node, %(cost_usd)s at list price."
     ),
     "reason.deadline_missed": N_(
         "Nothing finishes within %(max_days)s days; %(nodes)s × %(name)s is the fastest "
