@@ -133,8 +133,8 @@ PROFILES: dict[str, StackProfile] = {
         cp=True,
         ep=True,
         dualpipe=True,
-        range_slow=0.80,
-        range_fast=1.18,
+        range_slow=0.78,
+        range_fast=1.20,
     ),
     "fsdp2": StackProfile(
         id="fsdp2",
@@ -153,7 +153,7 @@ PROFILES: dict[str, StackProfile] = {
         ep=True,
         dualpipe=False,
         range_slow=0.74,
-        range_fast=1.15,
+        range_fast=1.18,
     ),
     "deepspeed": StackProfile(
         id="deepspeed",
@@ -170,8 +170,8 @@ PROFILES: dict[str, StackProfile] = {
         cp=False,
         ep=True,
         dualpipe=False,
-        range_slow=0.70,
-        range_fast=1.12,
+        range_slow=0.73,
+        range_fast=1.168,
     ),
     "hf": StackProfile(
         id="hf",
@@ -188,8 +188,8 @@ PROFILES: dict[str, StackProfile] = {
         cp=False,
         ep=False,
         dualpipe=False,
-        range_slow=0.70,
-        range_fast=1.12,
+        range_slow=0.73,
+        range_fast=1.168,
     ),
 }
 

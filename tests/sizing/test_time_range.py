@@ -290,3 +290,16 @@ def test_the_slow_end_says_when_it_needs_another_month() -> None:
     short = one(1e9)  # a few hours: one month either way
     assert short["months_slow"] == short["months"] == 1
     assert "note.slow_end_month" not in [c["code"] for c in short["note_codes"]]
+
+
+def test_the_public_cases_fall_inside_their_framework_s_range() -> None:
+    """docs/sizing-accuracy-time.md's claim: per framework with public cases, at least 80 %
+    inside the range and a median error within 15 %."""
+    from bench.throughput_accuracy import evaluate
+
+    res = evaluate()
+    for fw, v in res["per_framework"].items():
+        if v["n"] >= 5:
+            assert v["inside_pct"] >= 80, (fw, v)
+            assert v["median_abs_error_pct"] <= 15, (fw, v)
+    assert res["pooled_inside_pct"] >= 80
