@@ -989,6 +989,36 @@ def write_docs(text: str) -> None:
         DOC.write_text(doc, encoding="utf-8")
 
 
+SUMMARY = ROOT / "app" / "sizing" / "accuracy.json"
+
+
+def write_summary(res: dict[str, Any]) -> None:
+    """The figures /size states beside its answer (app/sizing/accuracy.json): time per
+    framework from this run, memory from bench.sizing_accuracy; both generated, never typed."""
+    from bench import sizing_accuracy
+
+    mem = sizing_accuracy.evaluate()
+    data = {
+        "generated_by": "python -m bench.throughput_accuracy",
+        "time": {
+            fw: {
+                "cases": v["n"],
+                "median_abs_error_pct": v["median_abs_error_pct"],
+                "inside_range_pct": v["inside_pct"],
+            }
+            for fw, v in res["per_framework"].items()
+        },
+        "memory": {
+            "cases": mem["n_compared"],
+            "median_abs_error_pct": round(mem["median_abs_error_pct"], 1),
+            "inside_range_pct": round(100 * mem["inside_share"], 1),
+            "fit_verdicts_right": mem["fit_agreement"],
+            "fit_verdicts": mem["n_verdicts"],
+        },
+    }
+    SUMMARY.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     res = evaluate()
@@ -1007,6 +1037,7 @@ def main(argv: list[str] | None = None) -> int:
             )
     if "--no-write" not in argv:
         write_docs(render(res))
+        write_summary(res)
     return 0
 
 

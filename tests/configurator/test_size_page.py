@@ -225,7 +225,7 @@ def test_counts_use_plural_forms_not_s_in_brackets(client: TestClient) -> None:
 
 def test_break_even_that_rounds_to_100_percent_reads_all_month() -> None:
     """Issue 19, defect 7: never "busy more than 100 % of the rented time"."""
-    from app.configurator.routes import _verdict
+    from app.configurator.cards import _verdict
     from app.web.i18n import set_locale
 
     set_locale("en")
