@@ -29,7 +29,7 @@ from app.sizing.memory import SAFETY_MARGIN, Layout, fit_verdict, memory
 from app.sizing.messages import Msg, Translate, render
 from app.sizing.options import DEADLINE_SLACK, Option
 from app.sizing.request import Request
-from app.sizing.search import HOURS_PER_YEAR, Plan, SkuSearch, peak_tflops
+from app.sizing.search import HOURS_PER_YEAR, Plan, SkuSearch
 
 NEAR_CHEAPEST = 0.05  # plans within 5 % of the cheapest count as equally cheap
 YEAR_PREMIUM = 0.10  # how much more a plan may cost to finish within 12 months
@@ -340,7 +340,8 @@ def single_gpu(r: Request, flops: float) -> Msg | None:
         if memory(r.job, lay).total <= spec.usable_gpu_memory_bytes * (1 - SAFETY_MARGIN):
             mfu = r.mfu if r.mfu is not None else spec.default_mfu
             hours = (
-                compute.training_seconds(flops, 1, peak_tflops(spec, r.job.precision), mfu) / 3600
+                compute.training_seconds(flops, 1, compute.peak_tflops(spec, r.job.precision), mfu)
+                / 3600
             )
             if hours <= limit_hours:
                 return Msg(

@@ -38,10 +38,6 @@ def unit_price_cents(spec: NodeSpec, prices: dict[str, int] | None) -> int:
     return p * spec.gpus_per_node if spec.price_per_gpu else p
 
 
-def peak_tflops(spec: NodeSpec, precision: str) -> float:
-    return compute.peak_tflops(spec, precision)
-
-
 def runs_precision(spec: NodeSpec, precision: str) -> bool:
     """FP4 training needs FP4 tensor cores (an FP4 dense peak in the catalog)."""
     return precision != "fp4" or bool(spec.fp4_dense_tflops)
@@ -85,7 +81,7 @@ class SkuSearch:
         self.modelled = r.mfu is None
         self.mfu = r.mfu if r.mfu is not None else 1.0
         self.supported = runs_precision(spec, r.job.precision)
-        self.peak = peak_tflops(spec, r.job.precision if self.supported else "bf16")
+        self.peak = compute.peak_tflops(spec, r.job.precision if self.supported else "bf16")
         self._predicted: dict[Layout, tuple[float, float]] = {}
         self.price = price_cents
         self.min_months = int(spec.raw.get("min_term_months") or 1)
@@ -199,8 +195,7 @@ class SkuSearch:
                     want=want + extra,
                     per_tp=per_tp,
                 )
-                if len(memo) < 20000:
-                    memo[mk] = found
+                memo.put(mk, found)
             found = [self.with_model(c) for c in found]
             if self.modelled:  # a surely-fitting layout still beats a tight one
                 limit = self.usable * (1 - SAFETY_MARGIN)
@@ -230,8 +225,7 @@ class SkuSearch:
                 recompute_options=self.rc_opts,
                 offload_options=self.off_opts,
             )
-            if len(memo) < 20000:
-                memo[mk] = got
+            memo.put(mk, got)
         return bool(got)
 
     def plan(self, n: int) -> Plan | None:

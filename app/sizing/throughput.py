@@ -110,6 +110,18 @@ def default_batch_tokens(training_flops: float) -> int:
     return int(2 ** max(12, round(math.log2(b))))
 
 
+def dense_peak_tflops(precision: str, bf16: float, fp8: float, fp4: float | None) -> float:
+    """The engine's one peak-FLOPs rule: the dense tensor-core peak of the training
+    precision (FP4 only where the GPU has FP4 tensor cores)."""
+    if precision == "fp8":
+        return fp8
+    if precision == "fp4":
+        if not fp4:
+            raise ValueError("no FP4 dense peak on this GPU")
+        return fp4
+    return bf16
+
+
 @dataclass(frozen=True)
 class Hardware:
     """One GPU's facts (catalog or calibration table)."""
@@ -123,13 +135,7 @@ class Hardware:
     nvlink_domain: int  # GPUs that share NVLink (8 on HGX, 72 on an NVL72 rack)
 
     def peak(self, precision: str) -> float:
-        if precision == "fp8":
-            return self.fp8_tflops
-        if precision == "fp4":
-            if not self.fp4_tflops:
-                raise ValueError("no FP4 dense peak on this GPU")
-            return self.fp4_tflops
-        return self.bf16_tflops
+        return dense_peak_tflops(precision, self.bf16_tflops, self.fp8_tflops, self.fp4_tflops)
 
 
 def hardware_from_spec(spec: NodeSpec) -> Hardware:
