@@ -14,18 +14,16 @@ rendered first, in the same language.
 
 from __future__ import annotations
 
-import gettext as _stdlib_gettext
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
 from app.errors import N_
+from app.i18n import translations_for
+from app.money import format_cents
 
 Translate = Callable[[str], str]
-
-LOCALE_DIR = Path(__file__).resolve().parent.parent / "locale"
 
 
 @dataclass(frozen=True)
@@ -260,6 +258,16 @@ CATALOG: dict[str, str] = {
         "about %(days).1f days there; an 8-GPU node is more than this job needs."
     ),
     # --- assumptions (``assumption_codes``) ------------------------------------------------
+    "assumption.time_profile": N_(
+        "time is modelled for %(framework)s as its current release runs (its fused kernels, "
+        "the communication it overlaps and the layouts it offers: docs/sizing-accuracy-time.md); "
+        "the range runs from a tuned run (%(fast_pct)s %% faster than the likely figure) to a "
+        "first-week run (%(slow_pct)s %% slower); months and price use the likely figure"
+    ),
+    "assumption.time_nearest": N_(
+        "no public measured %(framework)s run with its layout is in our set: its profile starts "
+        "from %(nearest)s's and carries the widest range"
+    ),
     "assumption.usable_memory": N_(
         "usable GPU memory is the catalog's driver-reported figure; fit decisions keep "
         "%(margin_pct)s %% of it free (headroom is reported below that line)"
@@ -371,17 +379,22 @@ def translator(lang: str | None) -> Translate:
     if not lang or lang.split("_")[0].split("-")[0].lower() == "en":
         return _identity
     norm = "zh_CN" if lang.lower().startswith("zh") else lang
-    t = _stdlib_gettext.translation(
-        "messages", localedir=str(LOCALE_DIR), languages=[norm], fallback=True
-    )
-    return t.gettext
+    # the house's one catalogue loader (app.i18n), as every page and PDF uses
+    return translations_for(norm).gettext
 
 
 def _usd(v: Any) -> str:
+    """A dollar amount through the house's one money formatter (``app.money``): US$1,234.56
+    in both languages."""
     try:
-        return f"US${float(v):,.2f}"
-    except (TypeError, ValueError):
+        return _usd_text(round(float(v) * 100))
+    except (TypeError, ValueError, OverflowError):
         return str(v)
+
+
+@lru_cache(maxsize=4096)
+def _usd_text(cents: int) -> str:
+    return format_cents(cents, "en")
 
 
 def render(msg: Msg | Mapping[str, Any], translate: Translate | None = None) -> str:
