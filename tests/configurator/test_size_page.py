@@ -112,7 +112,7 @@ def test_use_this_carries_the_choice_into_deploy(client: TestClient) -> None:
 def test_lora_points_to_single_gpu_offers(client: TestClient) -> None:
     r = client.get("/size?model=llama-3.1-8b&tokens=1B&method=lora")
     assert r.status_code == 200
-    assert "single-GPU offer" in r.text and "0.9 days" in r.text
+    assert "single-GPU offer" in r.text and "22.6 hours" in r.text  # under a day: in hours
 
 
 def test_chinese_page(client: TestClient) -> None:
