@@ -150,3 +150,22 @@ def stock_memo_of(holder: Any) -> PriceVersionMemo:
             if memo is None:
                 memo = holder.stock_memo = PriceVersionMemo(STOCK_MAX_AGE_S)
     return memo  # type: ignore[no-any-return]
+
+
+def when_for(state: Any, tz: str, on_error: Any = None) -> When:
+    """The stock snapshot (read at most once per ``STOCK_MAX_AGE_S`` per process), the
+    customer's zone and their today, from an app's ``state`` (its engine and clock).
+    ``on_error``: called when the stock cannot be read (no catalog): dates are then left
+    out of the answer (the engine counts no delivery)."""
+
+    def read() -> Stock | None:
+        try:
+            return read_stock(state.engine)
+        except Exception:  # an unmigrated catalog must not break sizing
+            log.debug("no stock", exc_info=True)
+            if on_error is not None:
+                on_error()
+            return None
+
+    stock = stock_memo_of(state).get(read)
+    return When(stock, tz, customer_today(state.clock.now(), tz))

@@ -27,8 +27,7 @@ from app.configurator.charts import SEGMENTS
 from app.configurator.delivery import (
     When,
     customer_today,
-    read_stock,
-    stock_memo_of,
+    when_for,
     zone_name,
 )
 from app.configurator.fragments import Fragment, fragment_cache_of, price_version_memo_of
@@ -142,21 +141,13 @@ def _price_version(request: Request) -> Any:
         return None
 
 
-def _read_stock(request: Request) -> Any:
-    """The stock snapshot (app.configurator.delivery), None without a catalog."""
-    try:
-        return read_stock(request.app.state.engine)
-    except Exception:  # an unmigrated catalog must not break sizing
-        log.debug("no stock", exc_info=True)
-        request.state.prices_unread = True  # an answer without dates is not kept either
-        return None
-
-
 def _when(request: Request) -> When:
     """The stock snapshot (read at most once per interval), the customer's zone and day."""
-    stock = stock_memo_of(request.app.state).get(lambda: _read_stock(request))
-    tz = tz_name(request)
-    return When(stock, tz, customer_today(request.app.state.clock.now(), tz))
+
+    def unread() -> None:
+        request.state.prices_unread = True  # an answer without dates is not kept either
+
+    return when_for(request.app.state, tz_name(request), unread)
 
 
 def _context(

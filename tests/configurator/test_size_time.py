@@ -120,3 +120,17 @@ def test_the_fragment_cache_keys_on_stock_and_day(
     dates = re.findall(r"finishes ([A-Z][a-z]{2} \d+, \d{4})", _text(stocked))
     later = re.findall(r"finishes ([A-Z][a-z]{2} \d+, \d{4})", _text(next_day))
     assert dates and later and dates != later
+
+
+def test_the_api_carries_the_range_and_the_finish_date(client: TestClient, engine) -> None:  # type: ignore[no-untyped-def]
+    _add_nodes(engine, "hgx-b200", 16)
+    r = client.post(
+        "/api/v1/sizing",
+        json={"model": {"preset": "llama-3.1-70b"}, "tokens": 1e12, "sku": "hgx-b200"},
+    )
+    assert r.status_code == 200
+    o = r.json()["options"][0]
+    slow, fast = o["tokens_per_s_per_gpu_range"]
+    assert slow <= o["predicted_tokens_per_s_per_gpu"] <= fast
+    assert o["delivery_days"] >= 1 and o["finish_date"] > START.date().isoformat()
+    assert abs(o["finish_days"] - o["delivery_days"] - o["training_days"]) < 0.01
