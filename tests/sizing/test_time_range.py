@@ -303,3 +303,44 @@ def test_the_public_cases_fall_inside_their_framework_s_range() -> None:
             assert v["inside_pct"] >= 80, (fw, v)
             assert v["median_abs_error_pct"] <= 15, (fw, v)
     assert res["pooled_inside_pct"] >= 80
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    preset=st.sampled_from(["llama-3.1-8b", "llama-3.1-70b", "qwen3-30b-a3b", "mixtral-8x7b"]),
+    framework=st.sampled_from(FRAMEWORKS),
+    par=st.sampled_from(
+        [
+            {"sharding": "zero3"},
+            {"sharding": "zero1"},
+            {"sharding": "zero1", "tp": 8},
+            {"sharding": "zero1", "tp": 4, "pp": 2},
+        ]
+    ),
+    recompute=st.sampled_from(["none", "selective", "full"]),
+    nodes=st.sampled_from([1, 2, 4]),
+)
+def test_the_engine_never_gives_a_gpu_more_speed_on_more_nodes(
+    preset: str, framework: str, par: dict[str, Any], recompute: str, nodes: int
+) -> None:
+    """The same job, layout, micro-batch and recompute pinned through the request: spread
+    over twice the nodes, tokens/s per GPU does not rise."""
+    assume(preset in PRESETS)
+    req = {
+        "model": {"preset": preset},
+        "tokens": 1e11,
+        "framework": framework,
+        "sku": "hgx-h100",
+        "parallelism": par,
+        "recompute": recompute,
+        "offload_optimizer": False,
+        "global_batch_size": 512,
+    }
+
+    def tok(n: int) -> float | None:
+        o = size({**req, "nodes": n})["options"][0]
+        return o.get("predicted_tokens_per_s_per_gpu")
+
+    small, big = tok(nodes), tok(2 * nodes)
+    assume(small is not None and big is not None)
+    assert big <= small * (1 + 1e-6)
