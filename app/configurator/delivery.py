@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from functools import lru_cache
 from typing import Any, NamedTuple
 from urllib.parse import unquote
@@ -26,6 +26,7 @@ from sqlmodel import Session
 from app.catalog import promise as pr
 from app.catalog.service import all_batches, lead_time_days, stock_summary
 from app.catalog.specs import all_specs
+from app.clock import monotonic
 from app.configurator.fragments import PriceVersionMemo
 
 log = logging.getLogger(__name__)
@@ -168,4 +169,20 @@ def when_for(state: Any, tz: str, on_error: Any = None) -> When:
             return None
 
     stock = stock_memo_of(state).get(read)
-    return When(stock, tz, customer_today(state.clock.now(), tz))
+    now = state.clock.now()
+    state.size_clock_seen = (monotonic(), now)  # for early_when, which may not read a clock
+    return When(stock, tz, customer_today(now, tz))
+
+
+def early_when(state: Any, stock: Stock, tz: str) -> When | None:
+    """The ``When`` of an answer given on the event loop (``routes.CachedFragments``):
+    today from the last time a route read the clock (a simulated clock may read the
+    database, which the event loop must not wait for), advanced by the monotonic time since;
+    None when that reading is older than ``STOCK_MAX_AGE_S`` (the route answers)."""
+    seen = getattr(state, "size_clock_seen", None)
+    if seen is None:
+        return None
+    age = monotonic() - seen[0]
+    if not 0 <= age < STOCK_MAX_AGE_S:
+        return None
+    return When(stock, tz, customer_today(seen[1] + timedelta(seconds=age), tz))

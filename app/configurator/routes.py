@@ -26,7 +26,7 @@ from app.configurator.cards import layout_rows as layout_rows  # quotes' staff p
 from app.configurator.charts import SEGMENTS
 from app.configurator.delivery import (
     When,
-    customer_today,
+    early_when,
     when_for,
     zone_name,
 )
@@ -352,7 +352,9 @@ class CachedFragments:
         if cache is None or version is None or stock is None:
             return None
         tz = zone_name(cookie_parser(cookie.decode("latin-1")).get("tz") if cookie else None)
-        when = When(stock, tz, customer_today(state.clock.now(), tz))
+        when = early_when(state, stock, tz)
+        if when is None:
+            return None
         raw = scope["query_string"]
         canonical = (
             _canonical_memo(raw) if len(raw) <= CANONICAL_MEMO_MAX_QUERY else _canonical(raw)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from datetime import timedelta
+from zoneinfo import ZoneInfo
 
 from fastapi.testclient import TestClient
 from sqlmodel import Session
@@ -134,3 +135,18 @@ def test_the_api_carries_the_range_and_the_finish_date(client: TestClient, engin
     assert slow <= o["predicted_tokens_per_s_per_gpu"] <= fast
     assert o["delivery_days"] >= 1 and o["finish_date"] > START.date().isoformat()
     assert abs(o["finish_days"] - o["delivery_days"] - o["training_days"]) < 0.01
+
+
+def test_the_early_answer_never_reads_a_clock_and_gives_up_when_its_reading_is_old() -> None:
+    from types import SimpleNamespace
+
+    from app.clock import monotonic
+    from app.configurator.delivery import STOCK_MAX_AGE_S, early_when
+
+    state = SimpleNamespace()
+    assert early_when(state, (), "UTC") is None  # no route has read the clock yet
+    state.size_clock_seen = (monotonic(), START)
+    got = early_when(state, (), "Asia/Shanghai")
+    assert got is not None and got.today == START.astimezone(ZoneInfo("Asia/Shanghai")).date()
+    state.size_clock_seen = (monotonic() - STOCK_MAX_AGE_S - 1, START)
+    assert early_when(state, (), "UTC") is None
