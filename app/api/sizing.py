@@ -12,10 +12,12 @@ from typing import Any
 import fastapi
 
 from app.api.jsonbody import StrictJSONRoute
+from app.configurator.delivery import when_for
 from app.sizing import SizingError, list_presets, size
 from app.sizing.messages import translator
 from app.sizing.request import json_schema
 from app.web.i18n import negotiate
+from app.web.templating import tz_name
 
 router = fastapi.APIRouter(route_class=StrictJSONRoute)
 
@@ -35,8 +37,10 @@ def _lang(request: fastapi.Request) -> str:
 def post_sizing(request: fastapi.Request, body: Any = fastapi.Body(...)) -> dict[str, Any]:  # noqa: B008
     """Takes the JSON request, returns the engine's answer; 422 names each bad field."""
     lang = _lang(request)
+    # finish dates: the promised delivery of each node count from today (as /size)
+    when = when_for(request.app.state, tz_name(request))
     try:
-        return size(body, lang=lang)
+        return size(body, lang=lang, delivery=when.delivery(), today=when.today)
     except SizingError as e:
         raise fastapi.HTTPException(status_code=422, detail=e.as_dict(translator(lang))) from e
 

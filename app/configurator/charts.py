@@ -18,9 +18,9 @@ from app.errors import N_
 
 # (key in the engine's memory_per_gpu_bytes, CSS class suffix, label)
 SEGMENTS: tuple[tuple[str, str, str], ...] = (
-    ("weights", "weights", N_("Weights")),
+    ("weights", "weights", N_("Weights (working copy)")),
     ("gradients", "grads", N_("Gradients")),
-    ("master_weights", "master", N_("Master weights")),
+    ("master_weights", "master", N_("Master weights (FP32)")),
     ("optimizer_states", "optim", N_("Optimizer states")),
     ("activations", "act", N_("Activations")),
     ("overhead", "over", N_("Framework overhead")),

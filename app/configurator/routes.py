@@ -8,53 +8,41 @@ the form works with JavaScript off and every result is a shareable link.
 from __future__ import annotations
 
 import logging
-import re
 from functools import lru_cache
 from typing import Any
-from urllib.parse import urlencode
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from markupsafe import Markup
 from starlette.datastructures import QueryParams
+from starlette.requests import cookie_parser
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.catalog.service import price_cache_of, price_version_now
-from app.catalog.specs import NodeSpec, all_specs
+from app.catalog.specs import all_specs
 from app.configurator import forms
-from app.configurator.charts import SEGMENTS, memory_bar, memory_bar_svg
+from app.configurator.cards import accuracy, card, recommendation, say
+from app.configurator.cards import layout_rows as layout_rows  # quotes' staff pages use it
+from app.configurator.charts import SEGMENTS
+from app.configurator.delivery import (
+    When,
+    early_when,
+    when_for,
+    zone_name,
+)
 from app.configurator.fragments import Fragment, fragment_cache_of, price_version_memo_of
 from app.errors import N_
 from app.sizing import SizingError, list_presets, size
 from app.sizing.messages import Msg
-from app.sizing.messages import render as render_msg
 from app.web.encoding import accepts_gzip
 from app.web.i18n import current_locale, punct
 from app.web.i18n import gettext as _
-from app.web.templating import format_money, format_number, is_htmx, render, templates_of
+from app.web.templating import is_htmx, render, templates_of, tz_name
 
 router = APIRouter()
 log = logging.getLogger(__name__)
 
-# The cluster request form (quotes domain). A plain path: the route lives in another branch.
-CLUSTER_REQUEST_PATH = "/cluster-request"
 VARY = "HX-Request, HX-History-Restore-Request, Cookie, Accept-Language"
-# Notes the card already shows in its own words (fit bar, verdict, utilisation row).
-CARD_HIDDEN_NOTES = frozenset(
-    {"note.fits", "note.needs_memory", "note.hourly_cheaper", "note.utilisation"}
-)
-
-SHARDING_TEXT = {
-    "ddp": N_("Plain data parallel (every GPU holds the whole model state)"),
-    "zero1": N_("ZeRO-1 (optimizer state sharded)"),
-    "zero2": N_("ZeRO-2 (optimizer state and gradients sharded)"),
-    "zero3": N_("FSDP / ZeRO-3 (everything sharded)"),
-}
-RECOMPUTE_TEXT = {
-    "none": N_("No recompute"),
-    "selective": N_("Selective recompute"),
-    "full": N_("Full recompute"),
-}
 
 
 # Preset names that carry prose (translated when shown; the others are product names).
@@ -121,247 +109,6 @@ def _live_prices(request: Request, version: int | None = None) -> dict[str, int]
         return None
 
 
-def _usd(amount: float | None) -> str:
-    if amount is None:
-        return "—"
-    return format_money(round(float(amount) * 100))
-
-
-def _pct(fraction: float | None) -> str:
-    if fraction is None:
-        return "—"
-    return f"{format_number(float(fraction) * 100)} %"
-
-
-def _gb(n: float | None) -> str:
-    if n is None:
-        return "—"
-    return f"{format_number(float(n) / 1e9, 1)} GB"
-
-
-def _tb(n: float | None) -> str:
-    if n is None:
-        return "—"
-    return f"{format_number(float(n) / 1e12, 2)} TB"
-
-
-def layout_rows(layout: dict[str, Any]) -> list[tuple[str, str]]:
-    """The layout in plain words, as (label, value) rows."""
-    rows = [
-        (_("Sharding"), _(SHARDING_TEXT.get(layout.get("sharding", ""), "—"))),
-    ]
-    sg = layout.get("shard_group")
-    if sg and layout.get("sharding") != "ddp":
-        rows.append((_("Shard group"), _("%(n)s GPUs") % {"n": sg}))
-    par = [
-        f"{k.upper()} {layout.get(k)}" for k in ("tp", "pp", "ep", "cp") if (layout.get(k) or 1) > 1
-    ]
-    rows.append((_("Model parallel"), ", ".join(par) if par else _("none (data parallel only)")))
-    rows.append((_("Micro-batch"), str(layout.get("micro_batch_size", "—"))))
-    rows.append((_("Recompute"), _(RECOMPUTE_TEXT.get(str(layout.get("recompute")), "—"))))
-    off = []
-    if layout.get("offload_optimizer"):
-        off.append(_("optimizer step, master weights and gradients to CPU memory"))
-    if layout.get("offload_params"):
-        off.append(_("parameters to CPU memory"))
-    rows.append((_("Offload"), punct("list").join(off) if off else _("No offload")))
-    return rows
-
-
-def comm_pattern(option: dict[str, Any]) -> str:
-    """A short description of the communication, for the engineers' notes (English)."""
-    desc = str(option.get("layout_description") or "")
-    lay = option.get("layout") or {}
-    nodes = int(option.get("nodes") or 1)
-    if nodes > 1 and (lay.get("dp") or 1) > 1:
-        coll = "all-reduce" if lay.get("sharding") in ("ddp", "zero1") else "reduce-scatter"
-        desc = f"{desc} ({coll})" if desc else coll
-    return desc
-
-
-def deploy_url(option: dict[str, Any], result: dict[str, Any], form: forms.SizeForm) -> str:
-    nodes = int(option["nodes"])
-    params = float(result.get("params") or 0)
-    tokens = float((form.request or {}).get("tokens") or 0)
-    parts = (
-        urlencode([("sku", option["sku"]), ("nodes", str(nodes))]),
-        # in the reader's language: the engineers' notes are theirs to edit (issue 19)
-        _encoded(
-            (
-                ("note_model_size", _("%(n)s parameters") % {"n": forms.human_count(params)}),
-                ("note_token_budget", _("%(n)s tokens") % {"n": forms.human_count(tokens)}),
-            )
-        ),
-        urlencode(
-            [
-                ("note_node_count", str(nodes)),
-                ("note_private_network", "1" if nodes > 1 else "0"),
-                ("note_comm_pattern", comm_pattern(option)),
-            ]
-        ),
-        _encoded((("sizing", form.query_string()),)),
-    )
-    return "/deploy?" + "&".join(parts)
-
-
-@lru_cache(maxsize=256)
-def _encoded(pairs: tuple[tuple[str, str], ...]) -> str:
-    """``urlencode`` of the parts every card's link repeats (the notes, the whole sizing
-    query), encoded once per page rather than once per card."""
-    return urlencode(pairs)
-
-
-def sales_url(
-    form: forms.SizeForm,
-    sku: str | None = None,
-    nodes: int | None = None,
-    months: int | None = None,
-) -> str:
-    """The cluster request form, prefilled with the plan and this sizing attached."""
-    q: list[tuple[str, str]] = []
-    if sku:
-        q.append(("sku", sku))
-    if nodes:
-        q.append(("nodes", str(nodes)))
-    if months:
-        q.append(("months", str(months)))
-    q.append(("sizing", form.query_string()))
-    return CLUSTER_REQUEST_PATH + "?" + urlencode(q)
-
-
-def say(code: dict[str, Any] | Msg) -> str:
-    """One engine sentence, from its code, in the page's language."""
-    return render_msg(code, _)
-
-
-def _verdict(o: dict[str, Any]) -> tuple[bool, str]:
-    rent = o.get("rental_cost_usd")
-    hourly = o.get("hourly_alternative_usd")
-    be = o.get("break_even_utilisation")
-    if rent is None or hourly is None:
-        return True, ""
-    # "busy more than 100 % of the rented time" is "all month" (a break-even that rounds to
-    # 100 % included; issue 19, defect 7).
-    if hourly < rent and (be is None or float(be) >= 0.995):
-        text = _(
-            "Paying by the hour elsewhere would be cheaper for this run "
-            "(%(hourly)s against %(monthly)s), even with the nodes busy all month."
-        ) % {"hourly": _usd(hourly), "monthly": _usd(rent)}
-        return False, text
-    if hourly < rent:
-        text = _(
-            "Paying by the hour elsewhere would be cheaper for this run "
-            "(%(hourly)s against %(monthly)s). Monthly pays off when the nodes are busy "
-            "more than %(be)s of the rented time."
-        ) % {"hourly": _usd(hourly), "monthly": _usd(rent), "be": _pct(be)}
-        return False, text
-    text = _(
-        "Monthly is cheaper than paying by the hour elsewhere (%(monthly)s against "
-        "%(hourly)s). Break-even utilisation: %(be)s."
-    ) % {"hourly": _usd(hourly), "monthly": _usd(rent), "be": _pct(be)}
-    return True, text
-
-
-def _card(
-    o: dict[str, Any], result: dict[str, Any], form: forms.SizeForm, spec: NodeSpec | None
-) -> dict[str, Any]:
-    mem = o.get("memory_per_gpu_bytes") or {}
-    usable = float(o.get("usable_gpu_memory_bytes") or 0)
-    limit = o.get("memory_limit_bytes")
-    bar = memory_bar(mem, usable, limit)
-    name = re.sub(r"^\d+\s*×\s*", "", str(o.get("name") or o["sku"]))
-    total = bar.total
-    headroom = o.get("headroom_bytes")
-    shortfall = o.get("shortfall_bytes")
-    desc = _(
-        "%(total)s per GPU of %(usable)s usable: weights %(w)s, gradients %(g)s, "
-        "master weights %(m)s, optimizer %(o)s, activations %(a)s, overhead %(x)s."
-    ) % {
-        "total": _gb(total),
-        "usable": _gb(usable),
-        "w": _gb(mem.get("weights")),
-        "g": _gb(mem.get("gradients")),
-        "m": _gb(mem.get("master_weights")),
-        "o": _gb(mem.get("optimizer_states")),
-        "a": _gb(mem.get("activations")),
-        "x": _gb(mem.get("overhead")),
-    }
-    svg = memory_bar_svg(
-        bar,
-        svg_id=f"mem-{o['sku']}",
-        title=_("Memory per GPU on %(name)s") % {"name": name},
-        desc=desc,
-        limit_label=_("Fit limit: %(limit)s") % {"limit": _gb(bar.limit)},
-    )
-    cheaper_monthly, verdict = _verdict(o)
-    st = o.get("storage") or {}
-    talk = bool(o.get("talk_to_sales"))
-    fits = bool(o.get("fits"))
-    notes = [say(n) for n in (o.get("note_codes") or []) if n["code"] not in CARD_HIDDEN_NOTES]
-    util = o.get("utilisation_of_rented_time")
-    fit_said = {c["code"]: say(c) for c in (o.get("fit_codes") or [])}
-    return {
-        "sku": o["sku"],
-        "name": name,
-        "fits": fits,
-        "tight": fits and o.get("fit") == "tight",
-        "range_text": fit_said.get("fit.range"),
-        "tight_text": fit_said.get("fit.tight"),
-        "talk_to_sales": talk,
-        "nodes": o.get("nodes"),
-        "gpus": o.get("gpus"),
-        "layout": layout_rows(o.get("layout") or {}),
-        "svg": svg,
-        "segments": [(_(s.label), s.css, _gb(s.bytes)) for s in bar.segments],
-        "total": _gb(total),
-        "usable": _gb(usable),
-        "limit": _gb(bar.limit),
-        "headroom": _gb(headroom) if headroom else None,
-        "shortfall": _gb(shortfall) if shortfall else None,
-        "days": format_number(o.get("training_days"), 1),
-        "months": o.get("months"),
-        "cost": _usd(o.get("rental_cost_usd")),
-        "usd_gpu_hour": _usd(o.get("effective_usd_per_gpu_hour")),
-        "usd_gpu_hour_24_7": _usd(o.get("usd_per_gpu_hour_24_7")),
-        "utilisation": _pct(util) if util is not None else None,
-        "mfu": _pct(o.get("effective_mfu") or o.get("mfu")),
-        "mfu_source": o.get("mfu_source"),
-        "cheaper_monthly": cheaper_monthly,
-        "verdict": verdict,
-        "checkpoint": _gb(st.get("checkpoint_bytes")),
-        "dataset": _tb(st.get("dataset_bytes")),
-        "nvme": _tb(st.get("nvme_bytes_per_node")),
-        "dataset_fits": st.get("dataset_fits_nvme"),
-        "checkpoints_fit": st.get("checkpoints_fit_on_nvme"),
-        "notes": notes,
-        "use_url": deploy_url(o, result, form) if fits and not talk else None,
-        "sales_url": sales_url(form, o["sku"], o.get("nodes"), o.get("months")) if talk else None,
-    }
-
-
-def _recommendation(
-    result: dict[str, Any], cards: list[dict[str, Any]], form: forms.SizeForm
-) -> dict[str, Any]:
-    """The headline, rendered from the engine's reason codes in the page's language."""
-    rec = result.get("recommendation") or {}
-    by_sku = {c["sku"]: c for c in cards}
-    best = by_sku.get(rec.get("sku") or "")
-    codes = list(rec.get("reason_codes") or [])
-    single = next((c for c in codes if c["code"] == "reason.single_gpu"), None)
-    tight = next((c for c in codes if c["code"] == "reason.tight_only"), None)
-    out: dict[str, Any] = {
-        "card": best,
-        "talk_to_sales": bool(rec.get("talk_to_sales")),
-        "single_gpu": say(single) if single else None,
-        "tight_warning": say(tight) if tight else None,
-        "why": " ".join(say(c) for c in codes if c is not single and c is not tight),
-        "reason_code": (rec.get("reason_code") or {}).get("code"),
-    }
-    if best is None and out["talk_to_sales"]:
-        out["sales_url"] = sales_url(form)
-    return out
-
-
 def _sku_choices() -> list[tuple[str, str]]:
     return [("", _("All nodes"))] + [(s.id, s.name) for s in all_specs()]
 
@@ -394,15 +141,31 @@ def _price_version(request: Request) -> Any:
         return None
 
 
+def _when(request: Request) -> When:
+    """The stock snapshot (read at most once per interval), the customer's zone and day."""
+
+    def unread() -> None:
+        request.state.prices_unread = True  # an answer without dates is not kept either
+
+    return when_for(request.app.state, tz_name(request), unread)
+
+
 def _context(
-    request: Request, form: forms.SizeForm, price_version: Any = None
+    request: Request, form: forms.SizeForm, price_version: Any = None, when: When | None = None
 ) -> tuple[dict[str, Any], int]:
     """What the results (and the page around them) show, and the status: nothing per user.
-    ``price_version``: the version already read (a fragment's key), else read here."""
+    ``price_version``: the version already read (a fragment's key), else read here; ``when``:
+    the stock, zone and day the finish dates count from (a fragment's key), else read here."""
     result: dict[str, Any] | None = None
     if form.ok and form.request is not None:
+        when = when or _when(request)
         try:
-            result = size(form.request, prices=_live_prices(request, price_version))
+            result = size(
+                form.request,
+                prices=_live_prices(request, price_version),
+                delivery=when.delivery(),
+                today=when.today,
+            )
         except SizingError as e:
             for path, msg in e.codes:
                 f = forms.engine_field(path, form)
@@ -413,8 +176,8 @@ def _context(
     assumptions: list[str] = []
     warnings: list[str] = []
     if result is not None:
-        cards = [_card(o, result, form, specs.get(o["sku"])) for o in result["options"]]
-        rec = _recommendation(result, cards, form)
+        cards = [card(o, result, form, specs.get(o["sku"])) for o in result["options"]]
+        rec = recommendation(result, cards, form)
         assumptions = [say(a) for a in result.get("assumption_codes") or []]
         warnings = [say(w) for w in result.get("warning_codes") or []]
     errors = {k: _field_error(form, k, v) for k, v in form.errors.items()}
@@ -431,6 +194,9 @@ def _context(
         "share_url": "/size?" + form.query_string(),
         "field_names": forms.FIELDS,
         "field_labels": {k: _(v).replace("%%", "%") for k, v in FIELD_LABELS.items()},
+        "accuracy": accuracy(str(result["options"][0].get("framework") or "fsdp2"))
+        if result and result.get("options")
+        else None,
         "params_text": forms.human_count(float(result["params"])) if result else None,
         "active_text": forms.human_count(float(result["active_params"])) if result else None,
     }
@@ -461,11 +227,13 @@ def _fragment(request: Request, form: forms.SizeForm, canonical: str) -> Fragmen
     memo = price_version_memo_of(
         request.app.state, request.app.state.settings.fragment_price_max_age_ms
     )
-    key = (canonical, current_locale(), memo.get(lambda: _price_version(request)))
+    version = memo.get(lambda: _price_version(request))
+    when = _when(request)
+    key = (canonical, current_locale(), (version, when))
     hit = cache.get(key)
     if hit is not None:
         return hit
-    ctx, status = _context(request, form, key[2])
+    ctx, status = _context(request, form, version, when)
     template = templates_of(request).env.get_template("configurator/_results_response.html")
     fragment = Fragment(
         status, template.render(ctx, empty_error_slots=empty_error_slots()).encode()
@@ -559,7 +327,7 @@ class CachedFragments:
         return self._route
 
     def _cached(self, scope: Scope) -> tuple[int, bytes, list[tuple[bytes, bytes]]] | None:
-        hx = boosted = restore = accept = body = None
+        hx = boosted = restore = accept = body = cookie = None
         for k, v in scope["headers"]:  # the first of each, as Starlette's Headers.get
             if k == b"hx-request":
                 hx = v if hx is None else hx
@@ -569,6 +337,8 @@ class CachedFragments:
                 restore = v if restore is None else restore
             elif k == b"accept-encoding":
                 accept = v if accept is None else accept
+            elif k == b"cookie":
+                cookie = v if cookie is None else cookie
             elif k == b"transfer-encoding" or (k == b"content-length" and v != b"0"):
                 body = True
         if hx != b"true" or boosted or restore == b"true" or body:
@@ -577,13 +347,19 @@ class CachedFragments:
         cache = getattr(state, "size_fragments", None)
         memo = getattr(state, "price_version_memo", None)
         version = memo.fresh() if memo is not None else None
-        if cache is None or version is None:
+        stock_memo = getattr(state, "stock_memo", None)
+        stock = stock_memo.fresh() if stock_memo is not None else None
+        if cache is None or version is None or stock is None:
+            return None
+        tz = zone_name(cookie_parser(cookie.decode("latin-1")).get("tz") if cookie else None)
+        when = early_when(state, stock, tz)
+        if when is None:
             return None
         raw = scope["query_string"]
         canonical = (
             _canonical_memo(raw) if len(raw) <= CANONICAL_MEMO_MAX_QUERY else _canonical(raw)
         )
-        fragment = cache.get((canonical, current_locale(), version), count_miss=False)
+        fragment = cache.get((canonical, current_locale(), (version, when)), count_miss=False)
         if fragment is None:
             return None
         gz = accept is not None and accepts_gzip(accept.decode("latin-1"))

@@ -14,6 +14,7 @@ from app.sizing.memory import (
     _state_bytes,
 )
 from app.sizing.messages import Msg
+from app.sizing.profiles import profile
 from app.sizing.recommend import NEAR_CHEAPEST
 from app.sizing.request import Request
 
@@ -154,4 +155,20 @@ def assumptions(r: Request) -> list[Msg]:
             out.insert(i + 1, Msg("assumption.global_batch", {"gbs": j.global_batch_size}))
     if r.parallelism is None:
         out.append(Msg("assumption.search"))
+    if r.mfu is None:
+        stack = profile(j.framework)
+        out.append(
+            Msg(
+                "assumption.time_profile",
+                {
+                    "framework": j.framework,
+                    "fast_pct": round((stack.range_fast - 1) * 100),
+                    "slow_pct": round((1 - stack.range_slow) * 100),
+                },
+            )
+        )
+        if stack.nearest is not None:
+            out.append(
+                Msg("assumption.time_nearest", {"framework": j.framework, "nearest": stack.nearest})
+            )
     return out

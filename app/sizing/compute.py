@@ -7,9 +7,17 @@ import math
 from app.catalog.pricing import HOURS_PER_MONTH
 from app.catalog.specs import NodeSpec
 from app.money import cents_to_usd as cents_to_usd  # re-exported for the engine
+from app.sizing.memo import Memo
 from app.sizing.memory import Job, Layout, offloaded_activation_bytes
 from app.sizing.params import Architecture
-from app.sizing.throughput import Hardware, Setup, hardware_from_spec, predict
+from app.sizing.profiles import profile
+from app.sizing.throughput import (
+    Hardware,
+    Setup,
+    dense_peak_tflops,
+    hardware_from_spec,
+    predict,
+)
 
 HOURS_PER_WEEK = 168
 TB = 1000**4
@@ -96,25 +104,17 @@ def storage(
 
 
 def peak_tflops(spec: NodeSpec, precision: str) -> float:
-    """Dense peak per GPU for the training precision (FP4: the SKU's FP4 dense figure)."""
-    if precision == "fp8":
-        return spec.fp8_dense_tflops
-    if precision == "fp4":
-        if not spec.fp4_dense_tflops:
-            raise ValueError(f"{spec.id} has no FP4 dense peak")
-        return spec.fp4_dense_tflops
-    return spec.bf16_dense_tflops
+    """Dense peak per GPU of a catalog SKU for the training precision (the one rule,
+    ``throughput.dense_peak_tflops``)."""
+    return dense_peak_tflops(
+        precision, spec.bf16_dense_tflops, spec.fp8_dense_tflops, spec.fp4_dense_tflops
+    )
 
 
 # per (job, SKU, attention convention): the SKU (its hardware is rebuilt if the catalog
 # object changes), its hardware, (MFU, tokens/s) by layout, and the throughput model's
 # per-token compute terms by the layout fields they read (throughput.predict's memo)
-_MfuMemo = tuple[
-    NodeSpec,
-    Hardware,
-    dict[Layout, tuple[float, float]],
-    dict[tuple[int, int, int, int, str], tuple[float, float, float]],
-]
+_MfuMemo = tuple[NodeSpec, Hardware, Memo, Memo]
 
 
 def predicted_mfu(
@@ -145,25 +145,17 @@ def predicted_mfu(
         # convention: one dict per SKU, shared by the MFU memos of every batch (token
         # budgets that set different default batches share them)
         pk = ("per_token", spec.id)
-        shared: (
-            tuple[
-                NodeSpec, Hardware, dict[tuple[int, int, int, int, str], tuple[float, float, float]]
-            ]
-            | None
-        ) = job.cache.get(pk)
+        shared: tuple[NodeSpec, Hardware, Memo] | None = job.cache.get(pk)
         if shared is None or shared[0] is not spec:
-            shared = (spec, hardware_from_spec(spec), {})
-            if len(job.cache) < 20000:
-                job.cache[pk] = shared
-        got = (spec, shared[1], {}, shared[2])
-        if len(job.cache) < 20000:
-            job.cache[key] = got
+            shared = (spec, hardware_from_spec(spec), Memo())
+            job.cache.put(pk, shared)
+        got = (spec, shared[1], Memo(), shared[2])
+        job.cache.put(key, got)
     known = got[2]
     hit = known.get(lay)
     if hit is None:
         hit = _predicted(job, lay, spec, got[1], attention_counted, got[3])
-        if len(known) < 20000:
-            known[lay] = hit
+        known.put(lay, hit)
     return hit
 
 
@@ -224,6 +216,8 @@ def _predicted(
         hw,
         global_batch_tokens=job.batch_tokens or None,
         per_token_memo=per_token_memo,
+        profile=profile(job.framework),
+        compiled=job.compile,
     )
     per_token = 6.0 * counts.active
     if attention_counted:

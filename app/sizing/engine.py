@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Mapping
+from datetime import date
 from typing import Any
 
 from app.catalog.specs import all_specs
@@ -22,7 +24,7 @@ from app.sizing.presets import PRESETS
 from app.sizing.recommend import choose_plan, recommend, single_gpu
 from app.sizing.request import Request, parse, resolve, validate
 from app.sizing.results import SizingResult
-from app.sizing.search import SkuSearch, unit_price_cents
+from app.sizing.search import Delivery, SkuSearch, unit_price_cents
 
 __all__ = ["largest_full_training_model", "list_presets", "parse", "size", "size_result"]
 
@@ -50,24 +52,43 @@ def option_for(r: Request, search: SkuSearch) -> Option:
 
 
 CACHE_SIZE = 512  # answers kept per process (the engine is pure: same request, same answer)
-_CACHE: OrderedDict[tuple[str, tuple[tuple[str, int], ...]], SizingResult] = OrderedDict()
+_CacheKey = tuple[str, tuple[tuple[str, int], ...], tuple[tuple[str, Delivery], ...], str]
+_CACHE: OrderedDict[_CacheKey, SizingResult] = OrderedDict()
 _LOCK = threading.Lock()
 
 
-def size_result(request: Any, *, prices: dict[str, int] | None = None) -> SizingResult:
+def size_result(
+    request: Any,
+    *,
+    prices: dict[str, int] | None = None,
+    delivery: Mapping[str, Delivery] | None = None,
+    today: date | None = None,
+) -> SizingResult:
     """Size a training job on every SKU (or the one asked for). Raises SizingError.
 
+    ``delivery``: per SKU, the promised delivery of each node count (from the caller's
+    stock; the engine reads no database): finish dates and deadlines count it. ``today``:
+    the customer's date, for finish dates.
+
     Answers come from a bounded LRU cache keyed on the *normalised* request (defaults filled
-    in, so a field given as its default or omitted is one entry) and the prices.
+    in, so a field given as its default or omitted is one entry), the prices, the delivery
+    table and the day.
     """
     s = validate(request)
-    key = (s.model_dump_json(), tuple(sorted((prices or {}).items())))
+    key: _CacheKey = (
+        s.model_dump_json(),
+        tuple(sorted((prices or {}).items())),
+        tuple(sorted((delivery or {}).items())),
+        today.isoformat() if today else "",
+    )
     with _LOCK:
         hit = _CACHE.get(key)
         if hit is not None:
             _CACHE.move_to_end(key)
             return hit
-    result = _compute(resolve(s), dict(key[1]) or None)
+    result = _compute(
+        resolve(s), dict(key[1]) or None, dict(delivery) if delivery is not None else None, today
+    )
     with _LOCK:
         _CACHE[key] = result
         while len(_CACHE) > CACHE_SIZE:
@@ -84,7 +105,12 @@ def cache_len() -> int:
     return len(_CACHE)
 
 
-def _compute(r: Request, prices: dict[str, int] | None) -> SizingResult:
+def _compute(
+    r: Request,
+    prices: dict[str, int] | None,
+    delivery: dict[str, Delivery] | None = None,
+    today: date | None = None,
+) -> SizingResult:
     """The answer for a resolved request (no cache)."""
     j, c = r.job, r.job.counts
     flops = compute.training_flops(c.active, r.tokens, method=j.method)
@@ -102,7 +128,15 @@ def _compute(r: Request, prices: dict[str, int] | None) -> SizingResult:
     specs = {s.id: s for s in all_specs() if r.sku is None or s.id == r.sku}
     options: list[Option] = []
     for spec in specs.values():
-        search = SkuSearch(r, spec, flops, unit_price_cents(spec, prices))
+        search = SkuSearch(
+            r,
+            spec,
+            flops,
+            unit_price_cents(spec, prices),
+            # a SKU the table leaves out has no promised date for any count
+            delivery=None if delivery is None else delivery.get(spec.id, ()),
+            today=today,
+        )
         o = option_for(r, search)
         if o.layout is not None:
             o.storage = compute.storage(
@@ -148,9 +182,11 @@ def size(
     prices: dict[str, int] | None = None,
     lang: str | None = None,
     translate: Translate | None = None,
+    delivery: Mapping[str, Delivery] | None = None,
+    today: date | None = None,
 ) -> dict[str, Any]:
     """Today's JSON answer; prose in ``lang`` (or through ``translate``), codes beside it."""
-    result = size_result(request, prices=prices)
+    result = size_result(request, prices=prices, delivery=delivery, today=today)
     return result.as_dict(translate or translator(lang))
 
 

@@ -14,18 +14,16 @@ rendered first, in the same language.
 
 from __future__ import annotations
 
-import gettext as _stdlib_gettext
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
 from app.errors import N_
+from app.i18n import translations_for
+from app.money import format_cents
 
 Translate = Callable[[str], str]
-
-LOCALE_DIR = Path(__file__).resolve().parent.parent / "locale"
 
 
 @dataclass(frozen=True)
@@ -118,8 +116,24 @@ CATALOG: dict[str, str] = {
     "note.search_budget": N_("node-count search stopped at its evaluation budget"),
     "note.no_fit": N_("no layout fits on up to %(nodes)s nodes"),
     "note.no_fp4": N_("%(name)s has no FP4 tensor cores: FP4 training cannot run on it"),
+    "note.framework_layout": N_(
+        "%(framework)s cannot run this layout: the stack offers no tensor, pipeline, context "
+        "or expert parallelism of this kind"
+    ),
+    "note.slow_end_month": N_(
+        "at the slow end of the time range (%(days_text)s) the run needs %(slow_months)s "
+        "months per node instead of %(months)s"
+    ),
+    "note.no_promised_date": N_(
+        "we cannot promise a delivery date for %(nodes)s nodes from stock: the finish date "
+        "is a sales conversation"
+    ),
+    "note.misses_deadline_delivery": N_(
+        "misses your %(max_days)s-day deadline: delivery takes %(lead_days).0f days and "
+        "training %(days_text)s, so the run ends on day %(finish_days).0f"
+    ),
     "note.misses_deadline": N_(
-        "misses your %(max_days)s-day target (%(days).1f days): more nodes would be needed "
+        "misses your %(max_days)s-day target (%(days_text)s): more nodes would be needed "
         "than scale efficiently, or memory limits the layout"
     ),
     "note.over_self_serve": N_(
@@ -177,36 +191,45 @@ CATALOG: dict[str, str] = {
     # --- the recommendation (``reason_code`` and ``reason_codes``) -----------------------
     "reason.cheapest": N_(
         "%(nodes)s × %(name)s (%(gpus)s GPUs): the cheapest plan that fits, finishing "
-        "soonest among plans within %(tie_pct)s %% of that price — %(days).1f days at "
+        "soonest among plans within %(tie_pct)s %% of that price — %(days_text)s at "
         "%(mfu_pct).0f %% effective MFU, %(months_text)s per node, %(cost_usd)s."
     ),
     "reason.deadline": N_(
         "%(nodes)s × %(name)s (%(gpus)s GPUs): the cheapest plan that meets your "
-        "%(max_days)s-day deadline — %(days).1f days at %(mfu_pct).0f %% effective MFU, "
+        "%(max_days)s-day deadline — %(days_text)s at %(mfu_pct).0f %% effective MFU, "
         "%(months_text)s per node, %(cost_usd)s."
+    ),
+    "reason.deadline_missed_finish": N_(
+        "Nothing finishes within %(max_days)s days of today, delivery included; the earliest "
+        "finish is %(nodes)s × %(name)s: delivered in %(lead_days).0f days, trained in "
+        "%(days_text)s, done on day %(finish_days).0f, %(cost_usd)s."
+    ),
+    "reason.sales_pinned": N_(
+        "%(nodes)s × %(name)s (%(gpus)s GPUs) is more than we sell self-serve: talk to sales "
+        "— %(days_text)s, %(months_text)s per node, %(cost_usd)s at list price."
     ),
     "reason.deadline_missed": N_(
         "Nothing finishes within %(max_days)s days; %(nodes)s × %(name)s is the fastest "
-        "plan we found: %(days).1f days, %(cost_usd)s."
+        "plan we found: %(days_text)s, %(cost_usd)s."
     ),
     "reason.within_year": N_(
-        "%(nodes)s × %(name)s (%(gpus)s GPUs) finishes within 12 months — %(days).1f days, "
+        "%(nodes)s × %(name)s (%(gpus)s GPUs) finishes within 12 months — %(days_text)s, "
         "%(months_text)s per node, %(cost_usd)s — for at most %(extra_pct)s %% more "
         "than the cheapest plan, which would take over a year."
     ),
     "reason.sales_cluster": N_(
         "Nothing self-serve finishes within 12 months: talk to sales about a cluster of "
-        "%(nodes)s × %(name)s (%(gpus)s GPUs) — %(days).1f days, %(months_text)s per "
+        "%(nodes)s × %(name)s (%(gpus)s GPUs) — %(days_text)s, %(months_text)s per "
         "node, %(cost_usd)s at list price."
     ),
     "reason.sales_deadline": N_(
         "Meeting your %(max_days)s-day deadline takes a cluster beyond self-serve: talk to "
-        "sales about %(nodes)s × %(name)s (%(gpus)s GPUs) — %(days).1f days, %(cost_usd)s "
+        "sales about %(nodes)s × %(name)s (%(gpus)s GPUs) — %(days_text)s, %(cost_usd)s "
         "at list price."
     ),
     "reason.sales_rack": N_(
         "Nothing self-serve fits: %(nodes)s × %(name)s is a sales conversation — "
-        "%(days).1f days, %(months_text)s, %(cost_usd)s."
+        "%(days_text)s, %(months_text)s, %(cost_usd)s."
     ),
     "reason.only_unaccepted_platform": N_(
         "Only %(name)s fits this job, and it needs a training stack that runs on ROCm, "
@@ -229,12 +252,22 @@ CATALOG: dict[str, str] = {
         "already runs on ROCm (say so to include it)."
     ),
     "reason.runner_up_layout": N_("Runner-up layout on the same node: %(layout)s."),
-    "reason.next_best": N_("Next best: %(nodes)s × %(name)s at %(cost_usd)s, %(days).1f days."),
+    "reason.next_best": N_("Next best: %(nodes)s × %(name)s at %(cost_usd)s, %(days_text)s."),
     "reason.single_gpu": N_(
         "Consider a single-GPU offer instead: the job fits one %(gpu_gb)s GB GPU and takes "
-        "about %(days).1f days there; an 8-GPU node is more than this job needs."
+        "about %(days_text)s there; an 8-GPU node is more than this job needs."
     ),
     # --- assumptions (``assumption_codes``) ------------------------------------------------
+    "assumption.time_profile": N_(
+        "time is modelled for %(framework)s as its current release runs (its fused kernels, "
+        "the communication it overlaps and the layouts it offers: docs/sizing-accuracy-time.md); "
+        "the range runs from a tuned run (%(fast_pct)s %% faster than the likely figure) to a "
+        "first-week run (%(slow_pct)s %% slower); months and price use the likely figure"
+    ),
+    "assumption.time_nearest": N_(
+        "no public measured %(framework)s run with its layout is in our set: its profile starts "
+        "from %(nearest)s's and carries the widest range"
+    ),
     "assumption.usable_memory": N_(
         "usable GPU memory is the catalog's driver-reported figure; fit decisions keep "
         "%(margin_pct)s %% of it free (headroom is reported below that line)"
@@ -336,6 +369,15 @@ COUNTED: dict[str, tuple[str, str, str]] = {
 }
 
 
+def days_text(days: float, translate: Translate | None = None) -> str:
+    """A duration as a reader can use it: hours under a day (never "0.0 days"), else days
+    to one decimal."""
+    tr = translate or _identity
+    if days < 1:
+        return tr(N_("%(n)s hours")) % {"n": f"{max(days * 24, 0.1):.1f}"}
+    return tr(N_("%(n)s days")) % {"n": f"{days:.1f}"}
+
+
 def _identity(s: str) -> str:
     return s
 
@@ -346,17 +388,22 @@ def translator(lang: str | None) -> Translate:
     if not lang or lang.split("_")[0].split("-")[0].lower() == "en":
         return _identity
     norm = "zh_CN" if lang.lower().startswith("zh") else lang
-    t = _stdlib_gettext.translation(
-        "messages", localedir=str(LOCALE_DIR), languages=[norm], fallback=True
-    )
-    return t.gettext
+    # the house's one catalogue loader (app.i18n), as every page and PDF uses
+    return translations_for(norm).gettext
 
 
 def _usd(v: Any) -> str:
+    """A dollar amount through the house's one money formatter (``app.money``): US$1,234.56
+    in both languages."""
     try:
-        return f"US${float(v):,.2f}"
-    except (TypeError, ValueError):
+        return _usd_text(round(float(v) * 100))
+    except (TypeError, ValueError, OverflowError):
         return str(v)
+
+
+@lru_cache(maxsize=4096)
+def _usd_text(cents: int) -> str:
+    return format_cents(cents, "en")
 
 
 def render(msg: Msg | Mapping[str, Any], translate: Translate | None = None) -> str:
@@ -383,6 +430,8 @@ def render(msg: Msg | Mapping[str, Any], translate: Translate | None = None) -> 
         if source in params and f"%({key})s" in template:
             n = params[source]
             vals[key] = tr(one if n == 1 else other) % {"n": n}
+    if "days" in params and "%(days_text)s" in template:
+        vals["days_text"] = days_text(float(params["days"]), tr)
     text = tr(template)
     try:
         return text % vals

@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import math
 from dataclasses import dataclass, field
+from datetime import date, timedelta
 from typing import Any
 
 from app.catalog.specs import SELF_SERVE_MAX_NODES
@@ -17,6 +18,7 @@ from app.sizing import compute
 from app.sizing.layout import Candidate
 from app.sizing.memory import SAFETY_MARGIN, Memory, fit_verdict, memory_range, resolve_layout
 from app.sizing.messages import Msg, Translate, render, render_all
+from app.sizing.profiles import profile, tokens_range
 from app.sizing.search import Plan, SkuSearch
 
 DEADLINE_SLACK = 1.0001
@@ -203,7 +205,37 @@ def evaluate_option(s: SkuSearch, plan: Plan, runner_up: Candidate | None) -> Op
     tok_s = s.tokens_per_s_per_gpu(lay)
     if s.modelled and tok_s is not None:
         extra["predicted_tokens_per_s_per_gpu"] = round(tok_s, 1)
-    if meets is False:
+    timing = time_range(s, n, hours, tok_s if s.modelled else None)
+    extra.update(timing.as_dict())
+    if r.max_days:
+        finish = timing.finish_hours
+        meets = finish is not None and finish <= r.max_days * 24 * DEADLINE_SLACK
+    if timing.slow_months > months:
+        notes.append(
+            Msg(
+                "note.slow_end_month",
+                {
+                    "days": timing.slow_hours / 24,
+                    "months": months,
+                    "slow_months": timing.slow_months,
+                },
+            )
+        )
+    if timing.lead_days is None and s.delivery is not None:
+        notes.append(Msg("note.no_promised_date", {"nodes": n}))
+    if meets is False and timing.lead_days:
+        notes.append(
+            Msg(
+                "note.misses_deadline_delivery",
+                {
+                    "max_days": _g(r.max_days),
+                    "lead_days": timing.lead_days,
+                    "days": hours / 24,
+                    "finish_days": (timing.finish_hours or 0) / 24,
+                },
+            )
+        )
+    elif meets is False:
         notes.append(Msg("note.misses_deadline", {"max_days": _g(r.max_days), "days": hours / 24}))
     if spec.self_serve and n > SELF_SERVE_MAX_NODES:
         notes.append(Msg("note.over_self_serve", {"nodes": n, "max_nodes": SELF_SERVE_MAX_NODES}))
@@ -273,6 +305,74 @@ def evaluate_option(s: SkuSearch, plan: Plan, runner_up: Candidate | None) -> Op
         runner_up=runner_up,
         meets_deadline=meets,
         notes=notes,
+    )
+
+
+@dataclass(frozen=True)
+class Timing:
+    """An option's time as a range and its finish (days from the customer's today)."""
+
+    tokens_range: tuple[float, float] | None  # (slow, fast) tokens/s per GPU
+    fast_hours: float
+    slow_hours: float
+    slow_months: int
+    lead_days: float | None  # delivery of this node count; None: no promised date
+    finish_hours: float | None
+    finish_slow_hours: float | None
+    today: date | None
+
+    def _date(self, hours: float | None) -> str | None:
+        if hours is None or self.today is None:
+            return None
+        # the run ends on the day its last hour falls in
+        return (self.today + timedelta(days=math.ceil(hours / 24 - 1e-9))).isoformat()
+
+    def as_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "training_days_range": [self.fast_hours / 24, self.slow_hours / 24],
+            "months_slow": self.slow_months,
+            "delivery_days": self.lead_days,
+            "finish_days": None if self.finish_hours is None else self.finish_hours / 24,
+            "finish_days_range": None
+            if self.finish_hours is None or self.finish_slow_hours is None
+            else [
+                (self.finish_hours - self.slow_hours + self.fast_hours) / 24,
+                self.finish_slow_hours / 24,
+            ],
+            "finish_date": self._date(self.finish_hours),
+            "finish_date_range": None
+            if self.finish_hours is None or self.today is None
+            else [
+                self._date(self.finish_hours - self.slow_hours + self.fast_hours),
+                self._date(self.finish_slow_hours),
+            ],
+        }
+        if self.tokens_range is not None:
+            d["tokens_per_s_per_gpu_range"] = [round(x, 1) for x in self.tokens_range]
+        return d
+
+
+def time_range(s: SkuSearch, n: int, hours: float, tok_s: float | None) -> Timing:
+    """The likely training time ``hours`` as a range for the customer's stack (the fast end
+    a tuned run, the slow end a first-week run: app/sizing/profiles.py), and when the run
+    finishes: the promised delivery of ``n`` nodes, then training."""
+    fast_h = slow_h = hours
+    tokens: tuple[float, float] | None = None
+    if tok_s is not None and tok_s > 0:
+        slow, fast = tokens_range(tok_s, profile(s.r.job.framework))
+        tokens = (slow, fast)
+        fast_h, slow_h = hours * tok_s / fast, hours * tok_s / slow
+    lead = s.lead_days(n)
+    finish = None if lead is None else lead * 24 + hours
+    return Timing(
+        tokens_range=tokens,
+        fast_hours=fast_h,
+        slow_hours=slow_h,
+        slow_months=compute.rental_months(slow_h, min_months=s.min_months),
+        lead_days=lead,
+        finish_hours=finish,
+        finish_slow_hours=None if lead is None else lead * 24 + slow_h,
+        today=s.today,
     )
 
 

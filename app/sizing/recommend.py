@@ -17,6 +17,7 @@ Rules (each has a test through ``size()`` and through the /size page):
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -28,7 +29,7 @@ from app.sizing.memory import SAFETY_MARGIN, Layout, fit_verdict, memory
 from app.sizing.messages import Msg, Translate, render
 from app.sizing.options import DEADLINE_SLACK, Option
 from app.sizing.request import Request
-from app.sizing.search import HOURS_PER_YEAR, Plan, SkuSearch, peak_tflops
+from app.sizing.search import HOURS_PER_YEAR, Plan, SkuSearch
 
 NEAR_CHEAPEST = 0.05  # plans within 5 % of the cheapest count as equally cheap
 YEAR_PREMIUM = 0.10  # how much more a plan may cost to finish within 12 months
@@ -95,14 +96,29 @@ def choose_plan(plans: Sequence[Plan], s: SkuSearch) -> Plan:
     ss = [p for p in plans if p.nodes <= s.self_serve_cap]
     if s.r.max_days:
         dl = s.r.max_days * 24 * DEADLINE_SLACK
-        ok = [p for p in ss if p.hours <= dl]
+
+        def finish(p: Plan) -> float:  # delivery + training; no promised date: never
+            f = s.finish_hours(p)
+            return math.inf if f is None else f
+
+        ok = [p for p in ss if finish(p) <= dl]
         if ok:
             return _fewest_same_months(_near_soonest(ok, _pc, _ph), ok)
-        met = cluster(dl)
+        if s.delivery is None:
+            met = cluster(dl)
+        else:  # beyond self-serve, per delivery step: what trains in the time left
+            met = [
+                p
+                for up_to, days in s.delivery
+                if up_to > s.self_serve_cap and dl > days * 24
+                for p in cluster(dl - days * 24)
+                if finish(p) <= dl
+            ]
         if met:
             return min(met, key=lambda p: p.nodes)
         priced = [*plans, *s.extra_plans.values()] if s.bounded else list(plans)
-        return min(priced, key=lambda p: (p.hours, p.cost_cents))
+        # the earliest finish (delivery included), then the fastest run
+        return min(priced, key=lambda p: (finish(p), p.hours, p.cost_cents))
     pool = ss or list(plans)
     best = _fewest_same_months(_near_soonest(pool, _pc, _ph), pool)
     if best.hours > HOURS_PER_YEAR:
@@ -171,6 +187,12 @@ def _oh(o: Option) -> float:
     return float(o.hours or 0)
 
 
+def _of(o: Option) -> float:
+    """Days from today until the run ends (delivery + training); no promised date: never."""
+    f = o.extra.get("finish_days")
+    return math.inf if f is None else float(f)
+
+
 def short_name(name: str) -> str:
     """ "8 × AMD Instinct MI355X" → "AMD Instinct MI355X" (the count is said separately)."""
     return re.sub(r"^\d+\s*×\s*", "", name)
@@ -222,11 +244,25 @@ def recommend(
             code = "reason.deadline" if ss else "reason.sales_deadline"
             reasons.append(Msg(code, {**_facts(best), "max_days": f"{r.max_days:g}"}))
         else:
-            pool = sorted(accepted, key=lambda o: (_oh(o), _oc(o)))
+            pool = sorted(accepted, key=lambda o: (_of(o), _oh(o), _oc(o)))
             best = pool[0]
-            reasons.append(
-                Msg("reason.deadline_missed", {**_facts(best), "max_days": f"{r.max_days:g}"})
-            )
+            f = best.extra.get("finish_days")
+            if best.extra.get("delivery_days") and f is not None:
+                reasons.append(
+                    Msg(
+                        "reason.deadline_missed_finish",
+                        {
+                            **_facts(best),
+                            "max_days": f"{r.max_days:g}",
+                            "lead_days": best.extra["delivery_days"],
+                            "finish_days": f,
+                        },
+                    )
+                )
+            else:
+                reasons.append(
+                    Msg("reason.deadline_missed", {**_facts(best), "max_days": f"{r.max_days:g}"})
+                )
     else:
         ss = [o for o in accepted if not o.talk_to_sales]
         if ss:
@@ -252,6 +288,9 @@ def recommend(
             within = [o for o in accepted if _oh(o) <= HOURS_PER_YEAR]
             best = _near_soonest(within or accepted, _oc, _oh)
             code = "reason.sales_rack" if not best.self_serve else "reason.sales_cluster"
+            if best.self_serve and r.nodes is not None and within:
+                # the customer pinned a count beyond self-serve: the run itself is short
+                code = "reason.sales_pinned"
             reasons.append(Msg(code, _facts(best)))
     if tight_only:
         reasons.append(Msg("reason.tight_only"))
@@ -301,7 +340,8 @@ def single_gpu(r: Request, flops: float) -> Msg | None:
         if memory(r.job, lay).total <= spec.usable_gpu_memory_bytes * (1 - SAFETY_MARGIN):
             mfu = r.mfu if r.mfu is not None else spec.default_mfu
             hours = (
-                compute.training_seconds(flops, 1, peak_tflops(spec, r.job.precision), mfu) / 3600
+                compute.training_seconds(flops, 1, compute.peak_tflops(spec, r.job.precision), mfu)
+                / 3600
             )
             if hours <= limit_hours:
                 return Msg(

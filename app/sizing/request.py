@@ -431,8 +431,6 @@ def resolve(s: SizingRequest) -> Request:
                     errs.append(("parallelism.ep", Msg("request.ep_experts")))
         if s.offload_params and par["sharding"] != "zero3":
             errs.append(("offload_params", Msg("request.offload_params_zero3")))
-    if s.method != "full" and s.precision == "fp8":
-        errs.append(("precision", Msg("request.fp8_full_only")))
     if s.method != "full" and s.precision == "fp4":
         errs.append(("precision", Msg("request.fp4_full_only")))
     if s.precision == "fp4" and s.sku in ids and not spec(s.sku).fp4_dense_tflops:

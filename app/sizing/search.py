@@ -9,12 +9,14 @@ limit, the deadline). Which plan to show is decided by ``recommend.choose_plan``
 from __future__ import annotations
 
 import math
+from datetime import date
 from typing import NamedTuple
 
 from app.catalog.specs import SELF_SERVE_MAX_NODES, NodeSpec
 from app.sizing import compute, layout
 from app.sizing.memory import FRAMEWORKS, SAFETY_MARGIN, Layout, fit_verdict, memory
 from app.sizing.messages import Msg
+from app.sizing.profiles import profile
 from app.sizing.request import MAX_NODES, Request
 
 MAX_MONTHS_SEARCHED = 36
@@ -23,6 +25,10 @@ STEPS = 16  # counts priced per shape by SkuSearch.fewest_within's aims
 SCAN = 12  # counts priced one by one below the best that SkuSearch.fewest_within's aims found
 HOURS_PER_YEAR = 12 * compute.HOURS_PER_MONTH
 
+# Promised delivery of one SKU: (up to this many nodes, delivered in this many days from
+# today), ascending; a count beyond the last step has no promised date.
+Delivery = tuple[tuple[int, float], ...]
+
 
 def unit_price_cents(spec: NodeSpec, prices: dict[str, int] | None) -> int:
     """Price of one unit (an 8-GPU node, or a whole rack for per-GPU-priced racks)."""
@@ -30,10 +36,6 @@ def unit_price_cents(spec: NodeSpec, prices: dict[str, int] | None) -> int:
     if prices and spec.id in prices:
         p = int(prices[spec.id])
     return p * spec.gpus_per_node if spec.price_per_gpu else p
-
-
-def peak_tflops(spec: NodeSpec, precision: str) -> float:
-    return compute.peak_tflops(spec, precision)
 
 
 def runs_precision(spec: NodeSpec, precision: str) -> bool:
@@ -56,8 +58,20 @@ class Plan(NamedTuple):
 class SkuSearch:
     """Everything about sizing ``r`` on ``spec`` that depends on the node count."""
 
-    def __init__(self, r: Request, spec: NodeSpec, flops: float, price_cents: int) -> None:
+    def __init__(
+        self,
+        r: Request,
+        spec: NodeSpec,
+        flops: float,
+        price_cents: int,
+        delivery: Delivery | None = None,
+        today: date | None = None,
+    ) -> None:
         self.r = r
+        self.today = today  # the customer's today (finish dates), None: days only
+        # promised delivery per node count (the caller's stock, read outside the engine);
+        # None: no catalog, delivery is not counted
+        self.delivery = delivery
         self.spec = spec
         self.g = spec.gpus_per_node
         self.usable = spec.usable_gpu_memory_bytes
@@ -67,7 +81,7 @@ class SkuSearch:
         self.modelled = r.mfu is None
         self.mfu = r.mfu if r.mfu is not None else 1.0
         self.supported = runs_precision(spec, r.job.precision)
-        self.peak = peak_tflops(spec, r.job.precision if self.supported else "bf16")
+        self.peak = compute.peak_tflops(spec, r.job.precision if self.supported else "bf16")
         self._predicted: dict[Layout, tuple[float, float]] = {}
         self.price = price_cents
         self.min_months = int(spec.raw.get("min_term_months") or 1)
@@ -103,6 +117,37 @@ class SkuSearch:
     def nodes_within(self, hours: float, eff: float) -> int:
         """Fewest nodes that finish within ``hours`` at efficiency ``eff``."""
         return max(1, math.ceil(self.one_node_hours / (hours * eff) - 1e-9))
+
+    def lead_days(self, n: int) -> float | None:
+        """Days from today until ``n`` nodes are delivered: 0 without a delivery table,
+        None when the table promises no date for ``n`` nodes (a sales conversation)."""
+        if self.delivery is None:
+            return 0.0
+        for up_to, days in self.delivery:
+            if n <= up_to:
+                return float(days)
+        return None
+
+    def finish_hours(self, p: Plan) -> float | None:
+        """Hours from today until ``p``'s run ends: delivery, then training."""
+        lead = self.lead_days(p.nodes)
+        return None if lead is None else lead * 24 + p.hours
+
+    def deadline_counts(self, deadline_hours: float, eff: float) -> set[int]:
+        """The fewest nodes that finish by the deadline at ``eff`` for each delivery step
+        (a count delivered later has less time to train)."""
+        if self.delivery is None:
+            return {min(self.max_nodes, self.nodes_within(deadline_hours, eff))}
+        out: set[int] = set()
+        lo = 1
+        for up_to, days in self.delivery:
+            left = deadline_hours - days * 24
+            if left > 0:
+                n = max(lo, self.nodes_within(left, eff))
+                if n <= up_to:
+                    out.add(min(self.max_nodes, n))
+            lo = up_to + 1
+        return out
 
     # --- layouts ----------------------------------------------------------------------------
 
@@ -150,8 +195,7 @@ class SkuSearch:
                     want=want + extra,
                     per_tp=per_tp,
                 )
-                if len(memo) < 20000:
-                    memo[mk] = found
+                memo.put(mk, found)
             found = [self.with_model(c) for c in found]
             if self.modelled:  # a surely-fitting layout still beats a tight one
                 limit = self.usable * (1 - SAFETY_MARGIN)
@@ -181,8 +225,7 @@ class SkuSearch:
                 recompute_options=self.rc_opts,
                 offload_options=self.off_opts,
             )
-            if len(memo) < 20000:
-                memo[mk] = got
+            memo.put(mk, got)
         return bool(got)
 
     def plan(self, n: int) -> Plan | None:
@@ -277,6 +320,7 @@ class SkuSearch:
         if self.r.max_days:
             # the deadline's count, or the most we price when even that cannot meet it
             wanted.append(min(self.max_nodes, self.nodes_within(self.r.max_days * 24, e0)))
+            wanted.extend(self.deadline_counts(self.r.max_days * 24, e0))
         budget = SEARCH_BUDGET
         queue = sorted({n for n in wanted if n0 < n <= upto})
         while queue:
@@ -304,6 +348,7 @@ class SkuSearch:
                 extra.add(min(self.max_nodes, self.nodes_within(HOURS_PER_YEAR, e)))
                 if self.r.max_days:
                     extra.add(min(self.max_nodes, self.nodes_within(self.r.max_days * 24, e)))
+                    extra |= self.deadline_counts(self.r.max_days * 24, e)
                 queue = sorted(set(queue) | {x for x in extra if n0 < x <= upto})
         return sorted(out.values(), key=lambda p: p.nodes)
 
@@ -436,6 +481,8 @@ class SkuSearch:
         g = self.g
         tp, pp, ep, cp = (int(p.get(k) or 1) for k in ("tp", "pp", "ep", "cp"))
         block = tp * pp * cp
+        if not profile(r.job.framework).runs(tp, pp, ep, cp):
+            return None, r.nodes or 1, Msg("note.framework_layout", {"framework": r.job.framework})
         if r.nodes is not None:
             n = r.nodes
         else:

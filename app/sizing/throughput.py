@@ -30,6 +30,14 @@ from dataclasses import dataclass
 
 from app.catalog.specs import NodeSpec
 from app.sizing.params import Architecture, ParamCounts, attention_params
+from app.sizing.profiles import (
+    LAUNCHES_PER_EXPERT,
+    REF_A2A_EXPOSED,
+    REF_DP_OVERLAP,
+    REF_TP_EXPOSED,
+    REFERENCE,
+    StackProfile,
+)
 
 # --- global constants (documented in docs/sizing-accuracy.md) -------------------------------
 # Sustained fraction of the dense tensor-core peak a large, well-shaped GEMM reaches (cuBLAS /
@@ -60,15 +68,15 @@ LAUNCH_S = 4.5e-6
 NVLINK_EFF = 0.75
 NIC_EFF = 0.80
 # Share of TP/SP and CP collective time not hidden behind compute (Megatron-style overlap).
-TP_EXPOSED = 0.647
+TP_EXPOSED = REF_TP_EXPOSED  # 0.647 (the megatron profile's)
 # Share of EP all-to-all time not hidden (dispatch/combine are on the critical path unless a
 # schedule overlaps them with another micro-batch's compute).
-A2A_EXPOSED = 0.884
+A2A_EXPOSED = REF_A2A_EXPOSED  # 0.884
 # DualPipe (DeepSeek-V3): forward and backward chunks of two micro-batches overlap, so the
 # all-to-all is hidden except this share, and the bubble is that of pp/2 stages.
 DUALPIPE_A2A_EXPOSED = 0.1
 # Share of the step's compute behind which bucketed DP/FSDP collectives can run.
-DP_OVERLAP = 0.8
+DP_OVERLAP = REF_DP_OVERLAP  # 0.8
 # Busiest expert rank's extra work over the mean with auxiliary-loss balancing (dropless).
 ROUTING_IMBALANCE = 0.1455
 # Recompute: full recomputes the forward (GEMMs + attention); selective the attention core.
@@ -102,6 +110,18 @@ def default_batch_tokens(training_flops: float) -> int:
     return int(2 ** max(12, round(math.log2(b))))
 
 
+def dense_peak_tflops(precision: str, bf16: float, fp8: float, fp4: float | None) -> float:
+    """The engine's one peak-FLOPs rule: the dense tensor-core peak of the training
+    precision (FP4 only where the GPU has FP4 tensor cores)."""
+    if precision == "fp8":
+        return fp8
+    if precision == "fp4":
+        if not fp4:
+            raise ValueError("no FP4 dense peak on this GPU")
+        return fp4
+    return bf16
+
+
 @dataclass(frozen=True)
 class Hardware:
     """One GPU's facts (catalog or calibration table)."""
@@ -115,13 +135,7 @@ class Hardware:
     nvlink_domain: int  # GPUs that share NVLink (8 on HGX, 72 on an NVL72 rack)
 
     def peak(self, precision: str) -> float:
-        if precision == "fp8":
-            return self.fp8_tflops
-        if precision == "fp4":
-            if not self.fp4_tflops:
-                raise ValueError("no FP4 dense peak on this GPU")
-            return self.fp4_tflops
-        return self.bf16_tflops
+        return dense_peak_tflops(precision, self.bf16_tflops, self.fp8_tflops, self.fp4_tflops)
 
 
 def hardware_from_spec(spec: NodeSpec) -> Hardware:
@@ -210,19 +224,18 @@ def attention_width(arch: Architecture) -> float:
     return float(arch.num_attention_heads * arch.head_dim)
 
 
-def gemm_split(
+def _gemm_flops(
     arch: Architecture,
     counts: ParamCounts,
-    seq_len: int,
     precision: str,
-    setup: Setup,
-    hw: Hardware,
+    tp: int,
+    cp: int,
+    ep: int,
+    tok_mb: int,
 ) -> dict[str, float]:
-    """GPU-seconds per token of the GEMM term of :func:`predict`, by kind of GEMM (the same
-    formulas, kept apart for the step-time decomposition in docs/sizing-accuracy-time.md;
-    tests/sizing/test_throughput.py checks that the parts add up to ``predict``'s term)."""
-    s = setup
-    tp, cp, ep = max(1, s.tp), max(1, s.cp), max(1, s.ep)
+    """The GEMM term of :func:`predict` by kind of GEMM: FLOPs per token divided by the
+    efficiency each GEMM's smallest dimension reaches (one formula, read by both
+    :func:`gemm_split` and :func:`_per_token`)."""
     h = arch.hidden_size
     L = arch.num_layers
     moe = arch.moe
@@ -241,7 +254,6 @@ def gemm_split(
     if moe is not None and n_moe:
         expert = counts.moe_layer_experts / moe.num_experts
         other = counts.moe_layer - counts.moe_layer_experts - attn_p - arch.norms_per_layer * h
-        tok_mb = max(1, s.micro_batch_size) * seq_len
         per_expert_tokens = tok_mb / cp * moe.experts_per_token * ep / moe.num_experts
         d_exp = min(moe.expert_intermediate_size, per_expert_tokens)
         out["routed_experts"] = (
@@ -255,6 +267,23 @@ def gemm_split(
         out["shared_experts_and_router"] = (
             6.0 * n_moe * max(0, other) / _eff(precision, moe.expert_intermediate_size)
         )
+    return out
+
+
+def gemm_split(
+    arch: Architecture,
+    counts: ParamCounts,
+    seq_len: int,
+    precision: str,
+    setup: Setup,
+    hw: Hardware,
+) -> dict[str, float]:
+    """GPU-seconds per token of the GEMM term of :func:`predict`, by kind of GEMM (the same
+    formula, kept apart for the step-time decomposition in docs/sizing-accuracy-time.md;
+    tests/sizing/test_throughput.py checks that the parts add up to ``predict``'s term)."""
+    s = setup
+    tok_mb = max(1, s.micro_batch_size) * seq_len
+    out = _gemm_flops(arch, counts, precision, max(1, s.tp), max(1, s.cp), max(1, s.ep), tok_mb)
     scale = (8.0 / 6.0 if s.recompute == "full" else 1.0) / (hw.peak(precision) * 1e12)
     return {k: v * scale for k, v in out.items()}
 
@@ -270,32 +299,22 @@ def _per_token(
     ep: int,
     tok_mb: int,
     recompute: str,
+    elem_scale: float = 1.0,
 ) -> tuple[float, float, float]:
     """(GEMM, attention, memory-bound) GPU-seconds of compute per token (whole model, as if
     on one GPU) for :func:`predict`: what it depends on of the layout is the TP, CP and EP
-    degrees, the micro-batch's tokens and the recompute mode."""
+    degrees, the micro-batch's tokens and the recompute mode; of the stack, how many
+    memory-bound passes its kernels make (``elem_scale``, 1 for fused kernels)."""
     h = arch.hidden_size
     L = arch.num_layers
     peak_p = hw.peak(precision) * 1e12
     peak_bf = hw.bf16_tflops * 1e12
     moe = arch.moe
-    attn_p = attention_params(arch)
-    n_moe = moe.moe_layers_in(0, L) if moe else 0  # Llama 4: every moe_every-th layer
-    n_dense = L - n_moe
-    dense_mlp = max(0, counts.dense_layer - attn_p - arch.norms_per_layer * h)
-    head = counts.head if counts.head else counts.embedding
-    gemm = 6.0 * (L * attn_p / _eff(precision, h / tp) + head / _eff(precision, h))
-    gemm += 6.0 * n_dense * dense_mlp / _eff(precision, arch.intermediate_size / tp)
+    n_moe = moe.moe_layers_in(0, L) if moe else 0
+    gemm = sum(_gemm_flops(arch, counts, precision, tp, cp, ep, tok_mb).values())
     ffn_active = float(arch.intermediate_size)
     moe_extra = 0.0
     if moe is not None and n_moe:
-        expert = counts.moe_layer_experts / moe.num_experts
-        routed = moe.experts_per_token * expert
-        other = counts.moe_layer - counts.moe_layer_experts - attn_p - arch.norms_per_layer * h
-        per_expert_tokens = tok_mb / cp * moe.experts_per_token * ep / moe.num_experts
-        d_exp = min(moe.expert_intermediate_size, per_expert_tokens)
-        gemm += 6.0 * n_moe * routed / _eff(precision, d_exp) * (1 + ROUTING_IMBALANCE)
-        gemm += 6.0 * n_moe * max(0, other) / _eff(precision, moe.expert_intermediate_size)
         ffn_active = moe.expert_intermediate_size * (moe.experts_per_token + moe.shared_experts)
         moe_extra = PERMUTE_HIDDEN * h * moe.experts_per_token * 2.0
     attn_fwd = 0.5 * 4.0 * L * attention_width(arch) * seq_len  # causal score + value, fwd
@@ -308,7 +327,7 @@ def _per_token(
     t_gemm = gemm / peak_p
     t_attn = attn / (peak_bf * E_ATTN)
     layer_bytes = (ELEM_HIDDEN * h + ELEM_FFN * ffn_active) * 2.0 * (1 + QUANT_EXTRA[precision])
-    mem_bytes = L * layer_bytes + n_moe * moe_extra
+    mem_bytes = L * layer_bytes * elem_scale + n_moe * moe_extra
     if recompute == "full":
         mem_bytes *= 1.33
     t_mem = mem_bytes / (hw.hbm_tbps * 1e12)
@@ -325,12 +344,18 @@ def predict(
     *,
     global_batch_tokens: float | None = None,
     per_token_memo: dict[tuple[int, int, int, int, str], tuple[float, float, float]] | None = None,
+    profile: StackProfile = REFERENCE,
+    compiled: bool = False,
 ) -> Throughput:
     """Tokens per second per GPU for a full-training run (closed form, no loops).
 
     ``per_token_memo``: a dict the caller keeps for one (architecture, counts, sequence
     length, precision, hardware), in which the per-token compute terms are kept by the few
-    layout fields they read (the search predicts hundreds of layouts of one job)."""
+    layout fields they read (the search predicts hundreds of layouts of one job).
+
+    ``profile``: the training stack (app/sizing/profiles.py: its memory-bound passes, the
+    collectives it overlaps, grouped expert GEMMs); ``compiled``: run under torch.compile.
+    The memo must be one per (job, SKU), the job fixing the stack."""
     s = setup
     tp, pp, cp, ep = max(1, s.tp), max(1, s.pp), max(1, s.cp), max(1, s.ep)
     dp = s.dp
@@ -345,7 +370,8 @@ def predict(
         m = max(1, math.ceil(gbt / (dp * tok_mb)))
     v = max(1, s.virtual_stages) if s.pp_schedule == "interleaved" else 1
     bubble = (pp - 1) / (m * v) if pp > 1 else 0.0
-    if s.pp_schedule == "dualpipe":
+    dualpipe = s.pp_schedule == "dualpipe" and profile.dualpipe
+    if dualpipe:
         bubble = max(0.0, pp / 2 - 1) / m
 
     # --- GPU-seconds of compute per token (whole model, as if on one GPU) --------------------
@@ -356,7 +382,17 @@ def predict(
     per_token = None if per_token_memo is None else per_token_memo.get(key)
     if per_token is None:
         per_token = _per_token(
-            arch, counts, seq_len, precision, hw, tp, cp, ep, tok_mb, s.recompute
+            arch,
+            counts,
+            seq_len,
+            precision,
+            hw,
+            tp,
+            cp,
+            ep,
+            tok_mb,
+            s.recompute,
+            profile.elem(compiled),
         )
         if per_token_memo is not None:
             per_token_memo[key] = per_token
@@ -366,21 +402,25 @@ def predict(
     # --- one optimizer step on the busiest GPU ------------------------------------------------
     tok_gpu_mb = tok_mb / (tp * cp * pp)  # this GPU's share of a micro-batch's work
     compute_mb = t_token * tok_gpu_mb
-    kernels = (n_dense * KERNELS_DENSE_LAYER + n_moe * KERNELS_MOE_LAYER) / pp
+    moe_kernels = float(KERNELS_MOE_LAYER)
+    if moe is not None and not profile.grouped_gemm:  # one GEMM launch per local expert
+        moe_kernels += LAUNCHES_PER_EXPERT * moe.num_experts / ep
+    kernels = (n_dense * KERNELS_DENSE_LAYER + n_moe * moe_kernels) / pp
     host_mb = kernels * LAUNCH_S
     compute_mb = max(compute_mb, host_mb)
 
     act_bytes = 2.0  # BF16 activations on the wire
+    tp_exposed = profile.tp_exp(compiled)
     comm_mb = 0.0
     tokens_local = tok_mb / cp  # tokens this TP group holds per micro-batch
     layers_here = L / pp
     if tp > 1:
         vol = 8.0 * tokens_local * h * act_bytes * (tp - 1) / tp  # 4 AG + 4 RS per layer
-        comm_mb += TP_EXPOSED * layers_here * vol / _bw(tp, hw)
+        comm_mb += tp_exposed * layers_here * vol / _bw(tp, hw)
     if cp > 1:
         kv = 2.0 * arch.num_kv_heads * arch.head_dim
         vol = 3.0 * tokens_local / tp * kv * act_bytes * (cp - 1)  # ring: fwd KV + bwd KV, dKV
-        comm_mb += TP_EXPOSED * layers_here * vol / _bw(tp * cp, hw)
+        comm_mb += tp_exposed * layers_here * vol / _bw(tp * cp, hw)
     if moe is not None and n_moe and ep > 1:
         a2a_bytes = 1.5 if precision in ("fp8", "fp4") else act_bytes  # FP8 dispatch
         vol = 4.0 * tokens_local / tp * moe.experts_per_token * h * a2a_bytes * (ep - 1) / ep
@@ -390,7 +430,7 @@ def predict(
         else:
             off = 1.0 - hw.nvlink_domain / span
             t = vol * (off / _nic(hw) + (1 - off) / _bw(1, hw))
-        exposed = DUALPIPE_A2A_EXPOSED if s.pp_schedule == "dualpipe" else A2A_EXPOSED
+        exposed = DUALPIPE_A2A_EXPOSED if dualpipe else profile.a2a_exposed
         comm_mb += exposed * (n_moe / pp) * t
     if pp > 1:
         p2p = 2.0 * tokens_local / tp * h * act_bytes
@@ -433,7 +473,7 @@ def predict(
             dp_t += 2.0 * frac * p_loc * grad_b / bw
         else:  # zero1 / zero2: reduce-scatter gradients, all-gather updated parameters
             dp_t += frac * p_loc * (grad_b + 2.0) / bw
-    dp_exposed = max(dp_t - DP_OVERLAP * m * compute_mb, 0.1 * dp_t) if dp_t else 0.0
+    dp_exposed = max(dp_t - profile.dp_overlap * m * compute_mb, 0.1 * dp_t) if dp_t else 0.0
 
     # The optimizer step is priced for the shard of one NVLink domain (the data-parallel
     # ranks of one node or rack): smaller shards than that are launch-bound in the

@@ -112,7 +112,7 @@ def test_use_this_carries_the_choice_into_deploy(client: TestClient) -> None:
 def test_lora_points_to_single_gpu_offers(client: TestClient) -> None:
     r = client.get("/size?model=llama-3.1-8b&tokens=1B&method=lora")
     assert r.status_code == 200
-    assert "single-GPU offer" in r.text and "0.9 days" in r.text
+    assert "single-GPU offer" in r.text and "22.6 hours" in r.text  # under a day: in hours
 
 
 def test_chinese_page(client: TestClient) -> None:
@@ -225,7 +225,7 @@ def test_counts_use_plural_forms_not_s_in_brackets(client: TestClient) -> None:
 
 def test_break_even_that_rounds_to_100_percent_reads_all_month() -> None:
     """Issue 19, defect 7: never "busy more than 100 % of the rented time"."""
-    from app.configurator.routes import _verdict
+    from app.configurator.cards import _verdict
     from app.web.i18n import set_locale
 
     set_locale("en")

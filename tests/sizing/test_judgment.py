@@ -155,7 +155,9 @@ def test_single_gpu_only_when_one_gpu_finishes_within_a_month() -> None:
     assert small["single_gpu_offer"] is True
     days = small["recommendation"]["single_gpu_days"]
     assert 0 < days < 30
-    assert f"{days:.1f} days" in small["recommendation"]["reason"]
+    # under a day the sentence says hours (never "0.9 days" for 22 hours, nor "0.0 days")
+    said = f"{days * 24:.1f} hours" if days < 1 else f"{days:.1f} days"
+    assert said in small["recommendation"]["reason"]
     big = size({"model": {"preset": "llama-3.1-8b"}, "tokens": 1e12, "method": "lora"})
     assert big["single_gpu_offer"] is False
     assert "single-GPU" not in big["recommendation"]["reason"]

@@ -21,6 +21,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from app.sizing import PRESETS, layout
+from app.sizing import shapes as shapes_mod
 from app.sizing.layout import (
     OFFLOAD_OPT_EFF,
     RECOMPUTE_EFF,
@@ -31,6 +32,7 @@ from app.sizing.layout import (
     shape_efficiency,
     shapes,
 )
+from app.sizing.memo import Memo
 from app.sizing.memory import SAFETY_MARGIN, Job, Layout, Memory, fit_verdict, memory, memory_range
 from app.sizing.request import parse
 
@@ -57,7 +59,7 @@ def _job(req: dict[str, Any]) -> Job:
     except Exception:  # noqa: BLE001 - a refused request has no job to test
         assume(False)
         raise
-    return replace(r.job, cache={})
+    return replace(r.job, cache=Memo())
 
 
 def reference_best_layouts(
@@ -156,7 +158,7 @@ def test_the_pruned_walk_returns_what_the_exhaustive_walk_returns(
     job = _job(req)
     usable = int(usable_gib * GIB)
     host = None if host_tb is None else int(host_tb * 1e12)
-    pruned_job = replace(job, cache={})  # one memo across the counts, as in the engine
+    pruned_job = replace(job, cache=Memo())  # one memo across the counts, as in the engine
     for n in counts:
         got = layout.best_layouts(
             pruned_job,
@@ -170,7 +172,7 @@ def test_the_pruned_walk_returns_what_the_exhaustive_walk_returns(
             want=want,
         )
         want_ = reference_best_layouts(
-            replace(job, cache={}), nodes=n, g=g, usable=usable, host_ram=host, want=want
+            replace(job, cache=Memo()), nodes=n, g=g, usable=usable, host_ram=host, want=want
         )
         assert got == want_, (n, [c.layout for c in got], [c.layout for c in want_])
         anyfit = layout.any_fits(
@@ -308,7 +310,7 @@ def test_make_layout_builds_what_the_dataclass_builds() -> None:
     """make_layout fills the instance dictionary in one step (app/sizing/layout.py): the
     same fields, equality, hash, repr and replace() as Layout(...) itself, and every field
     set (a new Layout field must be added there too)."""
-    s = layout.Shape("zero3", 16, 2, 4, 1, 2, layout._label("layout.cp", {"cp": 2}))
+    s = layout.Shape("zero3", 16, 2, 4, 1, 2, shapes_mod._label("layout.cp", {"cp": 2}))
     got = make_layout(
         s, world=128, mbs=2, recompute="selective", offload_opt=True, offload_params=False
     )
@@ -342,7 +344,7 @@ def test_setup_for_builds_what_the_dataclass_builds() -> None:
     job = replace(
         _job({"model": {"preset": "llama-3.1-8b"}, "tokens": 1e11}), global_batch_size=512
     )
-    s = layout.Shape("zero3", 16, 2, 4, 1, 2, layout._label("layout.cp", {"cp": 2}))
+    s = layout.Shape("zero3", 16, 2, 4, 1, 2, shapes_mod._label("layout.cp", {"cp": 2}))
     lay = make_layout(
         s, world=128, mbs=2, recompute="selective", offload_opt=True, offload_params=False
     )

@@ -249,6 +249,7 @@ KIMI_FP4_B300 = {
     "tokens": 1e12,
     "precision": "fp4",
     "sku": "hgx-b300",
+    "framework": "megatron",  # a tuned MoE stack, as Kimi K2's own
 }
 
 

@@ -1,0 +1,209 @@
+"""Throughput profiles: what each training stack sustains, overlaps and can run.
+
+The hardware model in :mod:`app.sizing.throughput` prices a step from the GPU's facts and
+the layout; a :class:`StackProfile` says what the customer's stack does on top of it. Every
+field has a physical meaning and a source (docs/sizing-accuracy-time.md lists them with the
+share of public cases each framework's range holds). The reference constants of the
+hardware model were fitted on runs of tuned stacks (Megatron-Core rows, MosaicML's FSDP
+rows, the Llama 3 and DeepSeek reports); the profiles only change what differs between
+stacks, and none is fitted to one case.
+
+* ``megatron`` (Megatron-Core + Transformer Engine): fused kernels (RMSNorm, SwiGLU, rotary,
+  bias-dropout-add, cross-entropy), TP/SP communication overlap, grouped GEMM for experts,
+  1F1B overlap of the EP all-to-all, DualPipe-style schedules, CP and EP.
+  Sources: Megatron-LM README (DP/TP/PP communication overlap, r0.8.0 table);
+  Megatron-LM ``docs/discussions/deepseek-v3-gb200-optimization``; yanring/Megatron-MoE-ModelZoo
+  best practices (EP overlap, DeepEP).
+* ``fsdp2`` (torchtitan-style): eager PyTorch modules (an unfused RMSNorm, SwiGLU and
+  rotary read and write the activations about twice as often as fused kernels; with
+  ``compile`` Inductor fuses them back), FSDP2 gathers with prefetch, TP without overlap
+  unless compiled (async TP needs ``torch.compile``), grouped GEMM for experts, CP and EP,
+  no all-to-all overlap schedule. Sources: the PyTorch FSDP2 and async-TP design notes
+  (pytorch/pytorch ``torch.distributed.fsdp.fully_shard`` docs, torch.distributed
+  ``_SymmetricMemory`` async TP RFC #114332), our own H200 runs (FSDP2, eager, 2026) and
+  MosaicML's FSDP rows (bench/data, docs/sizing-accuracy-time.md).
+* ``deepspeed`` (ZeRO): no public measured row with its layout in our set; starts from
+  ``fsdp2`` eager (both run eager PyTorch modules with sharded states), offers ZeRO stages,
+  its pipeline engine and DeepSpeed-MoE expert parallelism, no tensor or context
+  parallelism in the search (AutoTP and Ulysses are not priced), and carries a wider range.
+* ``hf`` (HF Trainer / accelerate): starts from ``fsdp2`` eager; DDP, ZeRO or FSDP only
+  (no TP, PP, CP or EP layouts in the Trainer), experts run one GEMM per expert (the
+  modelling code loops over experts: more kernel launches per MoE layer), widest range.
+
+Ranges: ``range_slow`` and ``range_fast`` multiply the likely tokens/s: the fast end is a
+tuned run of the stack, the slow end a first-week run (untuned batch, default buckets).
+One pair per framework, set so that at least 80 % of that framework's public cases fall
+inside and fast/slow stays at most 1.6 (bench/throughput_accuracy.py reports the share).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# No range wider than fast/slow = 1.6 (the promise the answer makes).
+MAX_RANGE_RATIO = 1.6
+
+
+@dataclass(frozen=True)
+class StackProfile:
+    """What one training stack sustains and overlaps, and which layouts it can run."""
+
+    id: str
+    nearest: str | None  # the profile this one starts from (thin public data), or None
+    # memory-bound passes (norms, activations, rotary, residuals) relative to fused kernels,
+    # eager and with torch.compile
+    elem_scale: float
+    elem_scale_compiled: float
+    # share of TP/SP and CP collective time on the critical path, eager and compiled
+    tp_exposed: float
+    tp_exposed_compiled: float
+    # share of the EP all-to-all on the critical path without a DualPipe schedule
+    a2a_exposed: float
+    # share of the step's compute behind which DP/FSDP/ZeRO traffic can hide
+    dp_overlap: float
+    # experts as one grouped GEMM per layer (False: one GEMM launch per local expert)
+    grouped_gemm: bool
+    # parallel dimensions the stack can run (a layout needing another is never offered)
+    tp: bool
+    pp: bool
+    cp: bool
+    ep: bool
+    dualpipe: bool
+    range_slow: float
+    range_fast: float
+
+    def runs(self, tp: int, pp: int, ep: int, cp: int) -> bool:
+        """Whether this stack can run a layout with these degrees."""
+        return (
+            (tp <= 1 or self.tp)
+            and (pp <= 1 or self.pp)
+            and (ep <= 1 or self.ep)
+            and (cp <= 1 or self.cp)
+        )
+
+    def elem(self, compiled: bool) -> float:
+        return self.elem_scale_compiled if compiled else self.elem_scale
+
+    def tp_exp(self, compiled: bool) -> float:
+        return self.tp_exposed_compiled if compiled else self.tp_exposed
+
+
+# The hardware model's own constants (app/sizing/throughput.py), fitted on tuned stacks.
+REF_TP_EXPOSED = 0.647
+REF_A2A_EXPOSED = 0.884
+REF_DP_OVERLAP = 0.8
+
+# Eager PyTorch's memory-bound passes over fused kernels: RMSNorm (x², mean, rsqrt, scale:
+# ~4 passes instead of 1), SwiGLU (silu, multiply: 3 instead of 1), rotary (about 6
+# instead of 2). Weighted over the per-layer elementwise bytes, about twice as many.
+EAGER_ELEM_SCALE = 2.0
+
+REFERENCE = StackProfile(
+    id="reference",
+    nearest=None,
+    elem_scale=1.0,
+    elem_scale_compiled=1.0,
+    tp_exposed=REF_TP_EXPOSED,
+    tp_exposed_compiled=REF_TP_EXPOSED,
+    a2a_exposed=REF_A2A_EXPOSED,
+    dp_overlap=REF_DP_OVERLAP,
+    grouped_gemm=True,
+    tp=True,
+    pp=True,
+    cp=True,
+    ep=True,
+    dualpipe=True,
+    range_slow=1.0,
+    range_fast=1.0,
+)
+
+PROFILES: dict[str, StackProfile] = {
+    "megatron": StackProfile(
+        id="megatron",
+        nearest=None,
+        elem_scale=1.0,
+        elem_scale_compiled=1.0,
+        tp_exposed=REF_TP_EXPOSED,
+        tp_exposed_compiled=REF_TP_EXPOSED,
+        a2a_exposed=REF_A2A_EXPOSED,
+        dp_overlap=REF_DP_OVERLAP,
+        grouped_gemm=True,
+        tp=True,
+        pp=True,
+        cp=True,
+        ep=True,
+        dualpipe=True,
+        range_slow=0.78,
+        range_fast=1.20,
+    ),
+    "fsdp2": StackProfile(
+        id="fsdp2",
+        nearest=None,
+        elem_scale=EAGER_ELEM_SCALE,
+        elem_scale_compiled=1.0,
+        # eager TP: every all-gather / reduce-scatter waits for its GEMM
+        tp_exposed=1.0,
+        tp_exposed_compiled=REF_TP_EXPOSED,
+        a2a_exposed=1.0,
+        dp_overlap=REF_DP_OVERLAP,
+        grouped_gemm=True,
+        tp=True,
+        pp=True,
+        cp=True,
+        ep=True,
+        dualpipe=False,
+        range_slow=0.74,
+        range_fast=1.18,
+    ),
+    "deepspeed": StackProfile(
+        id="deepspeed",
+        nearest="fsdp2",
+        elem_scale=EAGER_ELEM_SCALE,
+        elem_scale_compiled=1.0,
+        tp_exposed=1.0,
+        tp_exposed_compiled=1.0,
+        a2a_exposed=1.0,
+        dp_overlap=REF_DP_OVERLAP,
+        grouped_gemm=True,
+        tp=False,
+        pp=True,
+        cp=False,
+        ep=True,
+        dualpipe=False,
+        range_slow=0.73,
+        range_fast=1.168,
+    ),
+    "hf": StackProfile(
+        id="hf",
+        nearest="fsdp2",
+        elem_scale=EAGER_ELEM_SCALE,
+        elem_scale_compiled=1.0,
+        tp_exposed=1.0,
+        tp_exposed_compiled=1.0,
+        a2a_exposed=1.0,
+        dp_overlap=REF_DP_OVERLAP,
+        grouped_gemm=False,
+        tp=False,
+        pp=False,
+        cp=False,
+        ep=False,
+        dualpipe=False,
+        range_slow=0.73,
+        range_fast=1.168,
+    ),
+}
+
+# Kernel launches per local expert per MoE layer and micro-batch when experts are not one
+# grouped GEMM: three GEMMs forward, six backward (data and weight gradients), the gather
+# and scatter of the expert's tokens.
+LAUNCHES_PER_EXPERT = 11
+
+
+def profile(framework: str | None) -> StackProfile:
+    """The framework's profile (the hardware model's reference for None)."""
+    return REFERENCE if framework is None else PROFILES[framework]
+
+
+def tokens_range(likely: float, p: StackProfile) -> tuple[float, float]:
+    """(slow, fast) tokens/s per GPU around ``likely`` for stack ``p``; always contains it."""
+    return likely * min(1.0, p.range_slow), likely * max(1.0, p.range_fast)

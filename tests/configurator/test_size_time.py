@@ -1,0 +1,152 @@
+"""What /size says about time: the range beside the days, the finish date (the promised
+delivery of that node count, then training), a deadline met only when the finish date is,
+the reason a node cannot run the precision, hours for tiny jobs, one unit for the
+checkpoint, and the measured accuracy beside the answer (EN and ZH)."""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+from zoneinfo import ZoneInfo
+
+from fastapi.testclient import TestClient
+from sqlmodel import Session
+
+from app.catalog import service as svc
+from app.clock import FixedClock
+from app.configurator.delivery import delivery_table, read_stock
+from app.configurator.fragments import PriceVersionMemo, fragment_cache_of
+from tests.conftest import START
+
+HX = {"HX-Request": "true"}
+JOB = "/size?model=llama-3.1-70b&tokens=1T&sku=hgx-b200"
+
+
+def _add_nodes(engine, sku: str, n: int) -> None:  # type: ignore[no-untyped-def]
+    with Session(engine) as s:
+        for _ in range(n):
+            svc.add_node(s, sku_id=sku, now=START)
+        s.commit()
+
+
+def _text(html: str) -> str:
+    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html))
+
+
+def test_a_card_shows_the_time_range_and_its_finish_date(client: TestClient, engine) -> None:  # type: ignore[no-untyped-def]
+    _add_nodes(engine, "hgx-b200", 16)
+    page = _text(client.get(JOB).text)
+    assert "Training time range" in page and "(a tuned run)" in page
+    lead = svc.lead_time_days(Session(engine), "hgx-b200")
+    assert re.search(r"Finishes : Delivered in \d+ days, finishes \w+ \d+, \d{4}", page), page
+    assert lead >= 1
+
+
+def test_a_deadline_is_met_only_when_delivery_plus_training_is(
+    client: TestClient,
+    engine,  # type: ignore[no-untyped-def]
+) -> None:
+    _add_nodes(engine, "hgx-b200", 16)
+    stock = read_stock(engine)
+    steps = delivery_table(stock, START.date(), "UTC")["hgx-b200"]
+    lead = steps[0][1]
+    assert steps[0][0] == 16 and lead >= 1
+    # 16 nodes train this in about 31 days: 31 days would be met on training alone, not
+    # once delivery counts; the earliest finish is named instead
+    r = client.get(JOB + "&days=31")
+    rec = _text(r.text.split('class="rec-why"')[1].split("</p>")[0])
+    assert "31-day deadline" not in rec
+    m = re.search(r"the earliest finish is (\d+) × HGX B200: delivered in (\d+) days", rec)
+    assert m is not None, rec
+    assert int(m.group(1)) == 16 and int(m.group(2)) == lead
+    # with the delivery's days added, the same count meets it
+    ok = client.get(JOB + f"&days={int(lead) + 32}")
+    rec = _text(ok.text.split('class="rec-why"')[1].split("</p>")[0])
+    assert f"{int(lead) + 32}-day deadline" in rec, rec
+
+
+def test_a_node_without_fp4_says_why_instead_of_zero_figures(client: TestClient) -> None:
+    html = client.get("/size?model=llama-3.1-8b&tokens=100B&precision=fp4").text
+    h100 = html.split('id="card-hgx-h100"')[1].split("</article>")[0]
+    assert "no FP4 tensor cores" in h100 and "Cannot run" in h100
+    assert "0.0 GB" not in h100 and "Not even with" not in h100 and "MFU" not in h100
+
+
+def test_a_tiny_job_shows_hours_not_zero_days(client: TestClient) -> None:
+    html = client.get("/size?model=llama-3.1-8b&tokens=1B&sku=hgx-b200").text
+    card = _text(html.split('id="card-hgx-b200"')[1].split("</article>")[0])
+    assert re.search(r"Training time [\d.]+ hours", card), card
+    assert "0.0 days" not in card
+
+
+def test_the_checkpoint_has_one_unit_on_the_summary_and_the_cards(client: TestClient) -> None:
+    html = client.get("/size?model=llama-3.1-405b&tokens=1T").text
+    summary = re.search(r"<dt>Checkpoint</dt><dd>([^<]+)</dd>", html)
+    assert summary is not None and summary.group(1).endswith("TB")
+    assert f"Checkpoint {summary.group(1)};" in _text(html)
+    assert not re.search(r"Checkpoint [\d,]+\.\d GB;", _text(html))
+
+
+def test_fsdp2_weights_rows_say_where_the_weights_are(client: TestClient) -> None:
+    html = client.get("/size?model=llama-3.1-8b&tokens=100B&sku=hgx-h100&framework=fsdp2").text
+    assert "Weights (working copy)" in html and "Master weights (FP32)" in html
+
+
+def test_the_answer_states_its_measured_accuracy_with_a_link(client: TestClient) -> None:
+    html = client.get("/size?model=llama-3.1-8b&tokens=100B").text
+    assert re.search(r"Training time on \d+ published FSDP2 runs: off by [\d.]+ %", html)
+    assert 'href="#accuracy-h"' in html and 'id="accuracy-h"' in html
+    client.cookies.set("lang", "zh_CN")
+    zh = client.get("/size?model=llama-3.1-8b&tokens=100B").text
+    assert "误差中位数" in zh and "我们的估算有多准" in zh
+
+
+def test_the_fragment_cache_keys_on_stock_and_day(
+    app,
+    client: TestClient,
+    engine,  # type: ignore[no-untyped-def]
+    clock: FixedClock,
+) -> None:
+    app.state.stock_memo = PriceVersionMemo(0)  # read the stock on every answer
+    cache = fragment_cache_of(app.state)
+    first = client.get(JOB, headers=HX).text
+    assert "No delivery date we can promise" in first
+    again = client.get(JOB, headers=HX).text
+    assert again == first and cache.hits >= 1
+    _add_nodes(engine, "hgx-b200", 16)
+    stocked = client.get(JOB, headers=HX).text
+    assert "Delivered in" in stocked
+    clock.advance(timedelta(days=1))
+    next_day = client.get(JOB, headers=HX).text
+    dates = re.findall(r"finishes ([A-Z][a-z]{2} \d+, \d{4})", _text(stocked))
+    later = re.findall(r"finishes ([A-Z][a-z]{2} \d+, \d{4})", _text(next_day))
+    assert dates and later and dates != later
+
+
+def test_the_api_carries_the_range_and_the_finish_date(client: TestClient, engine) -> None:  # type: ignore[no-untyped-def]
+    _add_nodes(engine, "hgx-b200", 16)
+    r = client.post(
+        "/api/v1/sizing",
+        json={"model": {"preset": "llama-3.1-70b"}, "tokens": 1e12, "sku": "hgx-b200"},
+    )
+    assert r.status_code == 200
+    o = r.json()["options"][0]
+    slow, fast = o["tokens_per_s_per_gpu_range"]
+    assert slow <= o["predicted_tokens_per_s_per_gpu"] <= fast
+    assert o["delivery_days"] >= 1 and o["finish_date"] > START.date().isoformat()
+    assert abs(o["finish_days"] - o["delivery_days"] - o["training_days"]) < 0.01
+
+
+def test_the_early_answer_never_reads_a_clock_and_gives_up_when_its_reading_is_old() -> None:
+    from types import SimpleNamespace
+
+    from app.clock import monotonic
+    from app.configurator.delivery import STOCK_MAX_AGE_S, early_when
+
+    state = SimpleNamespace()
+    assert early_when(state, (), "UTC") is None  # no route has read the clock yet
+    state.size_clock_seen = (monotonic(), START)
+    got = early_when(state, (), "Asia/Shanghai")
+    assert got is not None and got.today == START.astimezone(ZoneInfo("Asia/Shanghai")).date()
+    state.size_clock_seen = (monotonic() - STOCK_MAX_AGE_S - 1, START)
+    assert early_when(state, (), "UTC") is None
