@@ -10,6 +10,7 @@ from app.accounts import routes as accounts_routes
 from app.accounts import twofactor_routes
 from app.accounts.deps import load_user
 from app.api import accounts as api_accounts
+from app.api import launch as api_launch
 from app.api import ledger as api_ledger
 from app.api import orders as api_orders
 from app.api import sizing as api_sizing
@@ -49,6 +50,7 @@ ROUTERS = (
     api_ledger.router,
     api_accounts.router,
     api_sizing.router,
+    api_launch.router,
     accounts_routes.router,
     twofactor_routes.router,
     catalog_routes.router,

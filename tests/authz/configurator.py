@@ -6,4 +6,5 @@ RULES = [
     public("GET", "/size"),
     public("POST", "/api/v1/sizing", json={}),
     public("GET", "/api/v1/sizing/presets"),
+    public("POST", "/api/v1/sizing/launch", json={}),
 ]
