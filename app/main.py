@@ -16,6 +16,7 @@ from app.api import orders as api_orders
 from app.api import sizing as api_sizing
 from app.catalog import routes as catalog_routes
 from app.clock import Clock, SimulatedClock, SystemClock
+from app.configurator import launch_routes as configurator_launch_routes
 from app.configurator import routes as configurator_routes
 from app.db import make_engine
 from app.errors import install_handlers
@@ -44,6 +45,7 @@ ROUTERS = (
     # early: routes are matched in order, and the live /size fragment is the most frequent
     # request (it has one fixed path, so it shadows nothing)
     configurator_routes.router,
+    configurator_launch_routes.router,
     # the JSON API next: its paths all start with /api/ and no page's does, so the order
     # changes no match; a checkout's POST /api/v1/orders no longer walks ~70 page routes
     api_orders.router,

@@ -258,9 +258,9 @@ def check_megatron(folder: Path, plan: dict[str, Any], n: int) -> list[str]:
         bad.append(f"{layers} layers not whole over {pp * v} stages")
     if ep > 1 and (dp * cp * tp) % ep:
         bad.append("EP does not divide DP x CP x TP")
-    if (tp > 1 or cp > 1) and "--use-megatron-fsdp" not in flags and not plan["blackwell"]:
-        if env.get("CUDA_DEVICE_MAX_CONNECTIONS") != "1":
-            bad.append("TP/CP before Blackwell needs CUDA_DEVICE_MAX_CONNECTIONS=1")
+    needs_one = (tp > 1 or cp > 1) and not plan["blackwell"] and "--use-megatron-fsdp" not in flags
+    if needs_one and env.get("CUDA_DEVICE_MAX_CONNECTIONS") != "1":
+        bad.append("TP/CP before Blackwell needs CUDA_DEVICE_MAX_CONNECTIONS=1")
     if "--use-megatron-fsdp" in flags and env.get("CUDA_DEVICE_MAX_CONNECTIONS") == "1":
         bad.append("Megatron-FSDP refuses CUDA_DEVICE_MAX_CONNECTIONS=1")
     return bad

@@ -16,7 +16,7 @@ from typing import Any
 
 from app.sizing.engine import size_result
 from app.sizing.launch import accelerate, deepspeed, megatron, torchtitan
-from app.sizing.launch.errors import LaunchError
+from app.sizing.launch.errors import N_, LaunchError
 from app.sizing.launch.files import LaunchFile
 from app.sizing.launch.plan import Plan, invariants, plan_of
 from app.sizing.request import validate
@@ -80,7 +80,7 @@ class Bundle:
 def _unknown(framework: str) -> LaunchError:
     return LaunchError(
         "unknown_framework",
-        "Unknown framework %(framework)s: choose one of %(choices)s.",
+        N_("Unknown framework %(framework)s: choose one of %(choices)s."),
         {"framework": framework, "choices": ", ".join(FRAMEWORKS)},
         tuple(FRAMEWORKS),
     )
@@ -94,7 +94,7 @@ def export_plan(plan: Plan, framework: str, hosts: list[str] | None = None) -> B
     if broken:  # a plan the engine should never give: refused, never written half-right
         raise LaunchError(
             "layout_inconsistent",
-            "This layout breaks a rule every launch configuration keeps: %(rules)s.",
+            N_("This layout breaks a rule every launch configuration keeps: %(rules)s."),
             {"rules": "; ".join(broken)},
         )
     files = FRAMEWORKS[framework][2](plan, hosts)
@@ -145,7 +145,7 @@ def parse_body(body: Any) -> tuple[dict[str, Any], int, str | None]:
     if isinstance(option, bool) or not isinstance(option, int) or not 0 <= option < MAX_OPTION:
         raise LaunchError(
             "option_not_index",
-            "option must be a whole number from 0 (the answer's options, in order).",
+            N_("option must be a whole number from 0 (the answer's options, in order)."),
             field="option",
         )
     fw = body.get("framework")

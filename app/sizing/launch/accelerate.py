@@ -9,7 +9,7 @@ and FSDP2's offload moves parameters, gradients and optimizer state together: bo
 from __future__ import annotations
 
 from app.sizing.launch import hf
-from app.sizing.launch.errors import LaunchError
+from app.sizing.launch.errors import N_, LaunchError
 from app.sizing.launch.files import LaunchFile, comment, launch_hosts
 from app.sizing.launch.plan import RDZV_PORT, Plan
 
@@ -23,16 +23,18 @@ def check(p: Plan) -> None:
     if p.sharding == "zero1":
         raise LaunchError(
             "accelerate_no_zero1",
-            "This layout shards the optimizer state only (ZeRO-1); FSDP2 has no such mode.",
+            N_("This layout shards the optimizer state only (ZeRO-1); FSDP2 has no such mode."),
             None,
             ("deepspeed", "megatron"),
         )
     if p.offload_optimizer and not p.offload_params:
         raise LaunchError(
             "accelerate_offload_optimizer_only",
-            "This layout moves only the optimizer step to CPU memory; FSDP2 offloads "
-            "parameters, gradients and optimizer state together, which is another layout "
-            "with another speed.",
+            N_(
+                "This layout moves only the optimizer step to CPU memory; FSDP2 offloads "
+                "parameters, gradients and optimizer state together, which is another layout "
+                "with another speed."
+            ),
             None,
             ("deepspeed", "megatron"),
         )

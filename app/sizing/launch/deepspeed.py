@@ -11,7 +11,7 @@ import json
 from typing import Any
 
 from app.sizing.launch import hf
-from app.sizing.launch.errors import LaunchError
+from app.sizing.launch.errors import N_, LaunchError
 from app.sizing.launch.files import LaunchFile, comment, launch_hosts
 from app.sizing.launch.plan import RDZV_PORT, Plan
 
@@ -57,9 +57,11 @@ def check(p: Plan) -> None:
     if p.sharding == "zero3" and p.dp_replicate > 1:
         raise LaunchError(
             "deepspeed_no_hybrid_shard",
-            "This layout shards the model over %(shard)s GPUs and keeps %(copies)s copies; "
-            "DeepSpeed %(version)s removed MiCS, its form of that, and ZeRO-3 shards over "
-            "every rank.",
+            N_(
+                "This layout shards the model over %(shard)s GPUs and keeps %(copies)s copies; "
+                "DeepSpeed %(version)s removed MiCS, its form of that, and ZeRO-3 shards over "
+                "every rank."
+            ),
             {"shard": p.dp_shard, "copies": p.dp_replicate, "version": VERSION},
             ("torchtitan", "accelerate"),
         )

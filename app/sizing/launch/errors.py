@@ -5,6 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 
+def N_(template: str) -> str:  # noqa: N802 - the extraction keyword (pages translate it)
+    """Marks a refusal's template for translation; returns it unchanged."""
+    return template
+
+
 class LaunchError(Exception):
     """A refusal with a code (for clients), an English template with ``%(name)s``
     parameters (a msgid: pages translate it), and the frameworks that can run the layout."""

@@ -3,7 +3,7 @@ and the refusals for layouts that need model code of their own (TP, PP, CP, EP).
 
 from __future__ import annotations
 
-from app.sizing.launch.errors import LaunchError
+from app.sizing.launch.errors import N_, LaunchError
 from app.sizing.launch.plan import Plan
 
 # preset id -> Hugging Face model id (the config and tokenizer a training script loads)
@@ -63,29 +63,36 @@ def model_arg(p: Plan) -> str:
 def refuse_model_parallel(p: Plan, name: str, code: str) -> None:
     """DeepSpeed's and accelerate's configurations here describe data parallelism
     (replicated or sharded); model parallelism needs model code they do not write."""
-    kinds = []
+    parts: list[tuple[str, int]] = []  # (msgid with %(n)s, degree): pages translate each
     if p.tp > 1:
-        kinds.append(f"tensor parallel {p.tp}")
+        parts.append((N_("tensor parallel %(n)s"), p.tp))
     if p.pp > 1:
-        sched = "interleaved " if p.pp_schedule == "interleaved" else ""
-        kinds.append(f"{sched}pipeline parallel {p.pp}")
+        if p.pp_schedule == "interleaved":
+            parts.append((N_("interleaved pipeline parallel %(n)s"), p.pp))
+        else:
+            parts.append((N_("pipeline parallel %(n)s"), p.pp))
     if p.cp > 1:
-        kinds.append(f"context parallel {p.cp}")
+        parts.append((N_("context parallel %(n)s"), p.cp))
     if p.ep > 1:
-        kinds.append(f"expert parallel {p.ep}")
+        parts.append((N_("expert parallel %(n)s"), p.ep))
+    kinds = [t % {"n": n} for t, n in parts]
     if kinds:
         raise LaunchError(
             code,
-            "This layout uses %(kinds)s; the %(name)s configuration written here covers "
-            "data parallelism (replicated or sharded) only, and running the layout as "
-            "something else would change its memory and speed.",
-            {"kinds": ", ".join(kinds), "name": name},
+            N_(
+                "This layout uses %(kinds)s; the %(name)s configuration written here covers "
+                "data parallelism (replicated or sharded) only, and running the layout as "
+                "something else would change its memory and speed."
+            ),
+            {"kinds": ", ".join(kinds), "name": name, "kind_parts": [list(x) for x in parts]},
             ("torchtitan", "megatron"),
         )
     if p.precision in ("fp8", "fp4"):
         raise LaunchError(
             code.replace("model_parallel", "precision"),
-            "This layout trains in %(precision)s; %(name)s's configuration here trains in BF16.",
+            N_(
+                "This layout trains in %(precision)s; the %(name)s configuration here trains in BF16."
+            ),
             {"precision": p.precision.upper(), "name": name},
             ("torchtitan", "megatron"),
         )

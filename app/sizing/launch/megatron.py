@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import shlex
 
-from app.sizing.launch.errors import LaunchError
+from app.sizing.launch.errors import N_, LaunchError
 from app.sizing.launch.files import LaunchFile, comment, launch_hosts
 from app.sizing.launch.plan import RDZV_PORT, Plan
 
@@ -23,48 +23,60 @@ def check(p: Plan) -> None:
     if p.method != "full":
         raise LaunchError(
             "megatron_no_lora",
-            "This layout trains LoRA adapters (%(method)s); Megatron-LM's pretraining "
-            "script trains every weight. DeepSpeed and accelerate run LoRA through PEFT.",
+            N_(
+                "This layout trains LoRA adapters (%(method)s); Megatron-LM's pretraining "
+                "script trains every weight. DeepSpeed and accelerate run LoRA through PEFT."
+            ),
             {"method": p.method},
             ("deepspeed", "accelerate"),
         )
     if p.optimizer != "adamw":
         raise LaunchError(
             "megatron_optimizer",
-            "This layout was sized with an 8-bit AdamW; Megatron-LM's optimizers keep "
-            "32-bit state.",
+            N_(
+                "This layout was sized with an 8-bit AdamW; Megatron-LM's optimizers keep "
+                "32-bit state."
+            ),
             None,
             ("deepspeed", "accelerate"),
         )
     if p.offload_params:
         raise LaunchError(
             "megatron_no_param_offload",
-            "This layout keeps the parameters in CPU memory; Megatron-LM offloads the "
-            "optimizer only.",
+            N_(
+                "This layout keeps the parameters in CPU memory; Megatron-LM offloads the "
+                "optimizer only."
+            ),
             None,
             ("torchtitan", "deepspeed", "accelerate"),
         )
     if p.sharding == "zero3" and p.dp_replicate > 1:
         raise LaunchError(
             "megatron_no_hybrid_fsdp",
-            "This layout shards the model over %(shard)s GPUs and keeps %(copies)s copies; "
-            "the exporter writes Megatron-FSDP over all data-parallel ranks only.",
+            N_(
+                "This layout shards the model over %(shard)s GPUs and keeps %(copies)s copies; "
+                "the exporter writes Megatron-FSDP over all data-parallel ranks only."
+            ),
             {"shard": p.dp_shard, "copies": p.dp_replicate},
             ("torchtitan", "deepspeed"),
         )
     if p.pp > 1 and p.pp_schedule == "gpipe":
         raise LaunchError(
             "megatron_no_gpipe",
-            "This layout uses a GPipe pipeline; Megatron-LM runs 1F1B and interleaved "
-            "schedules only.",
+            N_(
+                "This layout uses a GPipe pipeline; Megatron-LM runs 1F1B and interleaved "
+                "schedules only."
+            ),
             None,
             ("torchtitan",),
         )
     if p.stages > 1 and p.arch.num_layers % p.stages and p.virtual_stages > 1:
         raise LaunchError(
             "megatron_uneven_interleaved",
-            "%(layers)s layers do not split evenly over %(stages)s interleaved stages; "
-            "Megatron-LM needs an even split there.",
+            N_(
+                "%(layers)s layers do not split evenly over %(stages)s interleaved stages; "
+                "Megatron-LM needs an even split there."
+            ),
             {"layers": p.arch.num_layers, "stages": p.stages},
             ("torchtitan",),
         )

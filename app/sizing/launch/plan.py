@@ -16,7 +16,7 @@ import math
 from dataclasses import dataclass, field
 
 from app.catalog.specs import NodeSpec, spec
-from app.sizing.launch.errors import LaunchError
+from app.sizing.launch.errors import N_, LaunchError
 from app.sizing.params import Architecture
 from app.sizing.request import SizingRequest
 from app.sizing.results import SizingResult
@@ -153,7 +153,7 @@ def plan_of(req: SizingRequest, result: SizingResult, index: int) -> Plan:
     if not 0 <= index < len(result.options):
         raise LaunchError(
             "option_out_of_range",
-            "There is no option %(index)s: this answer has %(count)s (0 to %(last)s).",
+            N_("There is no option %(index)s: this answer has %(count)s (0 to %(last)s)."),
             {"index": index, "count": len(result.options), "last": len(result.options) - 1},
             field="option",
         )
@@ -161,7 +161,7 @@ def plan_of(req: SizingRequest, result: SizingResult, index: int) -> Plan:
     if o.layout is None or o.memory is None:
         raise LaunchError(
             "option_without_layout",
-            "Option %(index)s (%(name)s) has no layout that holds this job: nothing to launch.",
+            N_("Option %(index)s (%(name)s) has no layout that holds this job: nothing to launch."),
             {"index": index, "name": o.name},
             field="option",
         )

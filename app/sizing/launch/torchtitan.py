@@ -9,7 +9,7 @@ data, checkpoints) stays the registry's, which the customer edits for their run.
 
 from __future__ import annotations
 
-from app.sizing.launch.errors import LaunchError
+from app.sizing.launch.errors import N_, LaunchError
 from app.sizing.launch.files import LaunchFile, comment, launch_hosts
 from app.sizing.launch.plan import RDZV_PORT, Plan
 
@@ -42,34 +42,42 @@ def check(p: Plan) -> tuple[str, str, str]:
         what = p.preset or "a custom architecture"
         raise LaunchError(
             "torchtitan_no_model",
-            "torchtitan %(version)s defines its models in Python and has none for "
-            "%(model)s; Megatron-LM takes the dimensions as flags, DeepSpeed and accelerate "
-            "train a Hugging Face model.",
+            N_(
+                "torchtitan %(version)s defines its models in Python and has none for "
+                "%(model)s; Megatron-LM takes the dimensions as flags, DeepSpeed and accelerate "
+                "train a Hugging Face model."
+            ),
             {"version": VERSION, "model": what},
             OTHERS,
         )
     if p.method != "full":
         raise LaunchError(
             "torchtitan_no_lora",
-            "This layout trains LoRA adapters (%(method)s); torchtitan's job configuration "
-            "here covers full training. DeepSpeed and accelerate run LoRA through PEFT.",
+            N_(
+                "This layout trains LoRA adapters (%(method)s); torchtitan's job configuration "
+                "here covers full training. DeepSpeed and accelerate run LoRA through PEFT."
+            ),
             {"method": p.method},
             ("deepspeed", "accelerate"),
         )
     if p.offload_optimizer and not p.offload_params:
         raise LaunchError(
             "torchtitan_offload_optimizer_only",
-            "This layout moves only the optimizer step to CPU memory; torchtitan offloads "
-            "parameters, gradients and optimizer state together, which is another layout "
-            "with another speed.",
+            N_(
+                "This layout moves only the optimizer step to CPU memory; torchtitan offloads "
+                "parameters, gradients and optimizer state together, which is another layout "
+                "with another speed."
+            ),
             None,
             ("megatron", "deepspeed"),
         )
     if p.optimizer != "adamw":
         raise LaunchError(
             "torchtitan_optimizer",
-            "This layout was sized with an 8-bit AdamW; torchtitan's configuration has the "
-            "standard AdamW only.",
+            N_(
+                "This layout was sized with an 8-bit AdamW; torchtitan's configuration has the "
+                "standard AdamW only."
+            ),
             None,
             ("deepspeed", "accelerate"),
         )
