@@ -22,6 +22,7 @@ from app.db import make_engine
 from app.errors import install_handlers
 from app.ledger import routes as ledger_routes
 from app.orders import control_routes
+from app.orders import launch_routes as orders_launch_routes
 from app.orders import routes as orders_routes
 from app.payments import routes as payments_routes
 from app.quotes import routes as quotes_routes
@@ -58,6 +59,7 @@ ROUTERS = (
     catalog_routes.router,
     orders_routes.router,
     control_routes.router,
+    orders_launch_routes.router,
     ledger_routes.router,
     payments_routes.router,
     quotes_routes.router,
