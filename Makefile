@@ -109,7 +109,7 @@ check-launch: install $(LAUNCH_TOOLS)/.installed
 	$(BIN)/python scripts/launch_grid.py var/launch-grid
 	@$(LAUNCH_TOOLS)/bin/python tools/launch/check.py var/launch-grid var/launch-check.json \
 	  >var/launch-check.log 2>&1; rc=$$?; \
-	  grep -E "^(engine|[0-9]+ engine|torchtitan|deepspeed|accelerate|megatron|FAIL)" var/launch-check.log; \
+	  grep -E "^([0-9]+ engine|torchtitan|deepspeed|accelerate|megatron|planted|FAIL)" var/launch-check.log; \
 	  grep -E "^[0-9]+ passed, [0-9]+ failed$$" var/launch-check.log | sed 's/^/check-launch: /'; \
 	  exit $$rc
 

@@ -280,6 +280,61 @@ HOW = {
 }
 
 
+def plant_faults(root: Path, dest: Path) -> list[dict[str, Any]]:
+    """A copy of one exported configuration per framework with one planted fault each (a
+    doubled TP degree, a batch off by one, a misspelt required key): the checks must refuse
+    every one, or they check nothing."""
+    import re
+    import shutil
+
+    manifest = json.loads((root / "manifest.json").read_text(encoding="utf-8"))
+    planted: list[dict[str, Any]] = []
+    for e in manifest:
+        fw = e.get("framework")
+        if "folder" not in e or fw in {p["framework"] for p in planted}:
+            continue
+        d = dest / e["folder"]
+        shutil.copytree(root / e["folder"], d)
+        if fw == "deepspeed":
+            cfg = json.loads((d / "ds_config.json").read_text(encoding="utf-8"))
+            cfg["train_batch_size"] += 1
+            (d / "ds_config.json").write_text(json.dumps(cfg), encoding="utf-8")
+        elif fw == "torchtitan":
+            job = (d / "launch_job.py").read_text(encoding="utf-8")
+            job = re.sub(
+                r"par.tensor_parallel_degree = (\d+)",
+                lambda m: f"par.tensor_parallel_degree = {int(m.group(1)) * 2}",
+                job,
+            )
+            (d / "launch_job.py").write_text(job, encoding="utf-8")
+        elif fw == "accelerate":
+            y = (d / "accelerate_config.yaml").read_text(encoding="utf-8")
+            (d / "accelerate_config.yaml").write_text(
+                y.replace("distributed_type:", "distributed_typo:"), encoding="utf-8"
+            )
+        elif fw == "megatron":
+            sh = (d / "launch_megatron.sh").read_text(encoding="utf-8")
+            sh = re.sub(
+                r"--global-batch-size (\d+)",
+                lambda m: f"--global-batch-size {int(m.group(1)) + 1}",
+                sh,
+            )
+            (d / "launch_megatron.sh").write_text(sh, encoding="utf-8")
+        planted.append({**e, "answer": 9000 + len(planted)})
+    return planted
+
+
+def check_one(root: Path, e: dict[str, Any]) -> list[str]:
+    try:
+        return CHECKS[e["framework"]](
+            root / e["folder"], {**e["plan"], "num_layers": e["num_layers"]}, e["answer"]
+        )
+    except (Exception, SystemExit) as exc:  # the framework refused the file (tyro exits)
+        if os.environ.get("LAUNCH_CHECK_TRACE"):
+            traceback.print_exc()
+        return [f"{type(exc).__name__}: {exc}".splitlines()[0][:300]]
+
+
 def main(grid: str, summary_path: str | None) -> int:
     root = Path(grid)
     manifest = json.loads((root / "manifest.json").read_text(encoding="utf-8"))
@@ -297,13 +352,7 @@ def main(grid: str, summary_path: str | None) -> int:
             s["refused"] += 1
             continue
         s["exported"] += 1
-        folder = root / e["folder"]
-        try:
-            bad = CHECKS[fw](folder, {**e["plan"], "num_layers": e["num_layers"]}, e["answer"])
-        except (Exception, SystemExit) as exc:  # the framework refused the file (tyro exits)
-            bad = [f"{type(exc).__name__}: {exc}".splitlines()[0][:300]]
-            if os.environ.get("LAUNCH_CHECK_TRACE"):
-                traceback.print_exc()
+        bad = check_one(root, e)
         if bad:
             failures.append(f"{e['folder']}: {'; '.join(bad)}")
         else:
@@ -316,12 +365,26 @@ def main(grid: str, summary_path: str | None) -> int:
         )
     for f in failures[:40]:
         print("FAIL", f)
+    with tempfile.TemporaryDirectory() as tmp:
+        planted = plant_faults(root, Path(tmp))
+        caught = [p["framework"] for p in planted if check_one(Path(tmp), p)]
+    print(f"planted faults refused: {len(caught)} of {len(planted)} ({', '.join(caught)})")
+    if len(caught) != len(planted):
+        failures.append("a planted fault passed the checks")
     total = sum(s["exported"] for s in stats.values())
     passed = sum(s["passed"] for s in stats.values())
     print(f"{passed} passed, {total - passed} failed")
     if summary_path:
         Path(summary_path).write_text(
-            json.dumps({"answers": len(answers), "frameworks": stats, "how": HOW}, indent=1),
+            json.dumps(
+                {
+                    "answers": len(answers),
+                    "frameworks": stats,
+                    "how": HOW,
+                    "planted_refused": f"{len(caught)}/{len(planted)}",
+                },
+                indent=1,
+            ),
             encoding="utf-8",
         )
     return 1 if failures else 0
