@@ -288,3 +288,14 @@ def test_expert_parallel_under_torchtitan_turns_cuda_graphs_off() -> None:
     assert 'model_registry("30B-A3B")' in job
     # torchtitan's own config check refuses the all-to-all dispatcher under CUDA graphs
     assert "config.training.disable_cuda_graphs = True" in job
+
+
+def test_openapi_documents_the_launch_body_and_answer(client: TestClient) -> None:
+    doc = client.get("/openapi.json").json()
+    op = doc["paths"]["/api/v1/sizing/launch"]["post"]
+    body = op["requestBody"]["content"]["application/json"]["schema"]
+    assert body["required"] == ["request", "option"]
+    assert set(body["properties"]["framework"]["enum"]) == set(FRAMEWORKS)
+    assert "tokens" in body["properties"]["request"]["properties"]
+    answer = op["responses"]["200"]["content"]["application/json"]["schema"]
+    assert "files" in answer["properties"]
