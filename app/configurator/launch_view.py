@@ -18,7 +18,7 @@ LABELS = {
     "torchtitan": "torchtitan",
     "megatron": "Megatron-LM",
     "deepspeed": "DeepSpeed",
-    "accelerate": "Hugging Face accelerate",
+    "accelerate": "HF accelerate",
 }
 
 
