@@ -1,7 +1,8 @@
 """Write every exported launch configuration of a grid of sizing answers to a folder.
 
 The app's side of ``make check-launch``: presets x context lengths x token budgets x SKUs
-(each request sized on one SKU: one engine answer) x the four frameworks. For each answer
+(each request sized on one SKU: one engine answer) x the four frameworks, plus FP8 and FP4
+answers of a few presets. For each answer
 and framework it writes the files (or the refusal) and a manifest that
 ``tools/launch/check.py`` — run in the separate tools environment with the frameworks
 installed — validates with each framework's own parser.
@@ -36,6 +37,9 @@ PRESETS = (
 )
 CONTEXTS = (4096, 32768)
 TOKENS = (2e10, 2e12)
+# low precision on a few presets (FP4 only where the SKU has FP4 tensor cores)
+LOW_PRECISION = (("llama-3.1-8b", "fp8"), ("llama-3.1-70b", "fp8"), ("qwen3-30b-a3b", "fp8"))
+LOW_PRECISION_FP4 = (("llama-3.1-8b", "fp4"), ("llama-3.1-70b", "fp4"))
 
 
 def requests() -> list[dict[str, object]]:
@@ -47,6 +51,13 @@ def requests() -> list[dict[str, object]]:
                     out.append(
                         {"model": {"preset": preset}, "tokens": tokens, "seq_len": seq, "sku": s.id}
                     )
+    for preset, precision in LOW_PRECISION + LOW_PRECISION_FP4:
+        for s in all_specs():
+            if precision == "fp4" and not s.fp4_dense_tflops:
+                continue
+            out.append(
+                {"model": {"preset": preset}, "tokens": 2e12, "precision": precision, "sku": s.id}
+            )
     return out
 
 

@@ -5,7 +5,8 @@ DeepSpeed, accelerate; never the app's venv) over the folder ``scripts/launch_gr
 wrote. Per framework:
 
 * torchtitan: ``ConfigManager().parse_args(["--module", M, "--config", "job"])`` loads the
-  exported Python job (its registry config, tyro's parse, the manager's own validation);
+  exported Python job (its registry config, tyro's parse, the manager's own validation;
+  stand-in: the float8/NVFP4 converters' GPU capability query answers the SKU's GPU);
   ``ParallelDims.from_config(config.parallelism, world_size)`` is the degrees' check against
   the world size. The global-batch division torchtitan checks only when the trainer is
   built is checked here on the parsed values.
@@ -51,8 +52,26 @@ def _invariants(world: int, tp: int, pp: int, cp: int, dp: int, gbs: int, mbs: i
 
 
 def check_torchtitan(folder: Path, plan: dict[str, Any], n: int) -> list[str]:
+    import torchtitan.components.quantization.float8 as tt_float8
+    import torchtitan.components.quantization.nvfp4 as tt_nvfp4
     from torchtitan.config.manager import ConfigManager
     from torchtitan.distributed.parallel_dims import ParallelDims
+
+    # The one stand-in: the float8 / NVFP4 converters ask the GPU for its compute capability
+    # (float8: SM89+ or gfx942+; NVFP4: SM100+). Answered with the SKU's GPU: Hopper 9.0,
+    # Blackwell 10.0, MI355X gfx950 (ROCm 9.5); there is no GPU on this machine.
+    nvidia = plan["vendor"].lower() == "nvidia"
+    sm = (10, 0) if plan["blackwell"] else (9, 0)
+
+    def cuda_cap(major: int, minor: int) -> bool:
+        return nvidia and (major, minor) <= sm
+
+    def rocm_cap(major: int, minor: int) -> bool:
+        return not nvidia and (major, minor) <= (9, 5)
+
+    tt_float8.has_cuda_capability = cuda_cap
+    tt_float8.has_rocm_capability = rocm_cap
+    tt_nvfp4.has_cuda_capability = cuda_cap
 
     mod = f"launch_job_{n:04d}"
     src = (folder / "launch_job.py").read_text(encoding="utf-8")

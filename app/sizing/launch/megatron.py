@@ -40,6 +40,15 @@ def check(p: Plan) -> None:
             None,
             ("deepspeed", "accelerate"),
         )
+    if p.precision == "fp4" and not p.blackwell:
+        raise LaunchError(
+            "megatron_fp4_blackwell_only",
+            N_(
+                "This layout trains in FP4 on %(name)s; Megatron-LM's FP4 recipes run on "
+                "NVIDIA Blackwell GPUs (Transformer Engine)."
+            ),
+            {"name": p.sku_name},
+        )
     if p.offload_params:
         raise LaunchError(
             "megatron_no_param_offload",

@@ -81,6 +81,15 @@ def check(p: Plan) -> tuple[str, str, str]:
             None,
             ("deepspeed", "accelerate"),
         )
+    if p.precision == "fp4" and not p.blackwell:
+        raise LaunchError(
+            "torchtitan_fp4_blackwell_only",
+            N_(
+                "This layout trains in FP4 on %(name)s; torchtitan's FP4 training is NVFP4, "
+                "which needs NVIDIA Blackwell GPUs."
+            ),
+            {"name": p.sku_name},
+        )
     return MODELS[p.preset]
 
 
