@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export PYTHONUNBUFFERED := 1
 
-.PHONY: fonts run test lint fmt install migrate seed i18n serve worker bench lighthouse check-ledger migration regen-migration clean browsers
+.PHONY: check-launch check-launch-megatron fonts run test lint fmt install migrate seed i18n serve worker bench lighthouse check-ledger migration regen-migration clean browsers
 
 $(STAMP): pyproject.toml
 	@command -v $(PY) >/dev/null 2>&1 || { echo "Python 3.11 is needed ($(PY) not found)"; exit 1; }
@@ -90,3 +90,33 @@ migration: install
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .mypy_cache .ruff_cache app/locale
+
+## make check-launch: export a launch configuration for every framework from a grid of sizing
+## answers (scripts/launch_grid.py) and check each with the framework's own parser in a
+## separate tools environment (tools/launch/: CPU-only torch, torchtitan, DeepSpeed,
+## accelerate; never the app's venv). Result: var/launch-check.log; docs/launch-configs.md.
+LAUNCH_TOOLS := tools/launch/.venv
+$(LAUNCH_TOOLS)/.installed: tools/launch/requirements.txt tools/launch/constraints.txt
+	test -x $(LAUNCH_TOOLS)/bin/python || $(PY) -m venv $(LAUNCH_TOOLS)
+	$(LAUNCH_TOOLS)/bin/python -m pip install -q -c tools/launch/constraints.txt 'torch==2.13.0+cpu'
+	DS_BUILD_OPS=0 $(LAUNCH_TOOLS)/bin/python -m pip install -q --no-build-isolation \
+	  -c tools/launch/constraints.txt -r tools/launch/requirements.txt
+	touch $@
+
+check-launch: install $(LAUNCH_TOOLS)/.installed
+	@mkdir -p var
+	rm -rf var/launch-grid
+	$(BIN)/python scripts/launch_grid.py var/launch-grid
+	@$(LAUNCH_TOOLS)/bin/python tools/launch/check.py var/launch-grid var/launch-check.json \
+	  >var/launch-check.log 2>&1; rc=$$?; \
+	  grep -E "^([0-9]+ engine|torchtitan|deepspeed|accelerate|megatron|planted|FAIL)" var/launch-check.log; \
+	  grep -E "^[0-9]+ passed, [0-9]+ failed$$" var/launch-check.log | sed 's/^/check-launch: /'; \
+	  exit $$rc
+
+## make check-launch-megatron: Megatron-LM's own argument parser and validate_args over the
+## grid's Megatron scripts (needs Python >= 3.12 and a CPU torch for it; see the docs)
+check-launch-megatron: install
+	@mkdir -p var
+	rm -rf var/launch-grid
+	$(BIN)/python scripts/launch_grid.py var/launch-grid
+	bash tools/launch/check_megatron.sh var/launch-grid

@@ -11,15 +11,18 @@ from app.accounts import twofactor_routes
 from app.accounts.deps import load_user
 from app.accounts.security import SESSION_COOKIE
 from app.api import accounts as api_accounts
+from app.api import launch as api_launch
 from app.api import ledger as api_ledger
 from app.api import orders as api_orders
 from app.api import sizing as api_sizing
 from app.catalog import routes as catalog_routes
 from app.clock import Clock, SimulatedClock, SystemClock
+from app.configurator import launch_routes as configurator_launch_routes
 from app.configurator import routes as configurator_routes
 from app.db import make_engine
 from app.ledger import routes as ledger_routes
 from app.orders import control_routes
+from app.orders import launch_routes as orders_launch_routes
 from app.orders import routes as orders_routes
 from app.payments import routes as payments_routes
 from app.payments.service import make_provider, use_provider
@@ -44,17 +47,20 @@ ROUTERS = (
     # early: routes are matched in order, and the live /size fragment is the most frequent
     # request (it has one fixed path, so it shadows nothing)
     configurator_routes.router,
+    configurator_launch_routes.router,
     # the JSON API next: its paths all start with /api/ and no page's does, so the order
     # changes no match; a checkout's POST /api/v1/orders no longer walks ~70 page routes
     api_orders.router,
     api_ledger.router,
     api_accounts.router,
     api_sizing.router,
+    api_launch.router,
     accounts_routes.router,
     twofactor_routes.router,
     catalog_routes.router,
     orders_routes.router,
     control_routes.router,
+    orders_launch_routes.router,
     ledger_routes.router,
     payments_routes.router,
     quotes_routes.router,

@@ -13,6 +13,7 @@ from typing import Any
 
 from app.sizing.engine import list_presets, size
 from app.sizing.errors import SizingError
+from app.sizing.launch import cli as launch_cli
 from app.sizing.messages import Msg, Translate, translator
 
 FLAG_FIELDS = (
@@ -82,6 +83,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--lang", default="en", help="language of the prose: en (default), zh_CN")
     p.add_argument("--list-presets", action="store_true", help="print the presets and exit")
     p.add_argument("--indent", type=int, default=2, help="JSON indent (0 for one line)")
+    p.add_argument("--launch", choices=launch_cli.CHOICES, help="launch files for an option")
+    p.add_argument("--option", type=int, default=0, help="the option --launch exports")
+    p.add_argument("--out", help="--launch: also write the files into this folder")
     return p
 
 
@@ -125,6 +129,8 @@ def main(argv: list[str] | None = None) -> int:
         val = getattr(args, name)
         if val is not None:
             req[name] = val
+    if args.launch:
+        return launch_cli.emit(req, args.option, args.launch, args.out)
     try:
         out = size(req, translate=tr)
     except SizingError as e:
