@@ -19,6 +19,7 @@ from babel.numbers import NumberPattern, format_decimal, parse_pattern
 from fastapi import Request
 from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
+from markupsafe import Markup
 
 from app import messages
 from app.clock import utc
@@ -36,6 +37,32 @@ HTMX_FILE = "vendor/htmx-2.0.8.min.js"
 def say(code: Any) -> str:
     """An engine sentence (``{"code", "params"}``) in the request's language."""
     return _render_msg(code, i18n.gettext) if code else ""
+
+
+def words_lang(text: str) -> str:
+    """The language free text was written in, as far as a page needs it: "zh-CN" when it
+    has Chinese characters, else "en" (what ops write)."""
+    return "zh-CN" if any("\u3400" <= ch <= "\u9fff" for ch in text) else "en"
+
+
+def staff_words(text: str | None) -> Markup:
+    """Free text an engineer wrote (a delay reason, a note on a request), shown as their own
+    words: quoted, tagged with the language it was written in, and labelled, never dressed
+    as a translated sentence (no "。" appended). Tests strip ``.staff-words`` before they
+    look for English on Chinese pages."""
+    if not text:
+        return Markup("")
+    label = i18n.gettext("in the engineer's words")
+    return Markup(
+        '<span class="staff-words" data-staff-words><q lang="{lang}">{text}</q> '
+        '<small class="muted">{open}{label}{close}</small></span>'
+    ).format(
+        lang=words_lang(text),
+        text=text,
+        open=i18n.punct("("),
+        label=label,
+        close=i18n.punct(")"),
+    )
 
 
 def tz_name(request: Request | None) -> str:
@@ -222,6 +249,7 @@ def make_templates(*, auto_reload: bool = True) -> Jinja2Templates:
         punct=i18n.punct,
         current_csrf_token=current_token,
         msg_text=messages.text_of,
+        staff_words=staff_words,
         # Relative URLs: the Host header never decides where scripts and styles load from.
         url_for=static_url,
     )
