@@ -37,16 +37,7 @@
   }
   setInterval(tick, 1000);
   document.addEventListener("DOMContentLoaded", tick);
-  // Remember the browser's time zone so dates show in the customer's local calendar.
-  try {
-    // Stored as is ("Asia/Shanghai": "/" is a valid cookie character), and refreshed when
-    // the browser's zone changes (travel) or an older page stored it URL-encoded.
-    var tz = Intl.DateTimeFormat().resolvedOptions().timeZone;
-    var m = document.cookie.match(/(?:^|;\s*)tz=([^;]*)/);
-    if (tz && /^[A-Za-z0-9_+\-\/]+$/.test(tz) && (!m || m[1] !== tz)) {
-      document.cookie = "tz=" + tz + ";path=/;max-age=31536000;samesite=lax";
-    }
-  } catch (err) { /* ignore */ }
+  // The time zone cookie is set by tz.js (in <head>, before the page is drawn).
   // Auto-submit selects marked data-autosubmit (filters); the button stays for no-JS.
   document.addEventListener("change", function (e) {
     var t = e.target;

@@ -85,9 +85,10 @@ def tr(user: User, msgid: str, **params: Any) -> str:
     return text.format(**params) if params else text
 
 
-def fmt_day(user: User, d: date) -> dict[str, Any]:
+def fmt_day(user: User, d: date | datetime) -> dict[str, Any]:
     """A date parameter of a timeline event or notification: formatted when read, in the
-    reader's language (app/messages.py)."""
+    reader's language (app/messages.py); an instant (a period end) as the day of the
+    reader's time zone."""
     return messages.day(d)
 
 
@@ -495,7 +496,7 @@ def mark_delivered(
         N_("Order #{id} is delivered. Your lease runs until {end}; it renews monthly."),
         now,
         email=True,
-        end=fmt_day(_customer(session, order), order.period_end.date()),
+        end=fmt_day(_customer(session, order), order.period_end),
     )
     _audit(session, "delivered", order, actor, now, ip, late=late)
     session.flush()

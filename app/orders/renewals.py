@@ -237,7 +237,7 @@ def _renew_one(session: Session, order: Order, now: datetime) -> str:
                 email=True,
                 amount=ops.fmt_money(customer, order.monthly_total_cents),
                 shortfall=ops.fmt_money(customer, shortfall or order.monthly_total_cents),
-                grace=ops.fmt_day(customer, order.grace_until.date()),
+                grace=ops.fmt_day(customer, order.grace_until),
             )
             return "short"
         if now < utc(order.grace_until):
@@ -290,7 +290,7 @@ def _renew_one(session: Session, order: Order, now: datetime) -> str:
         N_("Order #{id}: the lease is renewed until {end}; {amount} was charged to your balance."),
         now,
         email=was_short,
-        end=ops.fmt_day(customer, utc(order.period_end).date() if order.period_end else now.date()),
+        end=ops.fmt_day(customer, utc(order.period_end) if order.period_end else now),
         amount=ops.fmt_money(customer, order.monthly_total_cents),
     )
     return "renewed"

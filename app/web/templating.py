@@ -8,7 +8,7 @@ from decimal import Decimal
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote, unquote
+from urllib.parse import quote
 from zoneinfo import ZoneInfo
 
 import jinja2
@@ -66,36 +66,24 @@ def staff_words(text: str | None) -> Markup:
 
 
 def tz_name(request: Request | None) -> str:
-    """The browser's IANA time zone from the ``tz`` cookie (static/app.js), "UTC" when
-    absent or unknown. Older pages stored it URL-encoded (``Asia%2FShanghai``): decoded."""
-    raw = request.cookies.get("tz") if request is not None else None
-    name = unquote(raw or "").strip().strip('"')
-    if not name or len(name) > 64:
-        return "UTC"
-    try:
-        return ZoneInfo(name).key
-    except (KeyError, ValueError, OSError):
-        return "UTC"
+    """The browser's IANA time zone from the ``tz`` cookie (static/tz.js, set on the first
+    visit), "UTC" when absent or unknown. Older pages stored it URL-encoded
+    (``Asia%2FShanghai``): decoded. One rule for every page, email and PDF."""
+    raw = request.cookies.get(i18n.ZONE_COOKIE) if request is not None else None
+    return i18n.known_zone(raw) or "UTC"
+
+
+def zone_known(request: Request | None) -> bool:
+    """Whether the reader's zone is known (else times are UTC and labelled so)."""
+    raw = request.cookies.get(i18n.ZONE_COOKIE) if request is not None else None
+    return bool(i18n.known_zone(raw))
 
 
 def _tz(request: Request | None) -> ZoneInfo:
     return ZoneInfo(tz_name(request))
 
 
-def zone_label(tz: ZoneInfo | None, at: datetime | None = None) -> str:
-    """A short, language-neutral label of the zone a time is shown in: "UTC", "UTC+8",
-    "UTC-5:30" (the offset at that moment, so summer time is right)."""
-    offset = (
-        (utc(at) if at else datetime(2000, 1, 1, tzinfo=ZoneInfo("UTC")))
-        .astimezone(tz or ZoneInfo("UTC"))
-        .utcoffset()
-    )
-    minutes = int(offset.total_seconds() // 60) if offset else 0
-    if minutes == 0:
-        return "UTC"
-    sign = "+" if minutes > 0 else "-"
-    h, m = divmod(abs(minutes), 60)
-    return f"UTC{sign}{h}" + (f":{m:02d}" if m else "")
+zone_label = i18n.zone_label
 
 
 # Languages whose US-dollar amounts read "US$1,234.56" / "-US$1.50" (Babel's CLDR patterns
@@ -129,8 +117,13 @@ def format_date(
 
 
 def format_datetime(value: datetime | None, fmt: str = "medium", tz: ZoneInfo | None = None) -> str:
+    """A time in the reader's zone followed by the zone's label ("5:00 PM UTC+8"). Babel's
+    long/full patterns carry a zone of their own ("+0800" inside the Chinese date), so they
+    fall back to the medium one: the label is added once, here."""
     if value is None:
         return "—"
+    if fmt in ("long", "full"):
+        fmt = "medium"
     shown = _babel_datetime(
         utc(value), format=fmt, tzinfo=tz or ZoneInfo("UTC"), locale=i18n.babel_locale()
     )
@@ -139,14 +132,15 @@ def format_datetime(value: datetime | None, fmt: str = "medium", tz: ZoneInfo | 
 
 def pdf_datetime_formatter(request: Request, locale: str) -> Any:
     """Dates for a document in ``locale`` (which may differ from the page's), in the
-    reader's time zone."""
-    tz = _tz(request)
-    babel_loc = "zh_Hans_CN" if locale == "zh_CN" else "en_US"
+    reader's time zone and labelled with it ("2026年12月2日 14:20:54 UTC+8"): the same rule
+    as the pages. Babel's "long" Chinese pattern puts the offset between the date and the
+    time ("2026年12月2日 +0800 14:20:54"), so every format is the medium one plus the label."""
+    zone = tz_name(request) if zone_known(request) else ""
 
     def fmt(value: datetime | None, fmt: str = "medium") -> str:
         if value is None:
             return "—"
-        return _babel_datetime(utc(value), format=fmt, tzinfo=tz, locale=babel_loc)
+        return messages.format_instant(value, locale, zone)
 
     return fmt
 
@@ -272,6 +266,8 @@ def is_htmx(request: Request) -> bool:
 def base_context(request: Request) -> dict[str, Any]:
 
     tz = _tz(request)
+    # Notifications and timeline sentences give an instant's day in the same zone as the page.
+    i18n.set_zone(tz.key if zone_known(request) else "")
     user = getattr(request.state, "user", None)
     if user is None and not getattr(request.state, "user_loaded", False):
         # Set by create_app (app.accounts.deps.load_user): the web layer imports no domain.
@@ -287,6 +283,10 @@ def base_context(request: Request) -> dict[str, Any]:
         "fmt_date": lambda v, f="medium": format_date(v, f, tz),
         "fmt_datetime": lambda v, f="medium": format_datetime(v, f, tz),
         "tz_name": tz.key,
+        "tz_known": zone_known(request),
+        # A first visit (no zone cookie yet): static/tz.js sets it and, on a plain GET page,
+        # loads the page once more so its times are in the reader's zone.
+        "tz_reload": request.method == "GET" and not request.cookies.get(i18n.ZONE_COOKIE),
         "tz_label": zone_label(tz, request.app.state.clock.now()),
         "now": request.app.state.clock.now(),
     }
