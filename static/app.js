@@ -32,7 +32,9 @@
       if (left === 0) { el.textContent = el.getAttribute("data-expired") || "0:00"; return; }
       var s = Math.floor(left / 1000), d = Math.floor(s / 86400), h = Math.floor((s % 86400) / 3600);
       var m = Math.floor((s % 3600) / 60), sec = s % 60;
-      el.textContent = (d ? d + "d " : "") + (d || h ? h + ":" + pad(m) : m) + ":" + pad(sec);
+      // Days in the page's language ("2d" / "2天"), from data-day="{n}d".
+      var day = (el.getAttribute("data-day") || "{n}d").replace("{n}", d);
+      el.textContent = (d ? day + " " : "") + (d || h ? h + ":" + pad(m) : m) + ":" + pad(sec);
     });
   }
   setInterval(tick, 1000);

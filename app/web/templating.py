@@ -34,6 +34,20 @@ STATIC_DIR = Path(__file__).resolve().parents[2] / "static"
 HTMX_FILE = "vendor/htmx-2.0.8.min.js"
 
 
+def N_(msgid: str) -> str:
+    """Marks a msgid for extraction; translated where it is shown."""
+    return msgid
+
+
+# Product names that read differently in Chinese (the catalogue keeps the English name; the
+# `product` filter shows the reader's): a rack is 机柜 in every Chinese sentence.
+PRODUCT_NAMES = (N_("GB300 NVL72 rack"),)
+
+
+def product_name(name: str | None) -> str:
+    return i18n.gettext(name) if name else ""
+
+
 def say(code: Any) -> str:
     """An engine sentence (``{"code", "params"}``) in the request's language."""
     return _render_msg(code, i18n.gettext) if code else ""
@@ -251,6 +265,7 @@ def make_templates(*, auto_reload: bool = True) -> Jinja2Templates:
     env.filters["number"] = format_number
     env.filters["bytes"] = format_bytes
     env.filters["say"] = say
+    env.filters["product"] = product_name
     env.filters["decimal"] = format_decimal_text
     return templates
 
