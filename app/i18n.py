@@ -123,8 +123,10 @@ _FULL_WIDTH = {
     "(": "（",
     ")": "）",
     "list": "、",
+    # between a label that ends in a colon ("Reason:" / "原因：") and its value
+    "after_colon": "",
 }
-_ENGLISH = {"list": ", "}
+_ENGLISH = {"list": ", ", "after_colon": " "}
 
 
 def punct(mark: str, locale: str | None = None) -> str:
