@@ -29,7 +29,7 @@ ZH = Path(__file__).resolve().parents[2] / "translations" / "zh_CN"
 # checked, below).
 OWNED = ("accounts.po", "catalog.po", "core.po", "ledger.po", "ops.po", "orders.po", "quotes.po")
 CJK = "\u3400-\u9fff"
-DATE = r"(?:%\(date\)s|\{date\}|\{end\}|\{estimate\}|\{grace\}|\{promised\})"
+DATE = r"(?:%\(date\)s|\{date\}|\{end\}|\{estimate\}|\{grace\}|\{promised\}|\{arrival\}|\{ready\})"
 PLACEHOLDER = re.compile(r"%\([a-z_]+\)[sd]|%\([a-z_]+\)\.\d+f|\{[a-z_]+\}|%%")
 
 
@@ -160,6 +160,10 @@ def test_public_pages_read_as_chinese(
             english.append("rack")
         if re.search(rf"[{CJK}]: ", text):
             english.append("ASCII colon")
+        if "： " in text:
+            english.append("space after a full-width colon")
+        if re.search(rf"[{CJK}] \d{{4}}年|\d+日 [{CJK}]", text):
+            english.append("space around a date")
         if english:
             found[url] = english
     assert not found, found
@@ -193,6 +197,11 @@ def test_customer_pages_read_as_chinese_with_the_engineers_words_marked(
         r = client.get(url)
         assert r.status_code == 200, url
         english = english_sentences(r.text)
+        text = "\n".join(text_chunks(r.text))
+        if "： " in text or re.search(rf"[{CJK}]: ", text):
+            english.append("colon")
+        if re.search(rf"[{CJK}] \d{{4}}年|\d+日 [{CJK}]", text):
+            english.append("space around a date")
         if english:
             found[url] = english
     assert not found, found

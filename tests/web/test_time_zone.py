@@ -105,3 +105,16 @@ def test_document_dates_carry_the_zone_not_a_bare_offset() -> None:
     assert zh == "2026年12月2日 06:20:54 UTC+8"
     assert "+0800" not in zh
     assert format_instant(at, "en", "").endswith("10:20:54\u202fPM UTC")
+
+
+def test_a_receipts_long_date_is_the_medium_one_with_the_zone() -> None:
+    """The receipt PDF asks for "long": Babel's Chinese long pattern puts "+0800" between
+    the date and the time; documents show the medium date and time and the zone label."""
+    from starlette.requests import Request
+
+    from app.web.templating import pdf_datetime_formatter
+
+    scope = {"type": "http", "headers": [(b"cookie", b"tz=Asia/Shanghai")], "method": "GET"}
+    fmt = pdf_datetime_formatter(Request(scope), "zh_CN")
+    shown = fmt(datetime(2026, 12, 1, 22, 20, 54, tzinfo=UTC), "long")
+    assert shown == "2026年12月2日 06:20:54 UTC+8"
