@@ -12,8 +12,11 @@ from __future__ import annotations
 
 import gettext as _gettext
 from contextvars import ContextVar
+from datetime import UTC, datetime
 from functools import lru_cache
 from pathlib import Path
+from urllib.parse import unquote
+from zoneinfo import ZoneInfo
 
 from babel.support import NullTranslations, Translations
 
@@ -24,6 +27,9 @@ TRANSLATIONS_SRC = Path(__file__).resolve().parents[1] / "translations"
 COOKIE = "lang"
 
 _current_locale: ContextVar[str] = ContextVar("locale", default="en")
+# The reader's IANA time zone ("" = unknown: times are shown in UTC and labelled so).
+_current_zone: ContextVar[str] = ContextVar("zone", default="")
+ZONE_COOKIE = "tz"
 
 
 @lru_cache(maxsize=8)
@@ -40,6 +46,32 @@ def set_locale(locale: str) -> None:
 
 def current_locale() -> str:
     return _current_locale.get()
+
+
+def known_zone(raw: str | None) -> str:
+    """``raw`` as an IANA zone name ("Asia/Shanghai"), or "" when it is none we know. The
+    ``tz`` cookie is set by static/tz.js; older pages stored it URL-encoded."""
+    name = unquote(raw or "").strip().strip('"')
+    if not name or len(name) > 64:
+        return ""
+    try:
+        return ZoneInfo(name).key
+    except (KeyError, ValueError, OSError):
+        return ""
+
+
+def set_zone(name: str | None) -> None:
+    """The reader's time zone for what this request (or email) shows."""
+    _current_zone.set(known_zone(name))
+
+
+def current_zone() -> str:
+    """The reader's zone name, "" when unknown (then UTC, labelled)."""
+    return _current_zone.get()
+
+
+def zone_info(name: str | None = None) -> ZoneInfo:
+    return ZoneInfo(known_zone(name if name is not None else current_zone()) or "UTC")
 
 
 def gettext(message: str) -> str:
@@ -91,8 +123,10 @@ _FULL_WIDTH = {
     "(": "（",
     ")": "）",
     "list": "、",
+    # between a label that ends in a colon ("Reason:" / "原因：") and its value
+    "after_colon": "",
 }
-_ENGLISH = {"list": ", "}
+_ENGLISH = {"list": ", ", "after_colon": " "}
 
 
 def punct(mark: str, locale: str | None = None) -> str:
@@ -111,3 +145,18 @@ def labelled(label: str, value: object, locale: str | None = None) -> str:
 def babel_locale(locale: str | None = None) -> str:
     loc = locale or current_locale()
     return "zh_Hans_CN" if loc == "zh_CN" else "en_US"
+
+
+def zone_label(zone: ZoneInfo | None, at: datetime | None = None) -> str:
+    """A short, language-neutral label of the zone a time is shown in: "UTC", "UTC+8",
+    "UTC-5:30" (the offset at that moment, so summer time is right)."""
+    moment = at if at is not None else datetime(2000, 1, 1, tzinfo=UTC)
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    offset = moment.astimezone(zone or ZoneInfo("UTC")).utcoffset()
+    minutes = int(offset.total_seconds() // 60) if offset else 0
+    if minutes == 0:
+        return "UTC"
+    sign = "+" if minutes > 0 else "-"
+    h, m = divmod(abs(minutes), 60)
+    return f"UTC{sign}{h}" + (f":{m:02d}" if m else "")

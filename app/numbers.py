@@ -32,7 +32,16 @@ class NumberError(ValueError):
     params: dict[str, Any] = field(default_factory=dict)
 
     def __str__(self) -> str:
-        return MESSAGES_EN.get(self.code, self.code).format(**self.params)
+        return MESSAGES_EN.get(self.code, self.code).format(**self.shown_params)
+
+    @property
+    def shown_params(self) -> dict[str, Any]:
+        """``params`` as a person reads them: whole-number limits grouped ("Enter at most
+        1,000,000,000,000,000.", the separators of English and Chinese alike)."""
+        return {
+            k: f"{v:,}" if isinstance(v, int) and not isinstance(v, bool) else v
+            for k, v in self.params.items()
+        }
 
 
 # English fallbacks for logs and non-translated contexts; pages translate by code.

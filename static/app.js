@@ -32,21 +32,14 @@
       if (left === 0) { el.textContent = el.getAttribute("data-expired") || "0:00"; return; }
       var s = Math.floor(left / 1000), d = Math.floor(s / 86400), h = Math.floor((s % 86400) / 3600);
       var m = Math.floor((s % 3600) / 60), sec = s % 60;
-      el.textContent = (d ? d + "d " : "") + (d || h ? h + ":" + pad(m) : m) + ":" + pad(sec);
+      // Days in the page's language ("2d" / "2天"), from data-day="{n}d".
+      var day = (el.getAttribute("data-day") || "{n}d").replace("{n}", d);
+      el.textContent = (d ? day + " " : "") + (d || h ? h + ":" + pad(m) : m) + ":" + pad(sec);
     });
   }
   setInterval(tick, 1000);
   document.addEventListener("DOMContentLoaded", tick);
-  // Remember the browser's time zone so dates show in the customer's local calendar.
-  try {
-    // Stored as is ("Asia/Shanghai": "/" is a valid cookie character), and refreshed when
-    // the browser's zone changes (travel) or an older page stored it URL-encoded.
-    var tz = Intl.DateTimeFormat().resolvedOptions().timeZone;
-    var m = document.cookie.match(/(?:^|;\s*)tz=([^;]*)/);
-    if (tz && /^[A-Za-z0-9_+\-\/]+$/.test(tz) && (!m || m[1] !== tz)) {
-      document.cookie = "tz=" + tz + ";path=/;max-age=31536000;samesite=lax";
-    }
-  } catch (err) { /* ignore */ }
+  // The time zone cookie is set by tz.js (in <head>, before the page is drawn).
   // Auto-submit selects marked data-autosubmit (filters); the button stays for no-JS.
   document.addEventListener("change", function (e) {
     var t = e.target;

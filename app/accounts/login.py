@@ -14,6 +14,7 @@ from app.accounts.audit import client_ip
 from app.accounts.models import User
 from app.accounts.security import SESSION_COOKIE, SESSION_LIFETIME
 from app.errors import N_, Forbidden, InvalidInput
+from app.web import i18n
 from app.web.csrf import rotate
 
 
@@ -40,6 +41,11 @@ def start_session(
         ip=client_ip(request),
         user_agent=request.headers.get("user-agent", ""),
     )
+    # Emails give dates in the zone of the browser the customer last signed in with.
+    zone = i18n.known_zone(request.cookies.get(i18n.ZONE_COOKIE))
+    if zone and user.time_zone != zone:
+        user.time_zone = zone
+        session.add(user)
     request.state.session_row_id = row_id
     request.state.user = user
     request.state.user_loaded = True

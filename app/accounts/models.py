@@ -33,6 +33,9 @@ class User(SQLModel, table=True):
     billing_address: str = Field(default="", sa_column=Column(Text, nullable=False, default=""))
     tax_id: str = Field(default="", max_length=64)
     locale: str = Field(default="en", max_length=8)
+    # The browser's IANA time zone (the ``tz`` cookie) at the last sign-in or language switch:
+    # emails give dates in it. "" = unknown: UTC, labelled.
+    time_zone: str = Field(default="", max_length=64)
     is_active: bool = True
     # Two-factor sign-in (TOTP, RFC 6238). ``totp_pending_secret`` is the secret shown during
     # enrolment until the first code confirms it; ``totp_last_step`` refuses a code twice.

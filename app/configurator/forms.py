@@ -135,7 +135,7 @@ class FieldError(ValueError):
 
     @classmethod
     def of(cls, e: numbers.NumberError) -> FieldError:
-        return cls(NUMBER_MESSAGES.get(e.code, E_NUMBER), dict(e.params))
+        return cls(NUMBER_MESSAGES.get(e.code, E_NUMBER), e.shown_params)  # limits grouped
 
 
 def _int_bounds(name: str, model: Any = SizingRequest) -> tuple[int, int]:

@@ -58,11 +58,13 @@ def _rows(
 ) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """The notification's column values, and the email's (None without ``email_to``).
     ``locale``: the recipient's language, when the caller has their account at hand."""
+    user = session.get(User, user_id)
     if locale is None:
-        user = session.get(User, user_id)
         locale = user.locale if user is not None and user.locale else "en"
     locale = locale or "en"
-    text = messages.render(message, params, locale=locale)
+    # Dates of instants in the recipient's own zone (unknown: UTC, labelled).
+    zone = user.time_zone if user is not None else ""
+    text = messages.render(message, params, locale=locale, zone=zone)
     note = {
         "user_id": user_id,
         "kind": kind,
@@ -75,7 +77,9 @@ def _rows(
     if not email_to:
         return note, None
     subject = (
-        messages.render(email_subject, {**(params or {}), "what": text[:80]}, locale=locale)
+        messages.render(
+            email_subject, {**(params or {}), "what": text[:80]}, locale=locale, zone=zone
+        )
         if email_subject
         else text
     )

@@ -18,7 +18,7 @@ from app.catalog import specs
 from app.clock import wall_now
 from app.errors import N_
 from app.notifications.service import mark_read, unread_for
-from app.orders import controls, service
+from app.orders import controls, service, status_text
 from app.orders.models import Order
 from app.web.deps import NowDep, SessionDep
 from app.web.routing import AppRoute
@@ -84,6 +84,7 @@ def console(request: Request, session: SessionDep, now: NowDep, user: CurrentUse
             "unread": unread,
             "orders": orders,
             "badges": {o.id: status_badge(o, now) for o in orders},
+            "statuses": {o.id: status_text.for_order(o, now) for o in orders},
             "deadlines": {o.id: _deadline(o.promised_date) for o in orders},
             "offset_ms": _clock_offset_ms(now),
             "notifications": notifications,
@@ -117,7 +118,7 @@ def console_order(
             "image_label": image_name(order.image_id),
             "action": service.cancel_action(order, now),
             "busbw": str(spec.raw.get("nccl_allreduce_busbw_gbps") or ""),
-            "promise_text": _promise_text(session, order),
+            "status": _status_text(session, order, now),
             "available": service.balance_of(session, user)[0] or 0,
             **controls_context(session, order, user),
         },
@@ -141,9 +142,16 @@ def controls_context(session: Session, order: Order, user: User) -> dict[str, An
     }
 
 
-def _promise_text(session: Session, order: Order) -> str:
-    """The frozen promise's explanation in the reader's language (catalog re-renders it)."""
+def _status_text(session: Session, order: Order, now: datetime) -> status_text.OrderStatusText:
+    """The order's status lines that still apply (the frozen promise's explanation in the
+    reader's language: catalog re-renders it)."""
 
     assert order.id is not None
     frozen = catalog.frozen_promise(session, order.id)
-    return frozen.explanation if frozen is not None else order.promise_explanation
+    return status_text.for_order(
+        order,
+        now,
+        promise_text=frozen.explanation if frozen is not None else order.promise_explanation,
+        promise_params=frozen.params if frozen is not None else None,
+        network=controls.network_status(order),
+    )

@@ -473,7 +473,7 @@ def mark_delivered(
         N_("Order #{id} is delivered. Your lease runs until {end}; it renews monthly."),
         now,
         email=True,
-        end=messages.day(order.period_end.date()),
+        end=messages.day(order.period_end),
     )
     audit_action(session, "delivered", order, actor, now, ip, late=late)
     session.flush()

@@ -237,7 +237,7 @@ def _renew_one(session: Session, order: Order, now: datetime) -> str:
                 email=True,
                 amount=messages.money(order.monthly_total_cents),
                 shortfall=messages.money(shortfall or order.monthly_total_cents),
-                grace=messages.day(order.grace_until.date()),
+                grace=messages.day(order.grace_until),
             )
             return "short"
         if now < utc(order.grace_until):
@@ -292,7 +292,7 @@ def _renew_one(session: Session, order: Order, now: datetime) -> str:
         N_("Order #{id}: the lease is renewed until {end}; {amount} was charged to your balance."),
         now,
         email=was_short,
-        end=messages.day(utc(order.period_end).date() if order.period_end else now.date()),
+        end=messages.day(utc(order.period_end) if order.period_end else now),
         amount=messages.money(order.monthly_total_cents),
     )
     return "renewed"

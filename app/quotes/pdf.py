@@ -21,7 +21,7 @@ from typing import Any
 
 from app.clock import utc
 from app.i18n import labelled, punct, translations_for
-from app.messages import format_day
+from app.messages import format_day, format_instant
 from app.money import format_cents
 from app.pdfdoc import FPDF
 from app.quotes import pricing
@@ -128,13 +128,15 @@ def build_pdf(
 
     def line(text: str, size: float = 10, bold: bool = False, h: float = 5.5) -> None:
         pdf.set_font(font, "B" if bold else "", size)
-        pdf.multi_cell(width, h, text, new_x="LMARGIN", new_y="NEXT")
+        # Left-aligned: fpdf2 justifies by default, which spreads CJK text (no spaces to
+        # stretch) with huge gaps between characters.
+        pdf.multi_cell(width, h, text, new_x="LMARGIN", new_y="NEXT", align="L")
 
     def row(label: str, value: str, bold: bool = False) -> None:
         pdf.set_font(font, "", 10)
         pdf.cell(62, 7, label)
         pdf.set_font(font, "B" if bold else "", 10)
-        pdf.multi_cell(width - 62, 7, value, new_x="LMARGIN", new_y="NEXT")
+        pdf.multi_cell(width - 62, 7, value, new_x="LMARGIN", new_y="NEXT", align="L")
 
     line(_("GPU Nodes"), 11, True)
     line(_("Quote") + f" {ref}", 18, True, 9)
@@ -170,7 +172,7 @@ def build_pdf(
     row(_("Monthly total"), money(q.monthly_total_cents))
     row(_("Total for the term"), money(q.total_cents), bold=True)
     if q.expires_at:
-        row(_("Valid until"), utc(q.expires_at).strftime("%Y-%m-%d %H:%M UTC"))
+        row(_("Valid until"), format_instant(utc(q.expires_at), lang))
     pdf.ln(2)
 
     line(_("Delivery estimate"), 11, True, 7)

@@ -111,11 +111,11 @@ def _request_headers(scope: Scope) -> tuple[str | None, str | None, list[str]]:
     return rid, accept, cookies
 
 
-def _locale_cookie(cookie_headers: list[str]) -> str | None:
+def _locale_cookie(cookie_headers: list[str], name: str = i18n.COOKIE) -> str | None:
     value = None
     for header in cookie_headers:  # the last one wins, as Request.cookies merges them
-        if i18n.COOKIE in header:
-            value = cookie_parser(header).get(i18n.COOKIE, value)
+        if name in header:
+            value = cookie_parser(header).get(name, value)
     return value
 
 
@@ -162,6 +162,8 @@ class AppMiddleware:
         cookie = _locale_cookie(cookie_headers) if cookie_headers else None
         locale = i18n.negotiate(cookie, accept, self.default_locale)
         i18n.set_locale(locale)
+        # The reader's time zone (static/tz.js): pages, emails rendered here and PDFs.
+        i18n.set_zone(_locale_cookie(cookie_headers, i18n.ZONE_COOKIE) if cookie_headers else "")
         state = scope.setdefault("state", {})
         state["request_id"] = rid
         state["locale"] = locale

@@ -28,6 +28,6 @@ def number_message(e: NumberError) -> str:
     """The translated message for a refused number, its parameters filled in."""
     msgid = MSGIDS.get(e.code, MSGIDS["number.invalid"])
     try:
-        return gettext(msgid).format(**e.params)
+        return gettext(msgid).format(**e.shown_params)
     except (KeyError, IndexError):
         return gettext(MSGIDS["number.invalid"])

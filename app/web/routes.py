@@ -80,6 +80,10 @@ def _remember_language(request: Request, session: SessionDep, code: str) -> None
     if user is not None and user.locale != code:
         user.locale = code
         session.add(user)
+    zone = i18n.known_zone(request.cookies.get(i18n.ZONE_COOKIE))
+    if user is not None and zone and user.time_zone != zone:
+        user.time_zone = zone  # emails follow the browser's zone, as they follow its language
+        session.add(user)
 
 
 @router.get("/healthz", include_in_schema=False)

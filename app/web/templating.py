@@ -8,7 +8,7 @@ from decimal import Decimal
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote, unquote
+from urllib.parse import quote
 from zoneinfo import ZoneInfo
 
 import jinja2
@@ -19,6 +19,7 @@ from babel.numbers import NumberPattern, format_decimal, parse_pattern
 from fastapi import Request
 from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
+from markupsafe import Markup
 from sqlalchemy import inspect as sa_inspect
 
 from app import messages
@@ -34,42 +35,70 @@ STATIC_DIR = Path(__file__).resolve().parents[2] / "static"
 HTMX_FILE = "vendor/htmx-2.0.8.min.js"
 
 
+def N_(msgid: str) -> str:
+    """Marks a msgid for extraction; translated where it is shown."""
+    return msgid
+
+
+# Product names that read differently in Chinese (the catalogue keeps the English name; the
+# `product` filter shows the reader's): a rack is 机柜 in every Chinese sentence.
+PRODUCT_NAMES = (N_("GB300 NVL72 rack"),)
+
+
+def product_name(name: str | None) -> str:
+    return i18n.gettext(name) if name else ""
+
+
 def say(code: Any) -> str:
     """An engine sentence (``{"code", "params"}``) in the request's language."""
     return _render_msg(code, i18n.gettext) if code else ""
 
 
+def words_lang(text: str) -> str:
+    """The language free text was written in, as far as a page needs it: "zh-CN" when it
+    has Chinese characters, else "en" (what ops write)."""
+    return "zh-CN" if any("\u3400" <= ch <= "\u9fff" for ch in text) else "en"
+
+
+def staff_words(text: str | None) -> Markup:
+    """Free text an engineer wrote (a delay reason, a note on a request), shown as their own
+    words: quoted, tagged with the language it was written in, and labelled, never dressed
+    as a translated sentence (no "。" appended). Tests strip ``.staff-words`` before they
+    look for English on Chinese pages."""
+    if not text:
+        return Markup("")
+    label = i18n.gettext("in the engineer's words")
+    return Markup(
+        '<span class="staff-words" data-staff-words><q lang="{lang}">{text}</q> '
+        '<small class="muted">{open}{label}{close}</small></span>'
+    ).format(
+        lang=words_lang(text),
+        text=text,
+        open=i18n.punct("("),
+        label=label,
+        close=i18n.punct(")"),
+    )
+
+
 def tz_name(request: Request | None) -> str:
-    """The browser's IANA time zone from the ``tz`` cookie (static/app.js), "UTC" when
-    absent or unknown. Older pages stored it URL-encoded (``Asia%2FShanghai``): decoded."""
-    raw = request.cookies.get("tz") if request is not None else None
-    name = unquote(raw or "").strip().strip('"')
-    if not name or len(name) > 64:
-        return "UTC"
-    try:
-        return ZoneInfo(name).key
-    except (KeyError, ValueError, OSError):
-        return "UTC"
+    """The browser's IANA time zone from the ``tz`` cookie (static/tz.js, set on the first
+    visit), "UTC" when absent or unknown. Older pages stored it URL-encoded
+    (``Asia%2FShanghai``): decoded. One rule for every page, email and PDF."""
+    raw = request.cookies.get(i18n.ZONE_COOKIE) if request is not None else None
+    return i18n.known_zone(raw) or "UTC"
+
+
+def zone_known(request: Request | None) -> bool:
+    """Whether the reader's zone is known (else times are UTC and labelled so)."""
+    raw = request.cookies.get(i18n.ZONE_COOKIE) if request is not None else None
+    return bool(i18n.known_zone(raw))
 
 
 def _tz(request: Request | None) -> ZoneInfo:
     return ZoneInfo(tz_name(request))
 
 
-def zone_label(tz: ZoneInfo | None, at: datetime | None = None) -> str:
-    """A short, language-neutral label of the zone a time is shown in: "UTC", "UTC+8",
-    "UTC-5:30" (the offset at that moment, so summer time is right)."""
-    offset = (
-        (utc(at) if at else datetime(2000, 1, 1, tzinfo=ZoneInfo("UTC")))
-        .astimezone(tz or ZoneInfo("UTC"))
-        .utcoffset()
-    )
-    minutes = int(offset.total_seconds() // 60) if offset else 0
-    if minutes == 0:
-        return "UTC"
-    sign = "+" if minutes > 0 else "-"
-    h, m = divmod(abs(minutes), 60)
-    return f"UTC{sign}{h}" + (f":{m:02d}" if m else "")
+zone_label = i18n.zone_label
 
 
 # Languages whose US-dollar amounts read "US$1,234.56" / "-US$1.50" (Babel's CLDR patterns
@@ -103,8 +132,13 @@ def format_date(
 
 
 def format_datetime(value: datetime | None, fmt: str = "medium", tz: ZoneInfo | None = None) -> str:
+    """A time in the reader's zone followed by the zone's label ("5:00 PM UTC+8"). Babel's
+    long/full patterns carry a zone of their own ("+0800" inside the Chinese date), so they
+    fall back to the medium one: the label is added once, here."""
     if value is None:
         return "—"
+    if fmt in ("long", "full"):
+        fmt = "medium"
     shown = _babel_datetime(
         utc(value), format=fmt, tzinfo=tz or ZoneInfo("UTC"), locale=i18n.babel_locale()
     )
@@ -113,14 +147,15 @@ def format_datetime(value: datetime | None, fmt: str = "medium", tz: ZoneInfo | 
 
 def pdf_datetime_formatter(request: Request, locale: str) -> Any:
     """Dates for a document in ``locale`` (which may differ from the page's), in the
-    reader's time zone."""
-    tz = _tz(request)
-    babel_loc = "zh_Hans_CN" if locale == "zh_CN" else "en_US"
+    reader's time zone and labelled with it ("2026年12月2日 14:20:54 UTC+8"): the same rule
+    as the pages. Babel's "long" Chinese pattern puts the offset between the date and the
+    time ("2026年12月2日 +0800 14:20:54"), so every format is the medium one plus the label."""
+    zone = tz_name(request) if zone_known(request) else ""
 
     def fmt(value: datetime | None, fmt: str = "medium") -> str:
         if value is None:
             return "—"
-        return _babel_datetime(utc(value), format=fmt, tzinfo=tz, locale=babel_loc)
+        return messages.format_instant(value, locale, zone)
 
     return fmt
 
@@ -223,6 +258,7 @@ def make_templates(*, auto_reload: bool = True) -> Jinja2Templates:
         punct=i18n.punct,
         current_csrf_token=current_token,
         msg_text=messages.text_of,
+        staff_words=staff_words,
         # Relative URLs: the Host header never decides where scripts and styles load from.
         url_for=static_url,
     )
@@ -230,6 +266,7 @@ def make_templates(*, auto_reload: bool = True) -> Jinja2Templates:
     env.filters["number"] = format_number
     env.filters["bytes"] = format_bytes
     env.filters["say"] = say
+    env.filters["product"] = product_name
     env.filters["decimal"] = format_decimal_text
     return templates
 
@@ -245,6 +282,8 @@ def is_htmx(request: Request) -> bool:
 def base_context(request: Request) -> dict[str, Any]:
 
     tz = _tz(request)
+    # Notifications and timeline sentences give an instant's day in the same zone as the page.
+    i18n.set_zone(tz.key if zone_known(request) else "")
     user = getattr(request.state, "user", None)
     if user is None and not getattr(request.state, "user_loaded", False):
         # Set by create_app (app.accounts.deps.load_user): the web layer imports no domain.
@@ -260,6 +299,10 @@ def base_context(request: Request) -> dict[str, Any]:
         "fmt_date": lambda v, f="medium": format_date(v, f, tz),
         "fmt_datetime": lambda v, f="medium": format_datetime(v, f, tz),
         "tz_name": tz.key,
+        "tz_known": zone_known(request),
+        # A first visit (no zone cookie yet): static/tz.js sets it and, on a plain GET page,
+        # loads the page once more so its times are in the reader's zone.
+        "tz_reload": request.method == "GET" and not request.cookies.get(i18n.ZONE_COOKIE),
         "tz_label": zone_label(tz, request.app.state.clock.now()),
         "now": request.app.state.clock.now(),
     }

@@ -115,6 +115,7 @@ def upgrade() -> None:
     sa.Column('billing_address', sa.Text(), nullable=False),
     sa.Column('tax_id', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
     sa.Column('locale', sqlmodel.sql.sqltypes.AutoString(length=8), nullable=False),
+    sa.Column('time_zone', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
     sa.Column('is_active', sa.Boolean(), nullable=False),
     sa.Column('totp_secret', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
     sa.Column('totp_pending_secret', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),

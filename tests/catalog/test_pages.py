@@ -76,7 +76,7 @@ def test_rack_link_and_network_read_in_the_reader_s_language(client, seeded, lan
         if lang == "en":
             assert "NVLink 5 (130 TB/s per rack)" in t and "800G per GPU" in t
         else:
-            assert "NVLink 5（整机柜 130 TB/s）" in t and "每块 GPU 800G" in t
+            assert "NVLink 5（整机柜 130 TB/s）" in t and "每张 GPU 800G" in t
             assert "per rack" not in t and "800G per GPU" not in t
 
 

@@ -120,7 +120,7 @@ def test_chinese_page(client: TestClient) -> None:
     r = client.get("/size")
     assert r.status_code == 200
     assert 'lang="zh-CN"' in r.text
-    assert "估算训练任务" in r.text
+    assert "配置估算" in r.text
 
 
 _values = st.one_of(

@@ -1,7 +1,7 @@
 """Find English sentences left on a page that should be in another language.
 
 ``english_sentences(html)`` scans the rendered *text* (not attributes, not scripts or
-styles) for three or more consecutive Latin words outside an allow-list of product names,
+styles, not staff free text marked as the engineer's own words) for three or more consecutive Latin words outside an allow-list of product names,
 units, abbreviations and commands. Punctuation such as commas between words keeps a run
 going; digits, symbols and CJK characters end it, as do allow-listed words.
 """
@@ -31,6 +31,9 @@ _ALLOWED_TEXT = (
 )
 ALLOWED = frozenset(w.lower() for w in _ALLOWED_TEXT.split())
 
+# Staff free text inside a translated sentence (a timeline entry, a notification), marked
+# as the engineer's own words by the Chinese catalogue: 工程师原话："…".
+STAFF_QUOTE = re.compile(r"工程师原话：“[^”]*(?:”|$)")
 _WORD = re.compile(r"[A-Za-z]+(?:['’-][A-Za-z]+)*")
 _NEUTRAL = set(",;:()\"'“”‘’")
 
@@ -40,18 +43,27 @@ class _Text(HTMLParser):
         super().__init__(convert_charrefs=True)
         self.chunks: list[str] = []
         self._skip = 0
+        self._staff = 0
+
+    _VOID = frozenset({"br", "img", "input", "hr", "meta", "link", "wbr"})
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         if tag in ("script", "style", "template"):
             self._skip += 1
+        if self._staff and tag not in self._VOID:
+            self._staff += 1
+        elif any(name == "data-staff-words" for name, _v in attrs):
+            self._staff = 1  # an engineer's own words (app.web.templating.staff_words)
 
     def handle_endtag(self, tag: str) -> None:
         if tag in ("script", "style", "template") and self._skip:
             self._skip -= 1
+        if self._staff and tag not in self._VOID:
+            self._staff -= 1
 
     def handle_data(self, data: str) -> None:
-        if not self._skip and data.strip():
-            self.chunks.append(data)
+        if not self._skip and not self._staff and data.strip():
+            self.chunks.append(STAFF_QUOTE.sub("", data))
 
 
 def text_chunks(html: str) -> list[str]:

@@ -53,9 +53,10 @@ def test_times_carry_the_zone_they_are_shown_in() -> None:
 def test_an_url_encoded_zone_cookie_is_understood(client: TestClient) -> None:
     client.cookies.set("tz", "Asia%2FShanghai")
     assert "Asia/Shanghai (UTC+8)" in client.get("/nodes").text
-    client.cookies.set("tz", "Not/AZone")  # falls back to UTC, named once
+    client.cookies.set("tz", "Not/AZone")  # unknown: UTC, and the page says why
     t = client.get("/nodes").text
-    assert "your time zone, UTC;" in t and "UTC (UTC)" not in t
+    assert "calendar days in UTC: your browser did not tell us its time zone" in t
+    assert "your time zone, UTC" not in t and "UTC (UTC)" not in t
 
 
 def test_navigation_prices_on_home_balance_in_nav_sign_in_lands_on_console(
