@@ -76,7 +76,7 @@ def second_step(request: Request, db: Any, user: User, target: str) -> Response:
     return response
 
 
-def _pending_user(request: Request, db: Any) -> User | None:
+def _pending_user(request: Request, db: Any, *, lock: bool = False) -> User | None:
     raw = request.cookies.get(PENDING_COOKIE)
     if not raw:
         return None
@@ -84,7 +84,10 @@ def _pending_user(request: Request, db: Any) -> User | None:
         data = _serializer(request).loads(raw, max_age=PENDING_MAX_AGE)
     except BadSignature:
         return None
-    user = db.get(User, int(data.get("u", 0)))
+    # The user's row locked (PostgreSQL; SQLite's writers are serialised already): of
+    # parallel submits with one cookie, the second sees the session the first opened.
+    query = select(User).where(User.id == int(data.get("u", 0)))
+    user = db.exec(query.with_for_update() if lock else query).first()
     if user is None or not user.is_active or data.get("p") != _password_tag(user):
         return None
     if _newest_session(db, user.id) != data.get("n"):
@@ -114,7 +117,7 @@ def login_code_submit(
     next: Annotated[str, Form(max_length=2000)] = "",
 ) -> Response:
     target = safe_next(next, "/account")
-    user = _pending_user(request, db)
+    user = _pending_user(request, db, lock=True)
     if user is None:
         flash(request, _("Your sign-in expired. Enter your email and password again."), "info")
         return RedirectResponse(f"/login?next={target}", status_code=303)

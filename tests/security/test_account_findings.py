@@ -17,7 +17,7 @@ from sqlmodel import Session, col, select
 
 from app.accounts import service
 from app.accounts.models import ApiToken, SshKey, User
-from app.accounts.security import SESSION_COOKIE
+from app.accounts.security import SESSION_COOKIE, verify_password
 from app.clock import FixedClock
 from app.errors import DomainError, InvalidInput, TooManyRequests
 from app.notifications.models import OutboxEmail
@@ -111,7 +111,7 @@ def test_email_change_voids_an_outstanding_reset_link(
     assert anon.post(link, data={"password": NEW}).status_code == 404
     with Session(engine) as s:
         user = s.exec(select(User)).one()
-        assert service.verify_password(user.password_hash, STRONG)
+        assert verify_password(user.password_hash, STRONG)
 
 
 def test_password_change_voids_an_outstanding_reset_link(
