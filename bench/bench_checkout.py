@@ -318,7 +318,7 @@ def report(rates: list[Rate], prof: dict[str, Any], where: str) -> str:
         "",
         "A checkout serialises on its SKU's stock row (so two customers cannot both take the last "
         "node) and on the customer's balance row, and writes ~12 rows; TPC-B writes 4. "
-        "The work is ordered by the lock it needs (app/orders/service.py `_pay_held`): "
+        "The work is ordered by the lock it needs (app/orders/checkout.py `_pay_held`): "
         "without any lock, the promise read (nodes, batches, list price and the key's "
         "existing order in one `UNION ALL`), the SSH keys, the order row with its event, "
         "SAVEPOINT; then the balance row, taken by the one statement that debits it only "

@@ -56,7 +56,8 @@ def new_idempotency_key() -> str:
 
 
 def parse_count(value: Any) -> int | None:
-    """A whole number (a count or an id) by the one number rule (app.numbers); None when absent or refused."""
+    """A whole number (a count or an id) by the one number rule (app.numbers); None when
+    absent or refused."""
     if value is None or isinstance(value, bool) or not isinstance(value, (int, str)):
         return None
     try:
