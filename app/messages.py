@@ -20,7 +20,7 @@ import logging
 from datetime import UTC, date, datetime
 from typing import Any
 
-from babel.dates import format_date
+from babel.dates import format_date, format_datetime
 from babel.numbers import format_decimal
 
 from app import i18n
@@ -55,7 +55,6 @@ def format_instant(at: datetime, locale: str | None = None, zone: str | None = N
     """Date and time of an instant as every page, email and PDF shows one: in the reader's
     zone (default: the request's, ``i18n.current_zone``; unknown: UTC) and labelled with it
     ("Dec 2, 2026, 2:20:54 PM UTC+8" / "2026年12月2日 14:20:54 UTC+8")."""
-    from babel.dates import format_datetime
 
     loc = locale or i18n.current_locale()
     tz = i18n.zone_info(zone if zone is not None else i18n.current_zone())

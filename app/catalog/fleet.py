@@ -20,10 +20,9 @@ from app.catalog.models import (
     Node,
     NodeState,
     SkuStock,
-    StockReservation,
 )
 from app.catalog.prices import get_spec
-from app.catalog.reservations import lock_sku
+from app.catalog.reservations import lock_sku, open_reservations
 from app.errors import N_, Conflict, InvalidInput, NotFound
 
 # ------------------------------------------------------------------ IPs
@@ -298,12 +297,8 @@ def mark_batch_arrived(
     nodes held for those orders (oldest reservation first), the rest are available."""
     b = _expected_batch(session, batch_id, now)
     # Orders waiting on this batch, oldest first.
-    waiting: list[tuple[StockReservation, int]] = []
-    for r in session.exec(
-        select(StockReservation)
-        .where(StockReservation.sku_id == b.sku_id, col(StockReservation.released_at).is_(None))
-        .order_by(col(StockReservation.created_at), col(StockReservation.id))
-    ).all():
+    waiting: list[tuple[Any, int]] = []
+    for r in open_reservations(session, b.sku_id):
         units = json.loads(r.batch_units_json or "[]")
         for bid, u in units:
             if int(bid) == b.id:

@@ -142,6 +142,17 @@ def _take_batches_and_reserve_pg(
         raise StockChanged(p)
 
 
+def open_reservations(session: Session, sku_id: str) -> list[StockReservation]:
+    """The SKU's reservations not released yet, oldest first."""
+    return list(
+        session.exec(
+            select(StockReservation)
+            .where(StockReservation.sku_id == sku_id, col(StockReservation.released_at).is_(None))
+            .order_by(col(StockReservation.created_at), col(StockReservation.id))
+        ).all()
+    )
+
+
 def _active_reservation(session: Session, order_id: int) -> StockReservation | None:
     return session.exec(
         select(StockReservation).where(

@@ -22,9 +22,10 @@ from app.errors import N_, InvalidInput
 from app.sizing import SizingError, list_presets
 from app.sizing.launch import Bundle, LaunchError, export_launch
 from app.web.i18n import gettext as _
+from app.web.routing import AppRoute
 from app.web.templating import render
 
-router = APIRouter()
+router = APIRouter(route_class=AppRoute)
 log = logging.getLogger(__name__)
 
 

@@ -37,9 +37,10 @@ from app.sizing.messages import Msg
 from app.web.encoding import accepts_gzip
 from app.web.i18n import current_locale, punct
 from app.web.i18n import gettext as _
+from app.web.routing import AppRoute
 from app.web.templating import is_htmx, render, templates_of, tz_name
 
-router = APIRouter()
+router = APIRouter(route_class=AppRoute)
 log = logging.getLogger(__name__)
 
 VARY = "HX-Request, HX-History-Restore-Request, Cookie, Accept-Language"

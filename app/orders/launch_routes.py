@@ -24,9 +24,10 @@ from app.sizing import SizingError, list_presets
 from app.sizing.launch import Bundle, LaunchError, export_launch
 from app.web.deps import SessionDep
 from app.web.i18n import gettext as _
+from app.web.routing import AppRoute
 from app.web.templating import render
 
-router = APIRouter()
+router = APIRouter(route_class=AppRoute)
 
 LEASE_OVER = ("ended", "wiping", "wiped", "cancelled", "abandoned")
 

@@ -95,7 +95,7 @@ def ping() -> dict[str, str]:  # no session: nothing to commit
 
 
 def _build(tmp_path: Path, seen: Seen) -> FastAPI:
-    engine = make_engine(f"sqlite:///{tmp_path / 'onehop.db'}")
+    engine = make_engine(f"sqlite:///{tmp_path / 'approute.db'}")
     with engine.begin() as conn:
         conn.execute(text("CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT NOT NULL)"))
 
