@@ -10,7 +10,7 @@ from datetime import UTC, date, datetime, timedelta
 from sqlmodel import Session
 
 from app.accounts.models import User
-from app.orders import controls, ops, renewals, status_text
+from app.orders import controls, lease_end, ops, renewals, status_text
 from app.orders import service as orders
 from tests.ops.helpers import paid_order, seed_catalog
 from tests.support import factories
@@ -179,7 +179,7 @@ def test_private_network_is_not_ready_after_the_lease_ended(
     assert status is not None and "Ready" in status.group(1) and "10.20.0.0/24" in status.group(1)
     clock.advance(timedelta(days=3))
     with Session(engine, expire_on_commit=False) as s:
-        ops.end_lease(
+        lease_end.end_lease(
             s,
             actor=staff,
             order_id=order.id,

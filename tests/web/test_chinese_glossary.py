@@ -18,7 +18,7 @@ from sqlmodel import Session, select
 from app.accounts.models import User
 from app.clock import FixedClock
 from app.notifications.models import OutboxEmail
-from app.orders import ops
+from app.orders import lease_end, ops
 from app.orders.models import Order
 from tests.ops.helpers import fingerprint, paid_order, seed_catalog
 from tests.support.english import STAFF_QUOTE, _runs, english_sentences, text_chunks
@@ -230,7 +230,7 @@ def test_emails_to_a_chinese_customer_read_as_chinese(
         )
         ops.set_credentials(s, actor=actor, order_id=order.id or 0, data=data, now=clock.now())
         ops.mark_delivered(s, actor=actor, order_id=order.id or 0, now=clock.now())
-        ops.end_lease(
+        lease_end.end_lease(
             s,
             actor=actor,
             order_id=order.id or 0,

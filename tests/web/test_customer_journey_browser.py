@@ -16,7 +16,7 @@ from sqlmodel import Session, select
 from app.accounts.models import User
 from app.accounts.security import SESSION_COOKIE, create_session
 from app.clock import FixedClock
-from app.orders import ops, renewals
+from app.orders import lease_end, ops, renewals
 from app.orders.models import Order
 from tests.ops.helpers import paid_order, seed_catalog
 from tests.support import factories
@@ -120,7 +120,7 @@ def test_a_lease_from_delay_to_end_reads_true_at_every_step(
     clock.advance(timedelta(hours=1))
     with Session(engine, expire_on_commit=False) as s:
         actor = s.exec(select(User).where(User.id == staff.id)).one()
-        ops.end_lease(
+        lease_end.end_lease(
             s, actor=actor, order_id=oid, now=clock.now(), reason="Renewal unpaid", confirm=True
         )
         s.commit()
