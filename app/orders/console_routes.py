@@ -26,6 +26,10 @@ from app.web.templating import render
 
 router = APIRouter(route_class=AppRoute, include_in_schema=False)
 
+# The checkout's and the console's pages show balances, prices and a Pay button that are
+# true only now: the browser must not show a stored copy on Back (it asks again).
+NO_STORE = {"Cache-Control": "no-store"}
+
 
 def image_name(image_id: str) -> str:
     for i in specs.all_images():
@@ -91,6 +95,7 @@ def console(request: Request, session: SessionDep, now: NowDep, user: CurrentUse
             "held": held,
             "sku_names": {s.id: s.name for s in specs.all_specs()},
         },
+        headers=NO_STORE,
     )
 
 
@@ -121,6 +126,7 @@ def console_order(
             "available": service.balance_of(session, user)[0] or 0,
             **controls_context(session, order, user),
         },
+        headers=NO_STORE,
     )
 
 

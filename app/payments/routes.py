@@ -33,6 +33,8 @@ from app.web.templating import is_htmx, render
 money_log = logging.getLogger("app.money")
 
 router = APIRouter(route_class=AppRoute, include_in_schema=False)
+# A top-up's amount, address and status are true only now: never shown from the cache.
+NO_STORE = {"Cache-Control": "no-store"}
 MAX_WEBHOOK_BYTES = 64 * 1024  # a BTCPay notification is well under 2 KB
 
 STATUS_TEXT = {
@@ -128,6 +130,7 @@ def topup_form(
             "errors": {},
             "currencies": currency_options(),
         },
+        headers=NO_STORE,
     )
 
 
@@ -170,6 +173,7 @@ def topup_create(
         "payments/new.html",
         {"form": form, "errors": errs, "currencies": currency_options()},
         status_code=422,
+        headers=NO_STORE,
     )
 
 
@@ -182,7 +186,7 @@ def invoice_page(
     ctx.update({"qr": qr_svg(inv.payment_uri), "sim_actions": SIM_ACTIONS})
     if user.is_staff:
         ctx["chain"], ctx["deliveries"] = payments.provider_log(session, inv)
-    return render(request, "payments/invoice.html", ctx)
+    return render(request, "payments/invoice.html", ctx, headers=NO_STORE)
 
 
 @router.get("/topups/{invoice_id}/status", response_class=HTMLResponse)
@@ -190,7 +194,7 @@ def invoice_status(
     request: Request, invoice_id: int, session: SessionDep, user: CurrentUser, now: NowDep
 ) -> Response:
     inv = payments.invoice_visible_to(session, user, invoice_id)
-    return render(request, "payments/_status.html", invoice_view(inv, now))
+    return render(request, "payments/_status.html", invoice_view(inv, now), headers=NO_STORE)
 
 
 def _deliver(engine: Any, body: bytes, secret: str, now: Any) -> dict[str, Any]:
