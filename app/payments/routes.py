@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from datetime import datetime, timedelta
 from typing import Annotated, Any
+from urllib.parse import urlencode
 
 import segno
 from fastapi import APIRouter, Form, Request
@@ -21,6 +22,7 @@ from app.errors import N_
 from app.numbers import NumberError, parse_money_cents
 from app.payments import rules
 from app.payments import service as payments
+from app.payments.addresses import payment_uri
 from app.payments.models import ChainPayment, Invoice, WebhookDelivery
 from app.payments.rates import CURRENCIES, format_units, format_units_for_reading
 from app.web.deps import NowDep, SessionDep
@@ -79,9 +81,28 @@ def invoice_view(inv: Invoice, now: datetime) -> dict[str, Any]:
     cur = CURRENCIES[inv.currency]
     expires = utc(inv.expires_at)
     due, received = int(inv.due_units), int(inv.received_units)
+    # What the customer still sends: the whole amount, or the rest after a part arrived.
+    # Once the rate lock has ended (Expired, Invalid) or the invoice is closed, nothing:
+    # the address is no longer shown and a new top-up is offered instead.
+    payable = inv.status == rules.Status.new.value and not inv.final
+    remaining = max(0, due - received)
+    # A new top-up asks for the same amount, less what this one already credited.
+    new_cents = inv.amount_cents - (inv.credited_cents or 0)
+    new_cents = new_cents if new_cents >= payments.MIN_CENTS else inv.amount_cents
+    new_topup = "/topups/new?" + urlencode(
+        {"amount_cents": new_cents, "currency": inv.currency}
+        | ({"return_to": inv.return_to} if inv.return_to else {})
+    )
     return {
         "inv": inv,
         "cur": cur,
+        "payable": payable and remaining > 0,
+        "partly_paid": payable and 0 < received < due,
+        "remaining_units": remaining,
+        "remaining_text": format_units(remaining, cur.decimals),
+        "remaining_uri": payment_uri(inv.currency, inv.address, remaining) if remaining else "",
+        "new_topup_url": new_topup,
+        "new_topup_cents": new_cents,
         "due_text": format_units(due, cur.decimals),
         # Exact (the customer sends it), trailing zeros trimmed; the rest is for reading.
         "due_read": format_units_for_reading(due, cur.decimals),
@@ -183,7 +204,9 @@ def invoice_page(
 ) -> Response:
     inv = payments.invoice_visible_to(session, user, invoice_id)
     ctx = invoice_view(inv, now)
-    ctx.update({"qr": qr_svg(inv.payment_uri), "sim_actions": SIM_ACTIONS})
+    ctx.update({"sim_actions": SIM_ACTIONS})
+    if ctx["payable"]:
+        ctx["qr"] = qr_svg(ctx["remaining_uri"])
     if user.is_staff:
         ctx["chain"], ctx["deliveries"] = payments.provider_log(session, inv)
     return render(request, "payments/invoice.html", ctx, headers=NO_STORE)
