@@ -1,4 +1,4 @@
-"""``python -m app worker``: runs what is due — renewals, late notices, invoice expiry,
+"""``python -m app worker``: runs what is due — renewal reminders, renewals, late notices, invoice expiry,
 the email outbox and pruning old login-throttle rows — each job in its own transaction(s).
 
 Several workers may run at once on PostgreSQL: every job locks the rows it works on
@@ -61,7 +61,11 @@ def jobs(settings: Settings) -> list[tuple[str, Job]]:
         # One short transaction per lease (see run_due_renewals_each).
         return lease_renewals.run_due_renewals_each(engine, now).total()
 
+    def reminders(engine: Engine, now: datetime) -> int:
+        return lease_renewals.send_renewal_reminders(engine, now, base_url=settings.base_url)
+
     return [
+        ("renewal_reminders", reminders),
         ("renewals", renewals),
         ("late_notices", in_transaction(lease_renewals.send_late_notices)),
         ("invoice_expiry", in_transaction(expire_due)),
