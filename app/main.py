@@ -19,6 +19,7 @@ from app.clock import Clock, SimulatedClock, SystemClock
 from app.configurator import routes as configurator_routes
 from app.db import make_engine
 from app.ledger import routes as ledger_routes
+from app.notifications.service import use_base_url
 from app.orders import control_routes
 from app.orders import routes as orders_routes
 from app.payments import routes as payments_routes
@@ -92,6 +93,7 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
 
     app.state.payment_provider = make_provider(settings)
     use_provider(app.state.payment_provider)
+    use_base_url(settings.base_url)  # the links in emails
 
     install_handlers(app)
     # Innermost first. At most as many requests in flight as pooled connections (see

@@ -23,7 +23,7 @@ from app import logs
 from app.accounts.throttle import prune as prune_throttle
 from app.clock import Clock, SimulatedClock, SystemClock
 from app.db import make_engine, transaction
-from app.notifications.service import send_outbox
+from app.notifications.service import send_outbox, use_base_url
 from app.orders import renewals as lease_renewals
 from app.payments.service import expire_due, make_provider, use_provider
 from app.settings import Settings
@@ -111,6 +111,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
     clock: Clock = SimulatedClock(engine) if settings.simulation else SystemClock()
 
     use_provider(make_provider(settings))  # invoice expiry re-reads the real provider
+    use_base_url(settings.base_url)  # the links in emails
     try:
         if args.once:
             results = run_once(engine, clock, settings)
