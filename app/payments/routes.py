@@ -217,6 +217,11 @@ def invoice_status(
     request: Request, invoice_id: int, session: SessionDep, user: CurrentUser, now: NowDep
 ) -> Response:
     inv = payments.invoice_visible_to(session, user, invoice_id)
+    seen = request.query_params.get("seen")
+    if is_htmx(request) and seen and seen != f"{inv.status}-{inv.received_units}":
+        # A payment arrived or the rate lock ended since the page was drawn: what to send
+        # (the rest, or nothing) changed, so the whole page is drawn again.
+        return Response(status_code=200, headers={"HX-Refresh": "true", **NO_STORE})
     return render(request, "payments/_status.html", invoice_view(inv, now), headers=NO_STORE)
 
 

@@ -152,3 +152,20 @@ def test_rule_processing_past_the_window_needs_review() -> None:
     assert inside.status is rules.Status.processing and not inside.needs_review
     after = rules.evaluate(now=t0 + timedelta(hours=25), **kw)  # type: ignore[arg-type]
     assert after.status is rules.Status.processing and after.needs_review and not after.final
+
+
+def test_a_watching_page_is_redrawn_when_what_to_send_changes(
+    client: Any, login: Callable[..., Any], make_user: Callable[..., Any]
+) -> None:
+    login(client, make_user())
+    iid = _new_topup(client)
+    page = client.get(f"/topups/{iid}").text
+    poll = html.unescape(page.split('hx-get="', 1)[1].split('"', 1)[0])
+    assert poll == f"/topups/{iid}/status?seen=New-0"
+    htmx = {"HX-Request": "true"}
+    same = client.get(poll, headers=htmx)
+    assert same.status_code == 200 and "hx-refresh" not in same.headers
+    assert client.post(f"/topups/{iid}/simulate", data={"action": "pay_part"}).status_code == 303
+    changed = client.get(poll, headers=htmx)
+    assert changed.headers["hx-refresh"] == "true"  # the page shows the rest to send
+    assert "Send the rest" in client.get(f"/topups/{iid}").text
