@@ -1,4 +1,4 @@
-"""``python -m app worker``: runs what is due — renewals, late notices, invoice expiry,
+"""``python -m app worker``: runs what is due — renewal reminders, renewals, late notices, invoice expiry,
 the email outbox and pruning old login-throttle rows — each job in its own transaction(s).
 
 Several workers may run at once on PostgreSQL: every job locks the rows it works on
@@ -23,7 +23,7 @@ from app import logs
 from app.accounts.throttle import prune as prune_throttle
 from app.clock import Clock, SimulatedClock, SystemClock
 from app.db import make_engine, transaction
-from app.notifications.service import send_outbox
+from app.notifications.service import send_outbox, use_base_url
 from app.orders import renewals as lease_renewals
 from app.payments.service import expire_due, make_provider, use_provider
 from app.settings import Settings
@@ -61,7 +61,11 @@ def jobs(settings: Settings) -> list[tuple[str, Job]]:
         # One short transaction per lease (see run_due_renewals_each).
         return lease_renewals.run_due_renewals_each(engine, now).total()
 
+    def reminders(engine: Engine, now: datetime) -> int:
+        return lease_renewals.send_renewal_reminders(engine, now, base_url=settings.base_url)
+
     return [
+        ("renewal_reminders", reminders),
         ("renewals", renewals),
         ("late_notices", in_transaction(lease_renewals.send_late_notices)),
         ("invoice_expiry", in_transaction(expire_due)),
@@ -107,6 +111,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
     clock: Clock = SimulatedClock(engine) if settings.simulation else SystemClock()
 
     use_provider(make_provider(settings))  # invoice expiry re-reads the real provider
+    use_base_url(settings.base_url)  # the links in emails
     try:
         if args.once:
             results = run_once(engine, clock, settings)

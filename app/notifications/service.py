@@ -17,6 +17,7 @@ from sqlmodel import Session, col, select
 from app import messages
 from app.accounts.models import User
 from app.db import transaction
+from app.errors import N_
 from app.notifications.models import Notification, OutboxEmail
 
 log = logging.getLogger("app.mail")
@@ -76,21 +77,86 @@ def _rows(
     }
     if not email_to:
         return note, None
-    subject = (
-        messages.render(
-            email_subject, {**(params or {}), "what": text[:80]}, locale=locale, zone=zone
-        )
-        if email_subject
-        else text
-    )
     email = {
         "to_addr": email_to.strip(),
-        "subject": single_line(subject[:120]),
-        "body": text,
+        "subject": email_subject_line(email_subject, text, params, locale, zone),
+        "body": email_body(text, link, locale),
         "kind": kind,
         "created_at": now,
     }
     return note, email
+
+
+# Where emails link to: the site's public address (``Settings.base_url``), set once per
+# process by ``create_app`` and the worker; empty in code that sends no mail.
+BASE_URL = ""
+SUBJECT_LIMIT = 100
+_WHAT = "\x00"  # stands for the message inside a subject pattern while it is split
+_PREFIX_PUNCT = " :：,，-—"
+
+
+def use_base_url(url: str) -> None:
+    global BASE_URL
+    BASE_URL = url.rstrip("/")
+
+
+def _cjk(ch: str) -> bool:
+    return ord(ch) >= 0x2E80  # CJK scripts and full-width punctuation
+
+
+def shorten(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` characters with an ellipsis, never inside a word
+    or a number: only at a space or next to a CJK character (Chinese has no spaces)."""
+    if len(text) <= limit:
+        return text
+    i = limit - 1
+    while i > 0:
+        a, b = text[i - 1], text[i]
+        if a.isspace() or b.isspace() or _cjk(a) or _cjk(b):
+            break
+        i -= 1
+    head = text[:i] if i > 0 else text[: limit - 1]
+    return head.rstrip(" ,;:，；：、(（") + "…"
+
+
+def _first_sentence(text: str) -> str:
+    for stop in ("\n", ". ", "。"):
+        head, sep, _rest = text.partition(stop)
+        if sep:
+            text = head
+    return text.rstrip(".。")
+
+
+def email_subject_line(
+    subject: str | None,
+    text: str,
+    params: dict[str, Any] | None,
+    locale: str,
+    zone: str | None = None,
+) -> str:
+    """The one subject pattern: the subject's own words (``Order #{id}: {what}``) with the
+    message's first sentence as ``{what}``, the message's own leading "Order #…" dropped
+    (no doubled prefix), on one line and at most ``SUBJECT_LIMIT`` characters, cut only
+    between words."""
+    if not subject:
+        return shorten(single_line(_first_sentence(text)), SUBJECT_LIMIT)
+    pattern = messages.render(subject, {**(params or {}), "what": _WHAT}, locale=locale, zone=zone)
+    head, _sep, tail = pattern.partition(_WHAT)
+    what = single_line(text, limit=len(text))
+    core = head.rstrip(_PREFIX_PUNCT)
+    if _sep and core and what.startswith(core):
+        what = what[len(core) :].lstrip(_PREFIX_PUNCT)
+    line = head + _first_sentence(what) + tail if _sep else pattern
+    return shorten(single_line(line, limit=len(line)), SUBJECT_LIMIT)
+
+
+def email_body(text: str, link: str, locale: str) -> str:
+    """The message (every fact it states) and the page that acts on it, as a full URL."""
+    if not link:
+        return text
+    url = BASE_URL + link if link.startswith("/") else link
+    more = messages.render(N_("Open it in your console: {url}"), {"url": url}, locale=locale)
+    return f"{text}\n\n{more}"
 
 
 def notify(

@@ -27,7 +27,13 @@ from app.db import is_postgres
 from app.errors import N_
 from app.ledger import service as ledger
 from app.notifications import service as notifications
-from app.orders.errors import NotPayable, NotPromisable, PriceChanged, PromiseChanged
+from app.orders.errors import (
+    NotPayable,
+    NotPromisable,
+    PriceChanged,
+    PromiseChanged,
+    QuoteWithdrawn,
+)
 from app.orders.lifecycle import OrderStatus, check_transition
 from app.orders.models import Order
 from app.orders.queries import get_order_for, order_link
@@ -41,6 +47,7 @@ from app.orders.writes import (
     show_written,
     update_order_now,
 )
+from app.quotes import service as quotes
 
 
 def pay_order(
@@ -73,8 +80,14 @@ def pay_order(
         raise NotPayable()
     check_transition(order.status, OrderStatus.paid.value)
 
-    # A quote's price holds until the quote expires; after that the list price applies.
-    if order.quote_expires_at is not None and utc(order.quote_expires_at) <= now:
+    # A quote's price holds for an order paid before the quote expires or is withdrawn
+    # (quotes.NODE_QUOTE_RULES, stated on the quote, its PDF and checkout); after that the
+    # list price applies and the customer reviews it before paying.
+    expired = order.quote_expires_at is not None and utc(order.quote_expires_at) <= now
+    withdrawn = order.quote_id is not None and not quotes.quote_price_honoured(
+        session, order.quote_id, now
+    )
+    if expired or withdrawn:
         list_price = catalog.list_price_cents(session, order.sku_id)
         order.unit_price_cents = list_price
         order.monthly_total_cents = list_price * order.quantity
@@ -82,9 +95,14 @@ def pay_order(
         order.quote_id = None
         order.pay_attempts += 1
         session.add(order)
-        add_event(session, order, "repriced", N_("The quote expired; the list price applies."), now)
+        why = (
+            N_("The quote expired; the list price applies.")
+            if expired
+            else N_("The quote was withdrawn; the list price applies.")
+        )
+        add_event(session, order, "repriced", why, now)
         session.flush()
-        raise PriceChanged()
+        raise PriceChanged() if expired else QuoteWithdrawn()
 
     assert order.id is not None and user.id is not None
     amount = order.monthly_total_cents

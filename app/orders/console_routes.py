@@ -15,16 +15,21 @@ from app.accounts.deps import CurrentUser
 from app.accounts.models import User
 from app.catalog import service as catalog
 from app.catalog import specs
-from app.clock import wall_now
+from app.clock import utc, wall_now
 from app.errors import N_
 from app.notifications.service import mark_read, unread_for
-from app.orders import controls, service, status_text
+from app.orders import controls, renewals, service, status_text
+from app.orders.lifecycle import GRACE_DAYS
 from app.orders.models import Order
 from app.web.deps import NowDep, SessionDep
 from app.web.routing import AppRoute
 from app.web.templating import render
 
 router = APIRouter(route_class=AppRoute, include_in_schema=False)
+
+# The checkout's and the console's pages show balances, prices and a Pay button that are
+# true only now: the browser must not show a stored copy on Back (it asks again).
+NO_STORE = {"Cache-Control": "no-store"}
 
 
 def image_name(image_id: str) -> str:
@@ -77,6 +82,20 @@ def console(request: Request, session: SessionDep, now: NowDep, user: CurrentUse
     unread = {n.id for n in notifications if n.read_at is None}
     # Shown once as new, then seen: a short write of its own (this GET only reads).
     mark_read(request.app.state.engine, user.id or 0, [i for i in unread if i], now)
+    # What the balance lacks for each lease's next renewal; within the reminders' reach
+    # (7 days) a banner with the date the lease would end unpaid.
+    shortfalls: dict[int, int] = {}
+    for o in orders:
+        short = renewals.renewal_shortfall(o, available or 0)
+        if short > 0 and o.id is not None:
+            shortfalls[o.id] = short
+    reminders = {
+        o.id: utc(o.period_end) + timedelta(days=GRACE_DAYS)
+        for o in orders
+        if o.id in shortfalls
+        and o.period_end is not None
+        and renewals.reminder_stage(utc(o.period_end), now) is not None
+    }
     return render(
         request,
         "orders/console.html",
@@ -91,7 +110,11 @@ def console(request: Request, session: SessionDep, now: NowDep, user: CurrentUse
             "available": available,
             "held": held,
             "sku_names": {s.id: s.name for s in specs.all_specs()},
+            "shortfalls": shortfalls,
+            "reminders": reminders,
+            "topup_links": {k: renewals.topup_path(k, v) for k, v in shortfalls.items()},
         },
+        headers=NO_STORE,
     )
 
 
@@ -102,6 +125,8 @@ def console_order(
     order = service.get_order_for(session, user, order_id)
     spec = specs.spec(order.sku_id)
     assert order.id is not None
+    available = service.balance_of(session, user)[0] or 0
+    short = renewals.renewal_shortfall(order, available) if order.period_end else 0
     return render(
         request,
         "orders/order.html",
@@ -119,9 +144,15 @@ def console_order(
             "action": service.cancel_action(order, now),
             "busbw": str(spec.raw.get("nccl_allreduce_busbw_gbps") or ""),
             "status": _status_text(session, order, now),
-            "available": service.balance_of(session, user)[0] or 0,
+            "available": available,
+            "renewal_short": short,
+            "renewal_grace": (
+                utc(order.period_end) + timedelta(days=GRACE_DAYS) if order.period_end else None
+            ),
+            "renewal_topup": renewals.topup_path(order.id, short),
             **controls_context(session, order, user),
         },
+        headers=NO_STORE,
     )
 
 

@@ -52,6 +52,13 @@ class PriceChanged(Conflict):
     )
 
 
+class QuoteWithdrawn(PriceChanged):
+    code = "quote_withdrawn"
+    default_message = N_(
+        "Sales withdrew the quote, so the list price applies now; check it and pay again."
+    )
+
+
 class NotPayable(Conflict):
     code = "not_payable"
     default_message = N_("This order cannot be paid in its current state.")

@@ -150,3 +150,20 @@ class OrderTask(SQLModel, table=True):
     updated_at: datetime = Field(sa_type=UTCDateTime)
     done_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
     acted_by: int | None = Field(default=None, foreign_key="users.id")
+
+
+class RenewalReminder(SQLModel, table=True):
+    """A reminder that the balance will not cover a renewal, one row per order, period and
+    reminder (7, 3 or 1 day(s) before): the unique constraint sends each exactly once,
+    however many workers run. The notice is written in the same transaction as the row."""
+
+    __tablename__ = "renewal_reminders"
+    __table_args__ = (
+        UniqueConstraint("order_id", "period_index", "days_before", name="uq_renewal_reminder"),
+    )
+    id: int | None = Field(default=None, primary_key=True)
+    order_id: int = Field(foreign_key="orders.id", index=True)
+    period_index: int  # the renewal it warns about (1 = the first renewal)
+    days_before: int  # 7, 3 or 1
+    shortfall_cents: int
+    sent_at: datetime = Field(sa_type=UTCDateTime)

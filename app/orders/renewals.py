@@ -12,6 +12,10 @@ period however many workers run:
 Short balance: a notice, a grace period of ``GRACE_DAYS`` with a retry on every run, then
 suspension and the end of the lease. A lease cancelled by the customer ends at its period
 end with no charge.
+
+Before that: 7, 3 and 1 day(s) before a renewal the balance cannot cover, a reminder (console
+and email, with the shortfall, a top-up link, the grace period and the day the lease would
+end), each once: a unique (order, period, days) row in ``renewal_reminders``.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from urllib.parse import urlencode
 
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError, OperationalError
@@ -31,10 +36,13 @@ from app.errors import N_, InsufficientBalance
 from app.ledger import service as ledger
 from app.orders import lease_end, ops
 from app.orders.lifecycle import GRACE_DAYS, PRE_DELIVERY, OrderStatus
-from app.orders.models import Order, RenewalCharge
+from app.orders.models import Order, RenewalCharge, RenewalReminder
 from app.orders.periods import add_months
 
 log = logging.getLogger("app.renewals")
+
+# Reminders before a renewal the balance cannot cover: this many days before it.
+REMINDER_DAYS = (7, 3, 1)
 
 
 @dataclass
@@ -340,4 +348,121 @@ def send_late_notices(session: Session, now: datetime, *, limit: int = 500) -> i
         )
         sent += 1
     session.flush()
+    return sent
+
+
+# --- reminders before a renewal ---------------------------------------------------------
+
+
+def reminder_stage(period_end: datetime, now: datetime) -> int | None:
+    """Which reminder is due now: 7, 3 or 1 (days before the renewal), the nearest one the
+    time left has reached; None when the renewal is more than 7 days away or has passed.
+    A worker that missed a stage sends only the current one."""
+    left = period_end - now
+    if left <= timedelta(0):
+        return None
+    for days in sorted(REMINDER_DAYS):
+        if left <= timedelta(days=days):
+            return days
+    return None
+
+
+def renewal_shortfall(order: Order, available_cents: int) -> int:
+    """What the balance lacks for the order's next renewal (0: it is covered, or the lease
+    is not renewed)."""
+    if order.status != OrderStatus.delivered.value or order.cancel_at_period_end:
+        return 0
+    return max(0, order.monthly_total_cents - available_cents)
+
+
+def topup_path(order_id: int, cents: int) -> str:
+    """The top-up page prefilled with ``cents``, coming back to the order's page."""
+    query = urlencode({"amount_cents": cents, "return_to": f"/console/orders/{order_id}"})
+    return f"/topups/new?{query}"
+
+
+def reminder_candidates(session: Session, now: datetime, limit: int = 500) -> list[int]:
+    stmt = (
+        select(Order.id)
+        .where(
+            col(Order.status) == OrderStatus.delivered.value,
+            col(Order.cancel_at_period_end).is_(False),
+            col(Order.period_end) > now,
+            col(Order.period_end) <= now + timedelta(days=max(REMINDER_DAYS)),
+        )
+        .order_by(col(Order.period_end), col(Order.id))
+        .limit(limit)
+    )
+    return [i for i in session.exec(stmt).all() if i is not None]
+
+
+def remind_order(session: Session, order_id: int, now: datetime, base_url: str = "") -> bool:
+    """Send the due reminder for one lease if its balance will not cover the renewal and
+    this reminder was not sent yet; True when this call sent it. The reminder's row and its
+    notice are written together: the unique (order, period, days) row lets only one worker
+    write them (a second one's insert fails and its savepoint is rolled back)."""
+    order = session.get(Order, order_id)
+    if order is None or order.period_end is None or order.id is None:
+        return False
+    period_end = utc(order.period_end)
+    stage = reminder_stage(period_end, now)
+    if stage is None:
+        return False
+    short = renewal_shortfall(order, ledger.available_cents(session, order.user_id))
+    if short <= 0:
+        return False
+    try:
+        with session.begin_nested():
+            session.add(
+                RenewalReminder(
+                    order_id=order.id,
+                    period_index=order.periods_paid,
+                    days_before=stage,
+                    shortfall_cents=short,
+                    sent_at=now,
+                )
+            )
+            session.flush()
+    except IntegrityError:
+        return False  # sent already (by this or another worker)
+    grace = period_end + timedelta(days=GRACE_DAYS)
+    ops.tell(
+        session,
+        order,
+        "order.renewal_reminder",
+        N_(
+            "Order #{id} renews on {date}: {amount} is due and your balance is {short} short. "
+            "Top up at least {short} before then: {topup}\n"
+            "If the renewal stays unpaid, the lease is suspended and ends after the "
+            "{grace_days}-day grace period, on {grace}, and its disks are then securely "
+            "wiped."
+        ),
+        now,
+        email=True,
+        date=messages.day(period_end),
+        amount=messages.money(order.monthly_total_cents),
+        short=messages.money(short),
+        topup=base_url.rstrip("/") + topup_path(order.id, short),
+        grace_days=GRACE_DAYS,
+        grace=messages.day(grace),
+    )
+    return True
+
+
+def send_renewal_reminders(
+    engine: Engine, now: datetime, *, base_url: str = "", limit: int = 500
+) -> int:
+    """Worker: the reminders due now, each lease in its own short transaction. Several
+    workers may run this at once; each reminder is sent exactly once."""
+    with transaction(engine) as session:
+        ids = reminder_candidates(session, now, limit)
+    sent = 0
+    for order_id in ids:
+        try:
+            with transaction(engine) as session:
+                sent += remind_order(session, order_id, now, base_url)
+        except (IntegrityError, OperationalError):
+            # Another worker wrote this reminder at the same instant (or a lock
+            # conflict): nothing of ours was kept; the row says whether it went out.
+            log.info("renewal reminder for order %s left to another worker", order_id)
     return sent

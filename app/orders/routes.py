@@ -14,13 +14,14 @@ from app.accounts import login
 from app.accounts import service as accounts
 from app.accounts.deps import CurrentUser, OptionalUser
 from app.accounts.models import User
+from app.accounts.security import SESSION_COOKIE
 from app.accounts.sshkeys import looks_private
 from app.catalog import service as catalog
 from app.catalog import specs
 from app.errors import DomainError, InsufficientBalance, InvalidInput
 from app.numbers import NumberError, parse_money_cents
 from app.orders import console_routes, service
-from app.orders.console_routes import image_name
+from app.orders.console_routes import NO_STORE, image_name
 from app.orders.lifecycle import OrderStatus
 from app.orders.models import Order
 from app.orders.schemas import DeployForm, PayForm, TopupForm
@@ -204,7 +205,7 @@ def _render_deploy(
             values.get("sizing", ""),
         ),
     }
-    return render(request, "orders/deploy.html", ctx, status_code=status_code)
+    return render(request, "orders/deploy.html", ctx, status_code=status_code, headers=NO_STORE)
 
 
 # ---------------------------------------------------------------------------------------
@@ -270,11 +271,21 @@ def deploy_submit(
             # Keep what they typed when the problem is elsewhere (issue 19, defect 10);
             # a refused password is never echoed back.
             values["password"] = form.password
-        page = _render_deploy(
-            request, session, user, now, values, errors, idem_key, status_code=422
+        notice = None
+        if user is None and request.cookies.get(SESSION_COOKIE):
+            # A session cookie that no longer signs anyone in: the session ended (revoked
+            # from another device, expired) while the form was open. Say so, ask for the
+            # password only; what they chose and wrote stays in the form.
+            notice = _(
+                "You were signed out, so nothing was ordered. Log in again to continue; "
+                "your choices and notes are kept."
+            )
+            values["account_mode"] = "login"
+            for k in ("account_mode", "email", "password", "auth"):
+                errors.pop(k, None)
+        return _render_deploy(
+            request, session, user, now, values, errors, idem_key, notice, status_code=422
         )
-        page.headers["Cache-Control"] = "no-store"
-        return page
 
     response = Response(status_code=303)
     if user is None:
@@ -390,6 +401,7 @@ def _review_page(
             "currencies": [(c.code, c.name) for c in CURRENCIES.values()],
         },
         status_code=status_code,
+        headers=NO_STORE,
     )
 
 

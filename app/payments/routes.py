@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from datetime import datetime, timedelta
 from typing import Annotated, Any
+from urllib.parse import urlencode
 
 import segno
 from fastapi import APIRouter, Form, Request
@@ -21,6 +22,7 @@ from app.errors import N_
 from app.numbers import NumberError, parse_money_cents
 from app.payments import rules
 from app.payments import service as payments
+from app.payments.addresses import payment_uri
 from app.payments.models import ChainPayment, Invoice, WebhookDelivery
 from app.payments.rates import CURRENCIES, format_units, format_units_for_reading
 from app.web.deps import NowDep, SessionDep
@@ -33,6 +35,8 @@ from app.web.templating import is_htmx, render
 money_log = logging.getLogger("app.money")
 
 router = APIRouter(route_class=AppRoute, include_in_schema=False)
+# A top-up's amount, address and status are true only now: never shown from the cache.
+NO_STORE = {"Cache-Control": "no-store"}
 MAX_WEBHOOK_BYTES = 64 * 1024  # a BTCPay notification is well under 2 KB
 
 STATUS_TEXT = {
@@ -77,9 +81,28 @@ def invoice_view(inv: Invoice, now: datetime) -> dict[str, Any]:
     cur = CURRENCIES[inv.currency]
     expires = utc(inv.expires_at)
     due, received = int(inv.due_units), int(inv.received_units)
+    # What the customer still sends: the whole amount, or the rest after a part arrived.
+    # Once the rate lock has ended (Expired, Invalid) or the invoice is closed, nothing:
+    # the address is no longer shown and a new top-up is offered instead.
+    payable = inv.status == rules.Status.new.value and not inv.final
+    remaining = max(0, due - received)
+    # A new top-up asks for the same amount, less what this one already credited.
+    new_cents = inv.amount_cents - (inv.credited_cents or 0)
+    new_cents = new_cents if new_cents >= payments.MIN_CENTS else inv.amount_cents
+    new_topup = "/topups/new?" + urlencode(
+        {"amount_cents": new_cents, "currency": inv.currency}
+        | ({"return_to": inv.return_to} if inv.return_to else {})
+    )
     return {
         "inv": inv,
         "cur": cur,
+        "payable": payable and remaining > 0,
+        "partly_paid": payable and 0 < received < due,
+        "remaining_units": remaining,
+        "remaining_text": format_units(remaining, cur.decimals),
+        "remaining_uri": payment_uri(inv.currency, inv.address, remaining) if remaining else "",
+        "new_topup_url": new_topup,
+        "new_topup_cents": new_cents,
         "due_text": format_units(due, cur.decimals),
         # Exact (the customer sends it), trailing zeros trimmed; the rest is for reading.
         "due_read": format_units_for_reading(due, cur.decimals),
@@ -128,6 +151,7 @@ def topup_form(
             "errors": {},
             "currencies": currency_options(),
         },
+        headers=NO_STORE,
     )
 
 
@@ -170,6 +194,7 @@ def topup_create(
         "payments/new.html",
         {"form": form, "errors": errs, "currencies": currency_options()},
         status_code=422,
+        headers=NO_STORE,
     )
 
 
@@ -179,10 +204,12 @@ def invoice_page(
 ) -> Response:
     inv = payments.invoice_visible_to(session, user, invoice_id)
     ctx = invoice_view(inv, now)
-    ctx.update({"qr": qr_svg(inv.payment_uri), "sim_actions": SIM_ACTIONS})
+    ctx.update({"sim_actions": SIM_ACTIONS})
+    if ctx["payable"]:
+        ctx["qr"] = qr_svg(ctx["remaining_uri"])
     if user.is_staff:
         ctx["chain"], ctx["deliveries"] = payments.provider_log(session, inv)
-    return render(request, "payments/invoice.html", ctx)
+    return render(request, "payments/invoice.html", ctx, headers=NO_STORE)
 
 
 @router.get("/topups/{invoice_id}/status", response_class=HTMLResponse)
@@ -190,7 +217,12 @@ def invoice_status(
     request: Request, invoice_id: int, session: SessionDep, user: CurrentUser, now: NowDep
 ) -> Response:
     inv = payments.invoice_visible_to(session, user, invoice_id)
-    return render(request, "payments/_status.html", invoice_view(inv, now))
+    seen = request.query_params.get("seen")
+    if is_htmx(request) and seen and seen != f"{inv.status}-{inv.received_units}":
+        # A payment arrived or the rate lock ended since the page was drawn: what to send
+        # (the rest, or nothing) changed, so the whole page is drawn again.
+        return Response(status_code=200, headers={"HX-Refresh": "true", **NO_STORE})
+    return render(request, "payments/_status.html", invoice_view(inv, now), headers=NO_STORE)
 
 
 def _deliver(engine: Any, body: bytes, secret: str, now: Any) -> dict[str, Any]:

@@ -15,7 +15,9 @@ What each path credits (once, at the invoice's locked rate, when the invoice is 
   received and confirmed is credited (converted, rounded down);
 - nothing paid → ``Expired``; final (nothing credited) when the window closes;
 - a payment seen only after the monitoring window → ``Invalid`` if nothing was credited,
-  flagged for staff review in any case; never credited automatically.
+  flagged for staff review in any case; never credited automatically;
+- paid in full but not confirmed when the monitoring window closes → stays ``Processing``,
+  flagged for staff review (credited when a later re-read finds it confirmed).
 Once final, an invoice never changes its credit; anything arriving later is flagged.
 """
 
@@ -85,7 +87,10 @@ def evaluate(
         )
         if confirmed == received:
             return Evaluation(Status.settled, exc, received, confirmed, True, received, review)
-        return Evaluation(Status.processing, exc, received, confirmed, False, 0, review)
+        # Paid in full but still unconfirmed when the monitoring window closes: staff look
+        # at it (the worker stops re-reading it each cycle; a notification still re-reads).
+        stuck = now >= monitoring_until
+        return Evaluation(Status.processing, exc, received, confirmed, False, 0, review or stuck)
     if now < expires_at:
         exc = Exception_.paid_partial if received else Exception_.none
         return Evaluation(Status.new, exc, received, confirmed, False, 0, review)

@@ -299,13 +299,17 @@ def _sync(
 
 
 def expire_due(session: Session, now: datetime, *, provider: Provider | None = None) -> int:
-    """Worker: re-derive open invoices whose rate lock or monitoring window has passed."""
+    """Worker: re-derive open invoices whose rate lock or monitoring window has passed.
+
+    An open invoice already flagged for review (paid in full, unconfirmed when its window
+    closed) is left to staff and to provider notifications: not re-read every cycle (with
+    BTCPay each re-read is a call to the provider)."""
     ids = session.exec(
         select(Invoice.id).where(
             col(Invoice.final).is_(False),
             or_(
                 (col(Invoice.status) == rules.Status.new.value) & (col(Invoice.expires_at) <= now),
-                col(Invoice.monitoring_until) <= now,
+                (col(Invoice.monitoring_until) <= now) & col(Invoice.needs_review).is_(False),
             ),
         )
     ).all()

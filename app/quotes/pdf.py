@@ -216,12 +216,8 @@ def build_pdf(
             9,
         )
     else:
-        line(
-            _(
-                "Accept online with the link you received; the quoted price is honoured until the quote expires."
-            ),
-            9,
-        )
+        line(_("Accept online with the link you received."), 9)
+        line(_(pricing.NODE_QUOTE_RULES), 9)
     line(_("Prices in US dollars."), 8)
     line(_("Your contact: {email}").format(email=staff_email), 8)
     return bytes(pdf.output())

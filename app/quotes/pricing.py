@@ -134,6 +134,15 @@ def effective_status(status: str, expires: datetime | None, now: datetime) -> st
     return status
 
 
+# The rules of a node quote, stated word for word on the share page, the PDF and checkout
+# (the same msgid everywhere) and enforced when an order from the quote is paid
+# (``app.orders.checkout``: a withdrawn or expired quote's order is repriced to the list
+# price before anything is charged).
+NODE_QUOTE_RULES = N_(
+    "The quoted price holds for an order paid before the quote expires or is withdrawn; after that, checkout charges the list price. The term is the planned length, not a commitment: the lease is billed monthly at the quoted price and can be cancelled free in any month."
+)
+
+
 def honoured(status: str, expires: datetime | None, now: datetime) -> bool:
     """Is the quoted price good right now (shared or accepted, and not past expiry)?"""
     if status not in (*OPEN_STATUSES, QuoteStatus.accepted):

@@ -136,6 +136,17 @@ def claim_for_order(session: Session, quote_id: int) -> bool:
     return q is not None and q.used_order_id is None
 
 
+def quote_price_honoured(session: Session, quote_id: int, now: datetime) -> bool:
+    """Checkout's question when an order placed from this quote is paid: does the quoted
+    price still hold (``pricing.NODE_QUOTE_RULES``)? False once sales withdrew the quote or
+    it expired."""
+    q = session.get(Quote, quote_id)
+    if q is None:
+        return False
+    exp = utc(q.expires_at) if q.expires_at else None
+    return pricing.honoured(q.status, exp, now)
+
+
 def mark_used(session: Session, quote_id: int, order_id: int, now: datetime) -> None:
     """Checkout created ``order_id`` from this quote. One quote, one order."""
     q = session.exec(select(Quote).where(Quote.id == quote_id).with_for_update()).first()

@@ -62,7 +62,7 @@ def test_quoted_price_until_expiry(
 
     # The quote runs out before the customer pays: the list price applies, shown first.
     page = client.get(f"/orders/{oid}/review").text
-    assert "Monthly renewals keep this price." in page  # issue 19, defect 9
+    assert "the lease is billed monthly at the quoted price" in page  # the quote's rules
     form = {
         "idempotency_key": form_value(page, "idempotency_key"),
         "promise_date": form_value(page, "promise_date"),
@@ -134,3 +134,73 @@ def test_deploy_from_a_quote_prefills_the_prospect_and_states_the_terms(
     client.cookies.set("lang", "zh_CN")
     zh = client.get("/deploy", params={"quote": token}).text
     assert "每月续费沿用报价中的价格" in zh
+
+
+RULES = (
+    "The quoted price holds for an order paid before the quote expires or is withdrawn; "
+    "after that, checkout charges the list price. The term is the planned length, not a "
+    "commitment: the lease is billed monthly at the quoted price and can be cancelled free "
+    "in any month."
+)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def test_quote_rules_read_the_same_everywhere_and_withdrawal_voids_the_price(
+    client, engine, clock, make_user, login, stock, fund, balances, ledger_ok
+) -> None:
+    import io
+
+    from pypdf import PdfReader
+    from sqlmodel import select
+
+    from app.quotes import service as quotes
+    from app.quotes.models import Quote
+
+    stock("hgx-b200", 2)
+    token = make_quote(engine, clock, make_user)
+    share = client.get(f"/q/{token}").text
+    assert RULES in _one_line(share)
+    pdf = client.get(f"/q/{token}/pdf")
+    assert pdf.status_code == 200
+    text = _one_line(" ".join(p.extract_text() for p in PdfReader(io.BytesIO(pdf.content)).pages))
+    assert RULES in text
+    u = make_user()
+    fund(u, 2 * B200)
+    login(client, u)
+    assert RULES in _one_line(client.get("/deploy", params={"quote": token}).text)
+    r = client.post("/deploy", data=deploy_form(client, quote=token))
+    oid = int(r.headers["location"].split("/")[2])
+    page = client.get(f"/orders/{oid}/review").text
+    assert RULES in _one_line(page)
+    form = {
+        "idempotency_key": form_value(page, "idempotency_key"),
+        "promise_date": form_value(page, "promise_date"),
+    }
+    # Sales withdraws the quote before the customer pays: the list price applies.
+    sales = make_user(role="sales")
+    with Session(engine) as s:
+        q = s.exec(select(Quote).where(Quote.token == token)).one()
+        quotes.withdraw_quote(s, q, actor=sales, now=clock.now())
+        s.commit()
+    r = client.post(f"/orders/{oid}/pay", data=form)
+    assert r.status_code == 409 and "Sales withdrew the quote" in r.text
+    with Session(engine) as s:
+        o = s.get(Order, oid)
+        assert o is not None and o.unit_price_cents == B200 and o.status == "awaiting_payment"
+    assert balances(u) == (2 * B200, 0)  # nothing charged at the quoted price
+    r = client.post(f"/orders/{oid}/pay", data=form)
+    assert r.status_code == 303
+    assert balances(u) == (B200, B200)
+    ledger_ok()
+
+
+def test_quote_rules_in_chinese(client, engine, clock, make_user, stock) -> None:
+    stock("hgx-b200", 1)
+    token = make_quote(engine, clock, make_user)
+    client.cookies.set("lang", "zh_CN")
+    zh_rule = "报价价格适用于在报价过期或撤回之前付款的订单"
+    assert zh_rule in client.get(f"/q/{token}").text
+    assert zh_rule in client.get("/deploy", params={"quote": token}).text

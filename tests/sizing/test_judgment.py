@@ -6,6 +6,7 @@ import json
 import re
 import subprocess
 import sys
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -14,6 +15,7 @@ from fastapi.testclient import TestClient
 
 from app.api.sizing import router
 from app.catalog.specs import SELF_SERVE_MAX_NODES
+from app.clock import FixedClock
 from app.sizing import SizingError, size
 from app.sizing import layout as layout_mod
 from app.sizing.messages import CATALOG
@@ -243,6 +245,9 @@ def test_validation_errors_carry_codes() -> None:
 def api() -> TestClient:
     app = FastAPI()
     app.include_router(router)
+    # the router reads the app's clock (the customer's today for finish dates); no engine:
+    # the answer then carries no delivery dates, as when the catalog cannot be read
+    app.state.clock = FixedClock(datetime(2026, 12, 1, 12, 0, tzinfo=UTC))
     return TestClient(app)
 
 
