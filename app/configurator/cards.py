@@ -25,7 +25,7 @@ from app.sizing.messages import Msg
 from app.sizing.messages import render as render_msg
 from app.web.i18n import gettext as _
 from app.web.i18n import punct
-from app.web.templating import format_bytes, format_money, format_number
+from app.web.templating import format_bytes, format_money, format_number, product_name
 
 # The cluster request form (quotes domain). A plain path: the route lives in another branch.
 CLUSTER_REQUEST_PATH = "/cluster-request"
@@ -323,7 +323,8 @@ def card(
     usable = float(o.get("usable_gpu_memory_bytes") or 0)
     limit = o.get("memory_limit_bytes")
     bar = memory_bar(mem, usable, limit)
-    name = re.sub(r"^\d+\s*×\s*", "", str(o.get("name") or o["sku"]))
+    # the catalogue's name in the reader's words (a rack is 整机柜 in Chinese), as everywhere
+    name = product_name(re.sub(r"^\d+\s*×\s*", "", str(o.get("name") or o["sku"])))
     total = bar.total
     headroom = o.get("headroom_bytes")
     shortfall = o.get("shortfall_bytes")

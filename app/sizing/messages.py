@@ -424,6 +424,8 @@ def render(msg: Msg | Mapping[str, Any], translate: Translate | None = None) -> 
             vals[k] = _usd(v)
         elif isinstance(v, (list, tuple)):
             vals[k] = ", ".join(str(x) for x in v)
+        elif k == "name" and isinstance(v, str) and v:
+            vals[k] = tr(v)  # a product name in the reader's words ("GB300 NVL72 整机柜")
         else:
             vals[k] = v
     for key, (source, one, other) in COUNTED.items():
