@@ -21,6 +21,7 @@ from app.configurator import forms
 from app.configurator.charts import memory_bar, memory_bar_svg
 from app.errors import N_
 from app.messages import format_day
+from app.sizing.comm import comm_pattern
 from app.sizing.messages import Msg
 from app.sizing.messages import render as render_msg
 from app.web.i18n import gettext as _
@@ -106,17 +107,6 @@ def layout_rows(layout: dict[str, Any]) -> list[tuple[str, str]]:
     return rows
 
 
-def comm_pattern(option: dict[str, Any]) -> str:
-    """A short description of the communication, for the engineers' notes (English)."""
-    desc = str(option.get("layout_description") or "")
-    lay = option.get("layout") or {}
-    nodes = int(option.get("nodes") or 1)
-    if nodes > 1 and (lay.get("dp") or 1) > 1:
-        coll = "all-reduce" if lay.get("sharding") in ("ddp", "zero1") else "reduce-scatter"
-        desc = f"{desc} ({coll})" if desc else coll
-    return desc
-
-
 def deploy_url(option: dict[str, Any], result: dict[str, Any], form: forms.SizeForm) -> str:
     nodes = int(option["nodes"])
     params = float(result.get("params") or 0)
@@ -134,7 +124,7 @@ def deploy_url(option: dict[str, Any], result: dict[str, Any], form: forms.SizeF
             [
                 ("note_node_count", str(nodes)),
                 ("note_private_network", "1" if nodes > 1 else "0"),
-                ("note_comm_pattern", comm_pattern(option)),
+                ("note_comm_pattern", comm_pattern(option, _)),
             ]
         ),
         _encoded((("sizing", form.query_string()),)),
