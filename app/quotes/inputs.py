@@ -13,11 +13,11 @@ from urllib.parse import parse_qsl, urlsplit
 from sqlalchemy import func
 from sqlmodel import Session, select
 
+from app import i18n, pdfdoc
 from app.accounts.models import Role, User
 from app.catalog import service as catalog
 from app.catalog.specs import NodeSpec, all_specs, spec
 from app.configurator.forms import human_count, parse_query
-from app import i18n
 from app.errors import N_, InvalidInput
 from app.quotes import pricing
 from app.quotes.models import Quote
@@ -27,12 +27,17 @@ from app.sizing import PRESETS, SizingError, size
 from app.sizing.comm import comm_pattern
 from app.sizing.messages import Translate
 
-
 # The engineers' notes a sizing link fills in when sales leave them empty (the counts stay
 # "32.8B", "1T" in every language: the unit word is the reader's).
 MODEL_SIZE_NOTE = N_("%(n)s params")
 TOKEN_BUDGET_NOTE = N_("%(n)s tokens")
 NOTE_FIELDS = ("note_model_size", "note_token_budget", "note_comm_pattern")
+# What the quote PDF prints of what sales type.
+PRINTED_FIELDS = ("prospect_name", "prospect_company", "sizing_notes", "notes")
+UNPRINTABLE = N_(
+    "Quote PDFs cannot print these characters: {chars}. Write this in Latin, Greek, Cyrillic "
+    "or Chinese letters."
+)
 
 
 @dataclass
@@ -178,6 +183,12 @@ def quote_input(session: Session, form: QuoteIn) -> QuoteInput:
     for k, v in pricing.check_terms(kind, quantity, months).items():
         errors.setdefault(k, v)
     valid_days = form.valid_days if form.valid_days is not None else pricing.DEFAULT_VALID_DAYS
+    for name in PRINTED_FIELDS:
+        refused = pdfdoc.unprintable(getattr(form, name))
+        if refused:
+            # the fonts print neither these scripts nor emoji: refused, named, not left blank
+            chars = pdfdoc.describe(refused)
+            errors.setdefault(name, i18n.gettext(UNPRINTABLE).format(chars=chars))
     raw_sizing = form.sizing
     data = QuoteInput(
         prospect_name=form.prospect_name,
