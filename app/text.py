@@ -30,6 +30,19 @@ def _keep(ch: str, multiline: bool) -> bool:
     return unicodedata.category(ch) != "Cc"  # C0/C1 controls incl. NUL, CR, LF, TAB
 
 
+_ANSI_ESCAPE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|[@-Z\\-_])")
+
+
+def printable_only(text: str | None) -> str:
+    """Without terminal escape sequences (``ESC[31m`` whole), other controls (but line
+    breaks and tabs, which the callers fold) and format characters (zero-width spaces and
+    joiners, bidi marks, soft hyphens, BOM): what text printed on a document keeps."""
+    text = _ANSI_ESCAPE.sub("", text or "")
+    return "".join(
+        ch for ch in text if ch in "\n\r\t" or unicodedata.category(ch) not in ("Cc", "Cf")
+    )
+
+
 def strip_unsafe(text: str) -> str:
     """Remove NUL and bidi controls only (for any stored string; keeps line breaks)."""
     if "\x00" not in text and not BIDI_CONTROLS.intersection(text):

@@ -3,8 +3,6 @@ billing details printed on receipts (cleaned and checked against what the PDF ca
 
 from __future__ import annotations
 
-import re
-import unicodedata
 from datetime import datetime
 from typing import Any
 
@@ -17,7 +15,7 @@ from app.accounts.auth import audit
 from app.accounts.models import SshKey, User
 from app.accounts.sshkeys import SshKeyError, parse_public_key
 from app.errors import N_, InvalidInput, NotFound
-from app.text import multi_line, single_line
+from app.text import multi_line, printable_only, single_line
 
 MAX_SSH_KEYS = 50
 
@@ -142,19 +140,6 @@ def delete_ssh_key(
 BILLING_LIMITS = {"company": 120, "billing_address": 500, "tax_id": 64}
 
 
-_ANSI_ESCAPE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|[@-Z\\-_])")
-
-
-def _printable_only(text: str | None) -> str:
-    """Without terminal escape sequences (``ESC[31m`` whole), other controls (but line
-    breaks and tabs, which the callers fold) and format characters (zero-width spaces and
-    joiners, bidi marks, soft hyphens, BOM)."""
-    text = _ANSI_ESCAPE.sub("", text or "")
-    return "".join(
-        ch for ch in text if ch in "\n\r\t" or unicodedata.category(ch) not in ("Cc", "Cf")
-    )
-
-
 def update_billing(
     session: Session,
     user: User,
@@ -170,14 +155,14 @@ def update_billing(
     Terminal escape sequences, control and zero-width characters are removed; characters
     the receipt PDF cannot print (``app.pdfdoc.unprintable``) are refused, named."""
     values = {
-        "company": single_line(_printable_only(company)),
+        "company": single_line(printable_only(company)),
         # The address keeps its line breaks; blank lines and runs of spaces go.
         "billing_address": "\n".join(
             single_line(line)
-            for line in multi_line(_printable_only(billing_address)).split("\n")
+            for line in multi_line(printable_only(billing_address)).split("\n")
             if line.strip()
         ),
-        "tax_id": single_line(_printable_only(tax_id)),
+        "tax_id": single_line(printable_only(tax_id)),
     }
     for name, limit in BILLING_LIMITS.items():
         if len(values[name]) > limit:

@@ -21,11 +21,12 @@ from app.configurator import forms
 from app.configurator.charts import memory_bar, memory_bar_svg
 from app.errors import N_
 from app.messages import format_day
+from app.sizing.comm import comm_pattern
 from app.sizing.messages import Msg
 from app.sizing.messages import render as render_msg
 from app.web.i18n import gettext as _
 from app.web.i18n import punct
-from app.web.templating import format_bytes, format_money, format_number
+from app.web.templating import format_bytes, format_money, format_number, product_name
 
 # The cluster request form (quotes domain). A plain path: the route lives in another branch.
 CLUSTER_REQUEST_PATH = "/cluster-request"
@@ -106,17 +107,6 @@ def layout_rows(layout: dict[str, Any]) -> list[tuple[str, str]]:
     return rows
 
 
-def comm_pattern(option: dict[str, Any]) -> str:
-    """A short description of the communication, for the engineers' notes (English)."""
-    desc = str(option.get("layout_description") or "")
-    lay = option.get("layout") or {}
-    nodes = int(option.get("nodes") or 1)
-    if nodes > 1 and (lay.get("dp") or 1) > 1:
-        coll = "all-reduce" if lay.get("sharding") in ("ddp", "zero1") else "reduce-scatter"
-        desc = f"{desc} ({coll})" if desc else coll
-    return desc
-
-
 def deploy_url(option: dict[str, Any], result: dict[str, Any], form: forms.SizeForm) -> str:
     nodes = int(option["nodes"])
     params = float(result.get("params") or 0)
@@ -134,7 +124,7 @@ def deploy_url(option: dict[str, Any], result: dict[str, Any], form: forms.SizeF
             [
                 ("note_node_count", str(nodes)),
                 ("note_private_network", "1" if nodes > 1 else "0"),
-                ("note_comm_pattern", comm_pattern(option)),
+                ("note_comm_pattern", comm_pattern(option, _)),
             ]
         ),
         _encoded((("sizing", form.query_string()),)),
@@ -323,7 +313,8 @@ def card(
     usable = float(o.get("usable_gpu_memory_bytes") or 0)
     limit = o.get("memory_limit_bytes")
     bar = memory_bar(mem, usable, limit)
-    name = re.sub(r"^\d+\s*×\s*", "", str(o.get("name") or o["sku"]))
+    # the catalogue's name in the reader's words (a rack is 整机柜 in Chinese), as everywhere
+    name = product_name(re.sub(r"^\d+\s*×\s*", "", str(o.get("name") or o["sku"])))
     total = bar.total
     headroom = o.get("headroom_bytes")
     shortfall = o.get("shortfall_bytes")

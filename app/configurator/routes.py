@@ -38,7 +38,7 @@ from app.web.encoding import accepts_gzip
 from app.web.i18n import current_locale, punct
 from app.web.i18n import gettext as _
 from app.web.routing import AppRoute
-from app.web.templating import is_htmx, render, templates_of, tz_name
+from app.web.templating import is_htmx, product_name, render, templates_of, tz_name
 
 router = APIRouter(route_class=AppRoute)
 log = logging.getLogger(__name__)
@@ -111,7 +111,7 @@ def _live_prices(request: Request, version: int | None = None) -> dict[str, int]
 
 
 def _sku_choices() -> list[tuple[str, str]]:
-    return [("", _("All nodes"))] + [(s.id, s.name) for s in all_specs()]
+    return [("", _("All nodes"))] + [(s.id, product_name(s.name)) for s in all_specs()]
 
 
 def _model_choices() -> list[tuple[str, str]]:

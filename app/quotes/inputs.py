@@ -13,6 +13,7 @@ from urllib.parse import parse_qsl, urlsplit
 from sqlalchemy import func
 from sqlmodel import Session, select
 
+from app import i18n, pdfdoc
 from app.accounts.models import Role, User
 from app.catalog import service as catalog
 from app.catalog.specs import NodeSpec, all_specs, spec
@@ -24,6 +25,19 @@ from app.quotes.pricing import QuoteKind
 from app.quotes.schemas import QuoteIn
 from app.sizing import PRESETS, SizingError, size
 from app.sizing.comm import comm_pattern
+from app.sizing.messages import Translate
+
+# The engineers' notes a sizing link fills in when sales leave them empty (the counts stay
+# "32.8B", "1T" in every language: the unit word is the reader's).
+MODEL_SIZE_NOTE = N_("%(n)s params")
+TOKEN_BUDGET_NOTE = N_("%(n)s tokens")
+NOTE_FIELDS = ("note_model_size", "note_token_budget", "note_comm_pattern")
+# What the quote PDF prints of what sales type.
+PRINTED_FIELDS = ("prospect_name", "prospect_company", "sizing_notes", "notes")
+UNPRINTABLE = N_(
+    "Quote PDFs cannot print these characters: {chars}. Write this in Latin, Greek, Cyrillic "
+    "or Chinese letters."
+)
 
 
 @dataclass
@@ -113,6 +127,50 @@ def size_from_query(query: str, sku_id: str, quantity: int) -> tuple[dict[str, A
     return summary, form.query_string()
 
 
+def note_defaults(
+    summary: dict[str, Any], quantity: int, kind: str, translate: Translate
+) -> dict[str, str]:
+    """The engineers' notes a sizing summary fills in, in the language of ``translate``:
+    model size, token budget and, for several nodes, the communication pattern."""
+    out = {
+        "note_model_size": translate(MODEL_SIZE_NOTE) % {"n": summary.get("params_human", "")},
+        "note_token_budget": translate(TOKEN_BUDGET_NOTE) % {"n": summary.get("tokens_human", "")},
+        "note_comm_pattern": "",
+    }
+    if quantity > 1 and kind == QuoteKind.node:
+        option = {
+            "layout_description": summary.get("layout", ""),
+            "layout_description_code": summary.get("layout_code"),
+            "layout": summary.get("layout_detail") or {},
+            "nodes": quantity,
+        }
+        out["note_comm_pattern"] = comm_pattern(option, translate)[:300]
+    return out
+
+
+def notes_for_reader(
+    summary: dict[str, Any], quantity: int, kind: str, notes: dict[str, str]
+) -> dict[str, str]:
+    """The quote's notes for the reader's /deploy form: a note that is still the sizing
+    link's default (in any language, or the English pattern older quotes stored) is given
+    in the reader's language; a note sales wrote stays as written."""
+    if not summary:
+        return dict(notes)
+    defaults = [
+        note_defaults(summary, quantity, kind, i18n.translations_for(loc).gettext)
+        for loc in i18n.LOCALES
+    ]
+    ours = note_defaults(summary, quantity, kind, i18n.gettext)
+    out = dict(notes)
+    for name, text in notes.items():
+        older = {d[name] for d in defaults}
+        if name == "note_comm_pattern":
+            older.add(str(summary.get("comm_pattern") or "")[:300])
+        if text and text in older:
+            out[name] = ours[name]
+    return out
+
+
 def quote_input(session: Session, form: QuoteIn) -> QuoteInput:
     """The rules across fields of a validated builder form: terms per kind of SKU, the
     discount, the sizing link (run through the engine). Raises InvalidInput per field."""
@@ -125,6 +183,12 @@ def quote_input(session: Session, form: QuoteIn) -> QuoteInput:
     for k, v in pricing.check_terms(kind, quantity, months).items():
         errors.setdefault(k, v)
     valid_days = form.valid_days if form.valid_days is not None else pricing.DEFAULT_VALID_DAYS
+    for name in PRINTED_FIELDS:
+        refused = pdfdoc.unprintable(getattr(form, name))
+        if refused:
+            # the fonts print neither these scripts nor emoji: refused, named, not left blank
+            chars = pdfdoc.describe(refused)
+            errors.setdefault(name, i18n.gettext(UNPRINTABLE).format(chars=chars))
     raw_sizing = form.sizing
     data = QuoteInput(
         prospect_name=form.prospect_name,
@@ -153,10 +217,12 @@ def quote_input(session: Session, form: QuoteIn) -> QuoteInput:
         else:
             data.sizing_summary = summary
             data.sizing_query = canonical
-            data.note_model_size = data.note_model_size or f"{summary['params_human']} params"
-            data.note_token_budget = data.note_token_budget or f"{summary['tokens_human']} tokens"
-            if quantity > 1 and kind == QuoteKind.node and not data.note_comm_pattern:
-                data.note_comm_pattern = str(summary.get("comm_pattern") or "")[:300]
+            # the defaults in the language sales read the builder in; /deploy gives them
+            # in its reader's (notes_for_reader)
+            defaults = note_defaults(summary, quantity, kind, i18n.gettext)
+            data.note_model_size = data.note_model_size or defaults["note_model_size"]
+            data.note_token_budget = data.note_token_budget or defaults["note_token_budget"]
+            data.note_comm_pattern = data.note_comm_pattern or defaults["note_comm_pattern"]
     elif raw_sizing and not query:
         errors["sizing"] = N_("Paste a link to the sizing page (/size?…) or its query string.")
     if errors:

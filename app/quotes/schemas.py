@@ -12,7 +12,7 @@ from app.catalog.specs import all_specs, spec
 from app.errors import N_
 from app.numbers import NumberError, parse_int, parse_percent_bp
 from app.quotes import pricing
-from app.text import multi_line, single_line
+from app.text import multi_line, printable_only, single_line
 
 EMAIL_RE = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 MAX_CLUSTER_NODES = 10_000
@@ -161,13 +161,14 @@ class QuoteIn(BaseModel):
     )
     @classmethod
     def _one_line(cls, v: Any) -> Any:
-        # Short fields may reach PDF metadata and email headers: one line, no controls.
-        return single_line(v) if isinstance(v, str) else v
+        # Short fields may reach PDF metadata and email headers: one line, no controls, no
+        # escape sequences or zero-width characters.
+        return single_line(printable_only(v)) if isinstance(v, str) else v
 
     @field_validator("sizing_notes", "notes", mode="before")
     @classmethod
     def _notes(cls, v: Any) -> Any:
-        return multi_line(v) if isinstance(v, str) else v
+        return multi_line(printable_only(v)) if isinstance(v, str) else v
 
     @field_validator("prospect_email")
     @classmethod

@@ -4,6 +4,7 @@ link to deploy it, and the checkout seam (``quote_for_checkout``, ``claim_for_or
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from urllib.parse import urlencode
 
@@ -11,7 +12,7 @@ from sqlmodel import Session, select
 
 from app.accounts import audit
 from app.clock import utc
-from app.quotes import pricing
+from app.quotes import inputs, pricing
 from app.quotes.models import Quote
 from app.quotes.pricing import QuoteKind, QuoteStatus
 from app.quotes.quotes import (
@@ -86,14 +87,20 @@ def deploy_url(q: Quote) -> str:
     ]
     if q.image_id:
         pairs.append(("image", q.image_id))
-    if q.note_model_size:
-        pairs.append(("note_model_size", q.note_model_size))
-    if q.note_token_budget:
-        pairs.append(("note_token_budget", q.note_token_budget))
+    notes = inputs.notes_for_reader(
+        json.loads(q.sizing_summary_json) if q.sizing_summary_json else {},
+        q.quantity,
+        q.kind,
+        {name: getattr(q, name) or "" for name in inputs.NOTE_FIELDS},
+    )
+    if notes["note_model_size"]:
+        pairs.append(("note_model_size", notes["note_model_size"]))
+    if notes["note_token_budget"]:
+        pairs.append(("note_token_budget", notes["note_token_budget"]))
     if q.quantity > 1:
         pairs += [("note_node_count", str(q.quantity)), ("note_private_network", "1")]
-    if q.note_comm_pattern:
-        pairs.append(("note_comm_pattern", q.note_comm_pattern))
+    if notes["note_comm_pattern"]:
+        pairs.append(("note_comm_pattern", notes["note_comm_pattern"]))
     if q.sizing_query:
         pairs.append(("sizing", q.sizing_query))
     pairs.append(("quote", q.token))

@@ -107,6 +107,8 @@ CATALOG: dict[str, str] = {
     "layout.cp": N_("context parallel %(cp)s (long sequence), FSDP over the rest"),
     "layout.yours": N_("your layout"),
     "layout.closest": N_("the closest layout we found"),
+    # the engineers' notes: a layout and the collective its nodes run ("all-reduce")
+    "comm.with_collective": N_("%(layout)s (%(collective)s)"),
     # --- option notes (``note_codes``) -----------------------------------------------------
     "note.layout_block": N_("TP × PP × CP = %(block)s does not divide %(gpus)s GPUs"),
     "note.shard_group_dp": N_(
@@ -424,6 +426,8 @@ def render(msg: Msg | Mapping[str, Any], translate: Translate | None = None) -> 
             vals[k] = _usd(v)
         elif isinstance(v, (list, tuple)):
             vals[k] = ", ".join(str(x) for x in v)
+        elif k == "name" and isinstance(v, str) and v:
+            vals[k] = tr(v)  # a product name in the reader's words ("GB300 NVL72 整机柜")
         else:
             vals[k] = v
     for key, (source, one, other) in COUNTED.items():
