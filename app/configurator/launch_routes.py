@@ -25,7 +25,7 @@ from app.web.i18n import gettext as _
 from app.web.routing import AppRoute
 from app.web.templating import render
 
-router = APIRouter(route_class=AppRoute)
+router = APIRouter(route_class=AppRoute, include_in_schema=False)
 log = logging.getLogger(__name__)
 
 

@@ -27,7 +27,7 @@ from app.web.i18n import gettext as _
 from app.web.routing import AppRoute
 from app.web.templating import render
 
-router = APIRouter(route_class=AppRoute)
+router = APIRouter(route_class=AppRoute, include_in_schema=False)
 
 LEASE_OVER = ("ended", "wiping", "wiped", "cancelled", "abandoned")
 
