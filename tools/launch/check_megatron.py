@@ -14,7 +14,7 @@ Transformer Engine (a CUDA library) is not installed, so validate_args reads its
 (FP4: ``--fp4-format`` needs TE >= 2.7) is counted as not checked here, never as passed.
 
 Python 3.11: megatron-core 0.19 declares Python >= 3.12 and is installed with
-``--ignore-requires-python`` (see check_megatron.sh). Its code compiles on 3.11; the one 3.12
+``--ignore-requires-python`` (see install_megatron.sh). Its code compiles on 3.11; the one 3.12
 name the import of the parser reaches is ``typing.override`` (``megatron.training.models``),
 a decorator that only marks a method; on 3.11 it is taken from ``typing_extensions``, which
 is the same decorator's backport.
@@ -74,9 +74,8 @@ def refusal(
 
 
 def main(grid: str) -> int:
-    import torch
-
     import megatron.training.arguments as margs
+    import torch
 
     start = time.monotonic()
     root = Path(grid)
