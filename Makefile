@@ -97,7 +97,8 @@ clean:
 ## accelerate, megatron-core; never the app's venv). Result: var/launch-check.log and
 ## var/launch-check-megatron.log; docs/launch-configs.md.
 LAUNCH_TOOLS := tools/launch/.venv
-$(LAUNCH_TOOLS)/.installed: tools/launch/requirements.txt tools/launch/constraints.txt
+$(LAUNCH_TOOLS)/.installed: tools/launch/requirements.txt tools/launch/constraints.txt \
+  tools/launch/install_megatron.sh
 	test -x $(LAUNCH_TOOLS)/bin/python || $(PY) -m venv $(LAUNCH_TOOLS)
 	$(LAUNCH_TOOLS)/bin/python -m pip install -q -c tools/launch/constraints.txt 'torch==2.13.0+cpu'
 	DS_BUILD_OPS=0 $(LAUNCH_TOOLS)/bin/python -m pip install -q --no-build-isolation \
