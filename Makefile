@@ -94,13 +94,16 @@ clean:
 ## make check-launch: export a launch configuration for every framework from a grid of sizing
 ## answers (scripts/launch_grid.py) and check each with the framework's own parser in a
 ## separate tools environment (tools/launch/: CPU-only torch, torchtitan, DeepSpeed,
-## accelerate; never the app's venv). Result: var/launch-check.log; docs/launch-configs.md.
+## accelerate, megatron-core; never the app's venv). Result: var/launch-check.log and
+## var/launch-check-megatron.log; docs/launch-configs.md.
 LAUNCH_TOOLS := tools/launch/.venv
-$(LAUNCH_TOOLS)/.installed: tools/launch/requirements.txt tools/launch/constraints.txt
+$(LAUNCH_TOOLS)/.installed: tools/launch/requirements.txt tools/launch/constraints.txt \
+  tools/launch/install_megatron.sh
 	test -x $(LAUNCH_TOOLS)/bin/python || $(PY) -m venv $(LAUNCH_TOOLS)
 	$(LAUNCH_TOOLS)/bin/python -m pip install -q -c tools/launch/constraints.txt 'torch==2.13.0+cpu'
 	DS_BUILD_OPS=0 $(LAUNCH_TOOLS)/bin/python -m pip install -q --no-build-isolation \
 	  -c tools/launch/constraints.txt -r tools/launch/requirements.txt
+	bash tools/launch/install_megatron.sh $(LAUNCH_TOOLS)/bin/python
 	touch $@
 
 check-launch: install $(LAUNCH_TOOLS)/.installed
@@ -111,10 +114,13 @@ check-launch: install $(LAUNCH_TOOLS)/.installed
 	  >var/launch-check.log 2>&1; rc=$$?; \
 	  grep -E "^([0-9]+ engine|torchtitan|deepspeed|accelerate|megatron|planted|FAIL)" var/launch-check.log; \
 	  grep -E "^[0-9]+ passed, [0-9]+ failed$$" var/launch-check.log | sed 's/^/check-launch: /'; \
-	  exit $$rc
+	  test $$rc -eq 0 || exit $$rc
+	@$(LAUNCH_TOOLS)/bin/python tools/launch/check_megatron.py var/launch-grid \
+	  >var/launch-check-megatron.log 2>&1; rc=$$?; \
+	  grep -E "^(megatron|planted|FAIL)" var/launch-check-megatron.log; exit $$rc
 
 ## make check-launch-megatron: Megatron-LM's own argument parser and validate_args over the
-## grid's Megatron scripts (needs Python >= 3.12 and a CPU torch for it; see the docs)
+## grid's Megatron scripts only (part of check-launch; its own, smaller environment)
 check-launch-megatron: install
 	@mkdir -p var
 	rm -rf var/launch-grid

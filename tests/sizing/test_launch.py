@@ -154,6 +154,20 @@ def test_megatron_script_sets_connections_before_blackwell() -> None:
     )
 
 
+@pytest.mark.parametrize("sharding", ["ddp", "zero1", "zero3"])
+def test_megatron_optimizer_offload_uses_the_precision_aware_optimizer(sharding: str) -> None:
+    # Megatron's validate_args: --optimizer-cpu-offload needs --use-precision-aware-optimizer,
+    # which runs only with the distributed optimizer (Megatron-FSDP turns that on itself)
+    req = {**R70, **H100, "parallelism": {"sharding": sharding}, "offload_optimizer": True}
+    bundle = export_launch(req, 0, "megatron")
+    assert bundle.plan.offload_optimizer
+    script = _files(bundle)["launch_megatron.sh"]
+    assert "--optimizer-cpu-offload" in script
+    assert "--use-precision-aware-optimizer" in script
+    assert ("--use-distributed-optimizer" in script) == (sharding != "zero3")
+    assert ("--use-megatron-fsdp" in script) == (sharding == "zero3")
+
+
 def test_model_parallel_under_accelerate_is_refused_with_who_can() -> None:
     with pytest.raises(LaunchError) as e:
         export_launch(TP8, 0, "accelerate")

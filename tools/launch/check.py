@@ -18,7 +18,7 @@ wrote. Per framework:
   whose environment ``FullyShardedDataParallelPlugin()`` and ``ParallelismConfig()`` read
   and check as they do in a launched process.
 * Megatron-LM: the flags against our invariants (world size, batch, whole per-stage layer
-  counts); Megatron's own parser runs in ``make check-launch-megatron`` where possible.
+  counts); Megatron's own parse_args + validate_args run next, in check_megatron.py.
 
 Every configuration is also checked against the invariants with the values read back from
 the file. Prints per-framework counts and writes a JSON summary.
@@ -295,7 +295,7 @@ HOW = {
     "torchtitan": "ConfigManager.parse_args + ParallelDims",
     "deepspeed": "DeepSpeedConfig with the DP world size",
     "accelerate": "load_config_from_file + launcher env + FullyShardedDataParallelPlugin",
-    "megatron": "our invariants (Megatron's parser: make check-launch-megatron)",
+    "megatron": "our invariants (its own parser: check_megatron.py, next)",
 }
 
 

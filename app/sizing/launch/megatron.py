@@ -185,7 +185,14 @@ def parallel_flags(p: Plan) -> list[str]:
     if p.offload_optimizer:
         if p.sharding == "ddp":
             f.append("--use-distributed-optimizer")
-        f += ["--optimizer-cpu-offload", "--overlap-cpu-optimizer-d2h-h2d"]
+        # validate_args refuses the CPU offload without the precision-aware optimizer (the
+        # hybrid device optimizer runs on its code path); its state dtypes stay at their
+        # fp32 defaults, as sized
+        f += [
+            "--optimizer-cpu-offload",
+            "--overlap-cpu-optimizer-d2h-h2d",
+            "--use-precision-aware-optimizer",
+        ]
     if p.recompute == "full":
         f += ["--recompute-granularity full", "--recompute-method uniform"]
         f.append("--recompute-num-layers 1")
