@@ -27,7 +27,9 @@ ZH = Path(__file__).resolve().parents[2] / "translations" / "zh_CN"
 # The catalogues of the customer's side this glossary is applied to (sizing.po and
 # configurator.po belong to the sizing page: only their entries on the customer's path are
 # checked, below).
-OWNED = ("accounts.po", "catalog.po", "core.po", "ledger.po", "ops.po", "orders.po", "quotes.po")
+OWNED = tuple(
+    sorted(p.name for p in (Path(__file__).parents[2] / "translations" / "zh_CN").glob("*.po"))
+)
 CJK = "\u3400-\u9fff"
 DATE = r"(?:%\(date\)s|\{date\}|\{end\}|\{estimate\}|\{grace\}|\{promised\}|\{arrival\}|\{ready\})"
 PLACEHOLDER = re.compile(r"%\([a-z_]+\)[sd]|%\([a-z_]+\)\.\d+f|\{[a-z_]+\}|%%")
