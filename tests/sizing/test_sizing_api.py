@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from datetime import UTC, date, datetime
 from typing import Any
 
 import pytest
@@ -14,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.api.sizing import router
+from app.clock import FixedClock
 from app.sizing import SizingError, size
 
 
@@ -21,6 +23,9 @@ from app.sizing import SizingError, size
 def router_client() -> TestClient:
     app = FastAPI()
     app.include_router(router)
+    # the router reads the app's clock (the customer's today for finish dates); no engine:
+    # the answer then carries no delivery dates, as when the catalog cannot be read
+    app.state.clock = FixedClock(datetime(2026, 12, 1, 12, 0, tzinfo=UTC))
     return TestClient(app)
 
 
@@ -86,7 +91,8 @@ def test_post_returns_the_engine_answer(router_client: TestClient) -> None:
             "overhead",
             "total",
         }
-    assert body == json.loads(json.dumps(size(GOOD)))
+    # the route sizes as of the customer's today (its clock; UTC here), with no stock read
+    assert body == json.loads(json.dumps(size(GOOD, today=date(2026, 12, 1))))
 
 
 @pytest.mark.parametrize(("req", "field"), BAD, ids=[f for _, f in BAD])
