@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,6 +22,7 @@ from app.sizing.request import (
     MAX_PARAMS,
     MAX_TOKENS,
     ArchitectureSpec,
+    Framework,
     MoESpec,
     ParallelismSpec,
     SizingRequest,
@@ -49,6 +51,7 @@ FIELDS = (
     "precision",
     "method",
     "recompute",
+    "framework",
     "par",
     "sharding",
     "shard_group",
@@ -89,6 +92,7 @@ PAR_INT_FIELDS = ("shard_group", "tp", "pp", "ep", "cp")
 PRECISIONS = ("bf16", "fp8", "fp4")
 METHODS = ("full", "lora", "qlora")
 RECOMPUTES = ("auto", "none", "selective", "full")
+FRAMEWORKS = typing.get_args(Framework)  # the training stacks the engine has profiles for
 SHARDINGS = ("ddp", "zero1", "zero2", "zero3")
 
 MAX_VALUE_LEN = 40
@@ -372,6 +376,12 @@ def parse_query(q: Mapping[str, str], preset_ids: set[str] | frozenset[str]) -> 
             errs[name] = E_CHOICE
         elif not (name == "recompute" and v == "auto"):
             req[key] = v
+    # The training stack: empty is the engine's default (its request model says which).
+    if values["framework"]:
+        if values["framework"] not in FRAMEWORKS:
+            errs["framework"] = E_CHOICE
+        else:
+            req["framework"] = values["framework"]
 
     # Parallelism.
     if values["par"] == "explicit":
@@ -430,6 +440,7 @@ _ENGINE_FIELD = {
     "precision": "precision",
     "method": "method",
     "recompute": "recompute",
+    "framework": "framework",
     "parallelism": "par",
     "mfu": "mfu",
     "max_days": "days",

@@ -69,6 +69,7 @@ FIELD_LABELS = {
     "precision": N_("Precision"),
     "method": N_("Method"),
     "recompute": N_("Activation recompute"),
+    "framework": N_("Framework"),
     "par": N_("Layout"),
     "sharding": N_("Sharding"),
     "shard_group": N_("Shard group (GPUs)"),

@@ -180,3 +180,20 @@ def test_global_batch_is_optional_and_checked() -> None:
     for bad in ("0", "-5", "1e30", "lots", "2.5", str(1 << 30)):
         g = parse_query({"model": "llama-3.1-8b", "tokens": "1T", "gbs": bad}, PRESETS)
         assert not g.ok and set(g.errors) == {"gbs"}, bad
+
+
+def test_the_training_stack_reaches_the_engine_and_stays_in_the_link() -> None:
+    form = parse_query({"model": "llama-3.1-8b", "tokens": "1T", "framework": "megatron"}, PRESETS)
+    assert form.ok and form.request is not None
+    assert form.request["framework"] == "megatron"
+    assert "framework=megatron" in form.query_string()
+    # left empty: the engine's own default, and the link does not pin one
+    plain = parse_query({"model": "llama-3.1-8b", "tokens": "1T"}, PRESETS)
+    assert plain.request is not None and "framework" not in plain.request
+    assert "framework" not in plain.query_string()
+
+
+@pytest.mark.parametrize("text", ["pytorch", "MEGATRON", "fsdp", "<script>"])
+def test_an_unknown_training_stack_is_refused_on_its_field(text: str) -> None:
+    form = parse_query({"model": "llama-3.1-8b", "tokens": "1T", "framework": text}, PRESETS)
+    assert not form.ok and "framework" in form.errors
