@@ -38,6 +38,10 @@ SHARED = (
     ROOT / "tests" / "sizing" / "data" / "throughput-calibration.json",
 )
 PUBLIC = ROOT / "bench" / "data" / "throughput-public.json"
+# Further public sets, one file per source family (``throughput-public-<family>.json``), each
+# shaped like PUBLIC plus two optional keys: ``groups`` ({group: [framework, why]}, merged into
+# FRAMEWORK_OF_GROUP) and ``hardware`` ({gpu: {Hardware's fields..., "source": "..."}}).
+PUBLIC_EXTRA_GLOB = "throughput-public-*.json"
 DOC = ROOT / "docs" / "sizing-accuracy.md"
 DOC_TIME = ROOT / "docs" / "sizing-accuracy-time.md"
 START, END = "<!-- time-model:start -->", "<!-- time-model:end -->"
@@ -96,6 +100,33 @@ def _load(paths: tuple[Path, ...]) -> dict[str, Any]:
         if p.exists():
             return dict(json.loads(p.read_text(encoding="utf-8")))
     raise FileNotFoundError(str(paths[0]))
+
+
+def _public_sets() -> dict[str, Any]:
+    """PUBLIC and every ``throughput-public-*.json`` beside it, merged: cases and
+    architectures appended (a repeated id or architecture name is an error), each file's
+    ``groups`` and ``hardware`` registered in FRAMEWORK_OF_GROUP and HARDWARE."""
+    merged: dict[str, Any] = json.loads(PUBLIC.read_text(encoding="utf-8"))
+    seen = {c["id"] for c in merged["measured_cases"]}
+    for path in sorted(PUBLIC.parent.glob(PUBLIC_EXTRA_GLOB)):
+        extra = json.loads(path.read_text(encoding="utf-8"))
+        for name, arch in extra.get("architectures", {}).items():
+            if name in merged["architectures"] and merged["architectures"][name] != arch:
+                raise ValueError(f"{path.name}: architecture {name!r} differs from an earlier one")
+            merged["architectures"][name] = arch
+        for group, (framework, why) in extra.get("groups", {}).items():
+            if framework not in PROFILES:
+                raise ValueError(f"{path.name}: group {group!r} names no profile {framework!r}")
+            FRAMEWORK_OF_GROUP.setdefault(group, (framework, why))
+        for gpu, hw in extra.get("hardware", {}).items():
+            fields = {k: v for k, v in hw.items() if k != "source"}
+            HARDWARE.setdefault(gpu, (Hardware(**fields), str(hw.get("source", path.name))))
+        for c in extra.get("measured_cases", []):
+            if c["id"] in seen:
+                raise ValueError(f"{path.name}: case id {c['id']!r} repeated")
+            seen.add(c["id"])
+            merged["measured_cases"].append(c)
+    return merged
 
 
 def _arch_from(d: dict[str, Any]) -> Architecture:
@@ -347,7 +378,7 @@ def _inside(rows: list[dict[str, Any]]) -> float | None:
 
 def evaluate() -> dict[str, Any]:
     shared = _load(SHARED)
-    public = json.loads(PUBLIC.read_text(encoding="utf-8"))
+    public = _public_sets()
     rows: list[dict[str, Any]] = []
     skipped: list[tuple[str, str]] = []
     for c in shared["measured_cases"]:
