@@ -317,7 +317,10 @@ def _per_token(
     if moe is not None and n_moe:
         ffn_active = moe.expert_intermediate_size * (moe.experts_per_token + moe.shared_experts)
         moe_extra = PERMUTE_HIDDEN * h * moe.experts_per_token * 2.0
-    attn_fwd = 0.5 * 4.0 * L * attention_width(arch) * seq_len  # causal score + value, fwd
+    # causal score + value, forward: each query attends to ``mean_kv_len`` keys on average
+    # (seq/2 for full causal attention; local layers of sliding-window or chunked models
+    # such as gpt-oss and Llama 4 attend to at most their window)
+    attn_fwd = 4.0 * L * attention_width(arch) * arch.mean_kv_len(seq_len)
     attn = 3.5 * attn_fwd  # fwd + bwd (bwd ≈ 2.5 × fwd with the score recompute)
     if recompute == "full":
         gemm *= 8.0 / 6.0

@@ -343,3 +343,24 @@ def test_a_stated_batch_smaller_than_the_ranks_is_said_to_round_up() -> None:
     stated = [a for a in got if a["code"] == "assumption.global_batch"]
     assert stated and stated[0]["params"] == {"gbs": 1}
     assert "assumption.global_batch" not in [a["code"] for a in size(REQ)["assumption_codes"]]
+
+
+def test_sliding_window_layers_cost_only_their_window_of_attention() -> None:
+    """gpt-oss attends to 128 keys on every other layer: at 32k tokens its attention term is
+    about half that of the same shapes with full attention everywhere, and at a sequence no
+    longer than the window nothing changes."""
+    arch = PRESETS["gpt-oss-120b"].arch
+    full = replace(arch, sliding_window=0, local_layer_fraction=0.0)
+    hw = hardware_from_spec(spec("hgx-h100"))
+    setup = Setup(world=8, ep=8, micro_batch_size=1, num_microbatches=8)
+
+    def attention(a: object, seq: int) -> float:
+        return predict(a, count(a), seq, "bf16", setup, hw).breakdown["attention"]  # type: ignore[arg-type]
+
+    long_local, long_full = attention(arch, 32768), attention(full, 32768)
+    assert 0.45 < long_local / long_full < 0.55
+    assert attention(arch, 128) == pytest.approx(attention(full, 128))
+    assert (
+        predict(arch, count(arch), 32768, "bf16", setup, hw).tokens_per_s_per_gpu
+        > predict(full, count(full), 32768, "bf16", setup, hw).tokens_per_s_per_gpu
+    )
