@@ -345,6 +345,7 @@ def _public(c: dict[str, Any], archs: dict[str, Any]) -> dict[str, Any]:
         ),
         pp_schedule=sched,
         virtual_stages=int(p.get("vpp") or 1),
+        frozen_base=c.get("method") in ("lora", "qlora"),
     )
     metric = next(iter(c["measured"]))
     s = c["source"]

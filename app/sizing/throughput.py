@@ -172,6 +172,9 @@ class Setup:
     # activation offload: bytes of one micro-batch's saved activations sent to host memory
     # and brought back (each way) on the busiest GPU; 0 = no offload
     activation_offload_bytes: float = 0.0
+    # LoRA / QLoRA: the base weights are frozen, only small adapters train (no weight-gradient
+    # GEMMs, gradient reduction or optimizer step for the base; adapters are under 1 % of it)
+    frozen_base: bool = False
 
     @property
     def dp(self) -> int:
@@ -284,7 +287,10 @@ def gemm_split(
     s = setup
     tok_mb = max(1, s.micro_batch_size) * seq_len
     out = _gemm_flops(arch, counts, precision, max(1, s.tp), max(1, s.cp), max(1, s.ep), tok_mb)
-    scale = (8.0 / 6.0 if s.recompute == "full" else 1.0) / (hw.peak(precision) * 1e12)
+    passes = 4.0 if s.frozen_base else 6.0  # of 6 FLOPs per weight per token (see _per_token)
+    if s.recompute == "full":
+        passes += 2.0
+    scale = passes / 6.0 / (hw.peak(precision) * 1e12)
     return {k: v * scale for k, v in out.items()}
 
 
@@ -300,11 +306,14 @@ def _per_token(
     tok_mb: int,
     recompute: str,
     elem_scale: float = 1.0,
+    frozen_base: bool = False,
 ) -> tuple[float, float, float]:
     """(GEMM, attention, memory-bound) GPU-seconds of compute per token (whole model, as if
     on one GPU) for :func:`predict`: what it depends on of the layout is the TP, CP and EP
     degrees, the micro-batch's tokens and the recompute mode; of the stack, how many
-    memory-bound passes its kernels make (``elem_scale``, 1 for fused kernels)."""
+    memory-bound passes its kernels make (``elem_scale``, 1 for fused kernels); of the
+    method, whether the base weights are frozen (``frozen_base``: the backward computes the
+    activations' gradients, 2 of the 6 FLOPs per weight per token, not the weights')."""
     h = arch.hidden_size
     L = arch.num_layers
     peak_p = hw.peak(precision) * 1e12
@@ -312,6 +321,8 @@ def _per_token(
     moe = arch.moe
     n_moe = moe.moe_layers_in(0, L) if moe else 0
     gemm = sum(_gemm_flops(arch, counts, precision, tp, cp, ep, tok_mb).values())
+    if frozen_base:
+        gemm *= 4.0 / 6.0
     ffn_active = float(arch.intermediate_size)
     moe_extra = 0.0
     if moe is not None and n_moe:
@@ -323,7 +334,7 @@ def _per_token(
     attn_fwd = 4.0 * L * attention_width(arch) * arch.mean_kv_len(seq_len)
     attn = 3.5 * attn_fwd  # fwd + bwd (bwd ≈ 2.5 × fwd with the score recompute)
     if recompute == "full":
-        gemm *= 8.0 / 6.0
+        gemm *= (8.0 if not frozen_base else 6.0) / (6.0 if not frozen_base else 4.0)
         attn += attn_fwd
     elif recompute == "selective":
         attn += attn_fwd
@@ -396,6 +407,7 @@ def predict(
             tok_mb,
             s.recompute,
             profile.elem(compiled),
+            s.frozen_base,
         )
         if per_token_memo is not None:
             per_token_memo[key] = per_token
@@ -453,6 +465,8 @@ def predict(
     p_dense = (counts.total - routed_total) / (tp * pp)
     p_exp = routed_total / (tp * pp * ep)
     grad_b = 4.0 if s.sharding == "ddp" else 2.0
+    if s.frozen_base:
+        grad_b = 0.0  # frozen base: no gradients to reduce (the adapters' are negligible)
     span_dp = tp * cp * dp
     stride = tp * cp
     dp_t = 0.0
@@ -465,6 +479,8 @@ def predict(
             continue
         frac = (n - 1) / n
         bw = _bw(span_dp, hw, st)
+        if s.frozen_base and s.sharding != "zero3":
+            continue  # replicated frozen weights: nothing to exchange
         if s.sharding == "zero3":
             sg = max(1, min(n, s.shard_group or n))
             rep = max(1, n // sg)
@@ -484,7 +500,9 @@ def predict(
     p_local = p_dense + p_exp
     if s.sharding in ("zero1", "zero2", "zero3"):
         p_local /= max(1, hw.nvlink_domain // (tp * cp * pp))
-    if s.offload_optimizer:
+    if s.frozen_base:
+        opt_t = 0.0  # adapters only: their optimizer step is under 1 % of a full one
+    elif s.offload_optimizer:
         # ZeRO-Offload: each GPU's host share updates only its own shard, so this part
         # does shrink with the data-parallel size (the one super-linear effect modelled)
         host = p_dense + p_exp
