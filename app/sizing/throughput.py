@@ -194,9 +194,16 @@ class Throughput:
         return self.tokens_per_s_per_gpu * flops_per_token / (peak_tflops * 1e12)
 
 
-def _eff(precision: str, dim: float) -> float:
+def gemm_asymptote(precision: str, profile: StackProfile = REFERENCE) -> float:
+    """Sustained share of the precision's dense peak in large GEMMs on ``profile``'s stack:
+    the stack's own FP8/FP4 figure where its profile states one, else ``E_GEMM``."""
+    own = {"fp8": profile.fp8_gemm, "fp4": profile.fp4_gemm}.get(precision)
+    return E_GEMM[precision] if own is None else own
+
+
+def _eff(asymptote: float, dim: float) -> float:
     d = max(1.0, dim)
-    return E_GEMM[precision] * d / (d + GEMM_HALF_DIM)
+    return asymptote * d / (d + GEMM_HALF_DIM)
 
 
 def _bw(group_span: int, hw: Hardware, stride: int = 1) -> float:
@@ -235,6 +242,7 @@ def _gemm_flops(
     cp: int,
     ep: int,
     tok_mb: int,
+    profile: StackProfile = REFERENCE,
 ) -> dict[str, float]:
     """The GEMM term of :func:`predict` by kind of GEMM: FLOPs per token divided by the
     efficiency each GEMM's smallest dimension reaches (one formula, read by both
@@ -243,14 +251,15 @@ def _gemm_flops(
     L = arch.num_layers
     moe = arch.moe
     attn_p = attention_params(arch)
+    e = gemm_asymptote(precision, profile)
     n_moe = moe.moe_layers_in(0, L) if moe else 0  # Llama 4: every moe_every-th layer
     n_dense = L - n_moe
     dense_mlp = max(0, counts.dense_layer - attn_p - arch.norms_per_layer * h)
     head = counts.head if counts.head else counts.embedding
     out = {
-        "attention_projections": 6.0 * L * attn_p / _eff(precision, h / tp),
-        "output_head": 6.0 * head / _eff(precision, h),
-        "dense_mlp": 6.0 * n_dense * dense_mlp / _eff(precision, arch.intermediate_size / tp),
+        "attention_projections": 6.0 * L * attn_p / _eff(e, h / tp),
+        "output_head": 6.0 * head / _eff(e, h),
+        "dense_mlp": 6.0 * n_dense * dense_mlp / _eff(e, arch.intermediate_size / tp),
         "routed_experts": 0.0,
         "shared_experts_and_router": 0.0,
     }
@@ -260,15 +269,10 @@ def _gemm_flops(
         per_expert_tokens = tok_mb / cp * moe.experts_per_token * ep / moe.num_experts
         d_exp = min(moe.expert_intermediate_size, per_expert_tokens)
         out["routed_experts"] = (
-            6.0
-            * n_moe
-            * moe.experts_per_token
-            * expert
-            / _eff(precision, d_exp)
-            * (1 + ROUTING_IMBALANCE)
+            6.0 * n_moe * moe.experts_per_token * expert / _eff(e, d_exp) * (1 + ROUTING_IMBALANCE)
         )
         out["shared_experts_and_router"] = (
-            6.0 * n_moe * max(0, other) / _eff(precision, moe.expert_intermediate_size)
+            6.0 * n_moe * max(0, other) / _eff(e, moe.expert_intermediate_size)
         )
     return out
 
@@ -280,13 +284,16 @@ def gemm_split(
     precision: str,
     setup: Setup,
     hw: Hardware,
+    profile: StackProfile = REFERENCE,
 ) -> dict[str, float]:
     """GPU-seconds per token of the GEMM term of :func:`predict`, by kind of GEMM (the same
     formula, kept apart for the step-time decomposition in docs/sizing-accuracy-time.md;
     tests/sizing/test_throughput.py checks that the parts add up to ``predict``'s term)."""
     s = setup
     tok_mb = max(1, s.micro_batch_size) * seq_len
-    out = _gemm_flops(arch, counts, precision, max(1, s.tp), max(1, s.cp), max(1, s.ep), tok_mb)
+    out = _gemm_flops(
+        arch, counts, precision, max(1, s.tp), max(1, s.cp), max(1, s.ep), tok_mb, profile
+    )
     passes = 4.0 if s.frozen_base else 6.0  # of 6 FLOPs per weight per token (see _per_token)
     if s.recompute == "full":
         passes += 2.0
@@ -307,6 +314,7 @@ def _per_token(
     recompute: str,
     elem_scale: float = 1.0,
     frozen_base: bool = False,
+    profile: StackProfile = REFERENCE,
 ) -> tuple[float, float, float]:
     """(GEMM, attention, memory-bound) GPU-seconds of compute per token (whole model, as if
     on one GPU) for :func:`predict`: what it depends on of the layout is the TP, CP and EP
@@ -320,7 +328,7 @@ def _per_token(
     peak_bf = hw.bf16_tflops * 1e12
     moe = arch.moe
     n_moe = moe.moe_layers_in(0, L) if moe else 0
-    gemm = sum(_gemm_flops(arch, counts, precision, tp, cp, ep, tok_mb).values())
+    gemm = sum(_gemm_flops(arch, counts, precision, tp, cp, ep, tok_mb, profile).values())
     if frozen_base:
         gemm *= 4.0 / 6.0
     ffn_active = float(arch.intermediate_size)
@@ -408,6 +416,7 @@ def predict(
             s.recompute,
             profile.elem(compiled),
             s.frozen_base,
+            profile,
         )
         if per_token_memo is not None:
             per_token_memo[key] = per_token
