@@ -23,12 +23,14 @@ from app.sizing.profiles import PROFILES, profile
 from app.sizing.throughput import (
     BATCH_LAW_COEF,
     BATCH_LAW_EXP,
+    PEAK_SHARE,
     Hardware,
     Setup,
     Throughput,
     attention_width,
     gemm_asymptote,
     gemm_split,
+    gpu_family,
     predict,
 )
 
@@ -71,7 +73,7 @@ HARDWARE: dict[str, tuple[Hardware, str]] = {
         "catalog.json hgx-h200 (V): H100's compute with 4.8 TB/s HBM3e; the own single-GPU runs",
     ),
     "GB200": (
-        Hardware(2500, 5000, 10000, 8.0, 1800, 400, 72),
+        Hardware(2500, 5000, 10000, 8.0, 1800, 400, 72, PEAK_SHARE["blackwell"]),
         "NVIDIA GB200 NVL72 (V): 2.5 PF BF16 dense per GPU, 8 TB/s, 1.8 TB/s NVLink, "
         "NVL72 domain; 400 Gb/s per GPU",
     ),
@@ -121,6 +123,7 @@ def _public_sets() -> dict[str, Any]:
             FRAMEWORK_OF_GROUP.setdefault(group, (framework, why))
         for gpu, hw in extra.get("hardware", {}).items():
             fields = {k: v for k, v in hw.items() if k != "source"}
+            fields["peak_share"] = PEAK_SHARE[gpu_family(gpu)]
             HARDWARE.setdefault(gpu, (Hardware(**fields), str(hw.get("source", path.name))))
         for c in extra.get("measured_cases", []):
             if c["id"] in seen:
@@ -484,7 +487,9 @@ FP4_CHECKS = (
 
 
 def fp4_checks() -> list[dict[str, Any]]:
-    gb300 = Hardware(2500, 5000, 15000, 8.0, 1800, 800, 72)  # catalog.json gb300-nvl72
+    gb300 = Hardware(
+        2500, 5000, 15000, 8.0, 1800, 800, 72, PEAK_SHARE["blackwell"]
+    )  # catalog.json gb300-nvl72
     out = []
     for pid, gpu, setup, published in FP4_CHECKS:
         hw = gb300 if gpu == "GB300" else HARDWARE[gpu][0]
@@ -988,6 +993,13 @@ def _constants() -> list[tuple[str, str, str]]:
     return [
         ("E_GEMM", str(t.E_GEMM), "sustained share of the precision's dense peak in large GEMMs"),
         ("GEMM_HALF_DIM", f"{t.GEMM_HALF_DIM:g}", "GEMM dimension at half that efficiency"),
+        (
+            "PEAK_SHARE",
+            str(t.PEAK_SHARE),
+            "share of the datasheet peaks a GPU family sustains, relative to the Ampere/Hopper "
+            "parts the efficiencies were fitted on (fitted on the MLPerf v5.x and ModelZoo "
+            "rows that ran one stack on several families)",
+        ),
         ("E_ATTN", f"{t.E_ATTN:g}", "share of the BF16 peak causal flash attention sustains"),
         (
             "ELEM_HIDDEN / ELEM_FFN",
