@@ -23,11 +23,14 @@ from app.sizing.profiles import PROFILES, profile
 from app.sizing.throughput import (
     BATCH_LAW_COEF,
     BATCH_LAW_EXP,
+    PEAK_SHARE,
     Hardware,
     Setup,
     Throughput,
     attention_width,
+    gemm_asymptote,
     gemm_split,
+    gpu_family,
     predict,
 )
 
@@ -70,7 +73,7 @@ HARDWARE: dict[str, tuple[Hardware, str]] = {
         "catalog.json hgx-h200 (V): H100's compute with 4.8 TB/s HBM3e; the own single-GPU runs",
     ),
     "GB200": (
-        Hardware(2500, 5000, 10000, 8.0, 1800, 400, 72),
+        Hardware(2500, 5000, 10000, 8.0, 1800, 400, 72, PEAK_SHARE["blackwell"]),
         "NVIDIA GB200 NVL72 (V): 2.5 PF BF16 dense per GPU, 8 TB/s, 1.8 TB/s NVLink, "
         "NVL72 domain; 400 Gb/s per GPU",
     ),
@@ -120,6 +123,7 @@ def _public_sets() -> dict[str, Any]:
             FRAMEWORK_OF_GROUP.setdefault(group, (framework, why))
         for gpu, hw in extra.get("hardware", {}).items():
             fields = {k: v for k, v in hw.items() if k != "source"}
+            fields["peak_share"] = PEAK_SHARE[gpu_family(gpu)]
             HARDWARE.setdefault(gpu, (Hardware(**fields), str(hw.get("source", path.name))))
         for c in extra.get("measured_cases", []):
             if c["id"] in seen:
@@ -345,6 +349,7 @@ def _public(c: dict[str, Any], archs: dict[str, Any]) -> dict[str, Any]:
         ),
         pp_schedule=sched,
         virtual_stages=int(p.get("vpp") or 1),
+        frozen_base=c.get("method") in ("lora", "qlora"),
     )
     metric = next(iter(c["measured"]))
     s = c["source"]
@@ -482,7 +487,9 @@ FP4_CHECKS = (
 
 
 def fp4_checks() -> list[dict[str, Any]]:
-    gb300 = Hardware(2500, 5000, 15000, 8.0, 1800, 800, 72)  # catalog.json gb300-nvl72
+    gb300 = Hardware(
+        2500, 5000, 15000, 8.0, 1800, 800, 72, PEAK_SHARE["blackwell"]
+    )  # catalog.json gb300-nvl72
     out = []
     for pid, gpu, setup, published in FP4_CHECKS:
         hw = gb300 if gpu == "GB300" else HARDWARE[gpu][0]
@@ -803,9 +810,9 @@ def _kimi_lines(k: dict[str, Any]) -> list[str]:
         f"{k['fp4_over_fp8']:.2f}x FP8, above the 1.31-1.73x NVIDIA states for NVFP4 over "
         "FP8 on dense models). Counting attention FLOPs as model FLOPs reports "
         f"{100 * k['with_attention_mfu']:.1f} %; 'on active parameters' means 6·N_active.",
-        "- Not changed: `E_GEMM['fp4']` stays a stated judgment (no public measured FP4 "
-        "training row with its layout); raising it to meet the band would be a constant per "
-        "case.",
+        "- The `megatron` profile's FP4 GEMM share is fitted on MLPerf Training v5.1's "
+        "NVFP4 rows (GB200, GB300, B300); `E_GEMM['fp4']`, the other stacks' figure, "
+        "stays a stated judgment (no FP4 run of theirs with its layout).",
         "",
     ]
 
@@ -821,12 +828,15 @@ def render(res: dict[str, Any]) -> str:
         "TP/SP, CP and EP collectives, FSDP/ZeRO traffic with overlap, PP bubble). Each "
         "predicted figure is compared in the source's own metric. Every constant is global "
         "(see the module) or per framework profile (`app/sizing/profiles.py`: what a stack "
-        "sustains and overlaps, the layouts it can run, its time range). The public set is "
-        "still mostly 2023-2024 tables (MosaicML, Megatron-Core r0.8.0) plus our own 2026 "
-        "FSDP2 runs on one H200; no MLPerf Training v5.x, Ultra-Scale Playbook or AMD ROCm "
-        "row has been added with its layout yet, and `deepspeed` and `hf` have no public "
-        "case (their profiles start from `fsdp2` and carry the widest range). No new "
-        "measurement of our own on this change: this task had no GPU.",
+        "sustains and overlaps, the layouts it can run, its time range). The public set "
+        "holds 2023-2024 tables (MosaicML, Megatron-Core r0.8.0), 2025 runs with their "
+        "layouts (MLPerf Training v5.0 and v5.1: NVIDIA and AMD, H100 to GB300 and MI355X, "
+        "FP8 and NVFP4, `bench/data/throughput-public-mlperf.json`; Megatron-MoE-ModelZoo "
+        "Blackwell rows, Pai-Megatron-Patch and torchtitan GitHub threads, AMD Primus, "
+        "`bench/data/throughput-public-2025.json`) and our own 2026 FSDP2 runs on one H200. "
+        "Not found with a layout: Ultra-Scale Playbook runs, AMD's ROCm performance pages, "
+        "any `deepspeed` or `hf` run (their profiles start from `fsdp2` and carry the widest "
+        "range). No new measurement of our own on this change: this task had no GPU.",
         "",
         "### Per framework",
         "",
@@ -857,8 +867,8 @@ def render(res: dict[str, Any]) -> str:
         "",
         "| framework | memory-bound passes (eager / compiled) | TP/CP exposed (eager / "
         "compiled) | EP all-to-all exposed | DP overlap | grouped expert GEMM | TP | PP | CP "
-        "| EP | DualPipe |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| EP | DualPipe | FP8 / FP4 GEMM share of peak |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     yn = {True: "yes", False: "no"}
     for fw, p in sorted(PROFILES.items()):
@@ -866,7 +876,8 @@ def render(res: dict[str, Any]) -> str:
             f"| {fw} | {p.elem_scale:g} / {p.elem_scale_compiled:g} | {p.tp_exposed:g} / "
             f"{p.tp_exposed_compiled:g} | {p.a2a_exposed:g} | {p.dp_overlap:g} "
             f"| {yn[p.grouped_gemm]} | {yn[p.tp]} | {yn[p.pp]} | {yn[p.cp]} | {yn[p.ep]} "
-            f"| {yn[p.dualpipe]} |"
+            f"| {yn[p.dualpipe]} | {gemm_asymptote('fp8', p):g} / {gemm_asymptote('fp4', p):g}"
+            f"{'' if p.fp8_gemm is not None else ' (E_GEMM)'} |"
         )
     lines += [
         "",
@@ -899,7 +910,12 @@ def render(res: dict[str, Any]) -> str:
         "scaling, Megatron-Core r0.8.0); The Llama 3 Herd of Models, Table 4 (405B MFU); "
         "DeepSeek-V3 Technical Report (arXiv 2412.19437) and DeepSeek-V2 Technical Report "
         "(arXiv 2405.04434) GPU-hours per trillion tokens; yanring/Megatron-MoE-ModelZoo "
-        "`best_practice/Qwen3/readme.md` (Qwen3-235B-A22B on H100, 4k and long context); "
+        "`best_practice/Qwen3/readme.md` (Qwen3-235B-A22B on H100, 4k and long context) and "
+        "its Blackwell rows; MLPerf Training v5.0 and v5.1 results (mlcommons/"
+        "training_results_v5.0 @0fdc28f0 and v5.1 @441d65f4: each submission's config and "
+        "MLLOG result files, `bench/data/throughput-public-mlperf.json`); alibaba/"
+        "Pai-Megatron-Patch issues 643 and 658; pytorch/torchtitan PRs 1690 and 1884 "
+        "(logged tps with the PR's config); AMD-AGI/Primus (Llama 3.1 8B FP8 on MI325X); "
         "Megatron-LM `docs/discussions/deepseek-v3-gb200-optimization` (DeepSeek-V3 MXFP8 on "
         "GB200); our own single-GPU H200 runs (`tools/gpu_memory/measure.py`, group "
         "`own_h200_single_gpu`, added after the constants were fitted: a check, not fitted "
@@ -923,10 +939,12 @@ def render(res: dict[str, Any]) -> str:
         "",
         "Global constants (app/sizing/throughput.py), fitted once by a coordinate search "
         "that minimises the worst source group's median error on this set (no constant per "
-        "case). The FP4 entry is NOT fitted: no public measured FP4 (NVFP4/MXFP4) training "
-        "throughput row with its layout was found, so it is a stated judgment, FP8's share of "
-        "peak less about 15 % for the finer block scaling, checked (not fitted) against "
-        "NVIDIA's NVFP4 announcement below:",
+        "case). Their FP8 share rests on 2023 FP8 rows and their FP4 entry is a stated "
+        "judgment (FP8's share less about 15 % for the finer block scaling); the `megatron` "
+        "profile carries its own FP8 and FP4 shares, fitted on the MLPerf Training v5.0/v5.1 "
+        "rows and the other megatron FP8/FP4 rows (`fp8_gemm`, `fp4_gemm` in "
+        "`app/sizing/profiles.py`). Checked (not fitted) against NVIDIA's NVFP4 "
+        "announcement below:",
         "",
         "| constant | value | physical meaning |",
         "|---|---|---|",
@@ -975,6 +993,13 @@ def _constants() -> list[tuple[str, str, str]]:
     return [
         ("E_GEMM", str(t.E_GEMM), "sustained share of the precision's dense peak in large GEMMs"),
         ("GEMM_HALF_DIM", f"{t.GEMM_HALF_DIM:g}", "GEMM dimension at half that efficiency"),
+        (
+            "PEAK_SHARE",
+            str(t.PEAK_SHARE),
+            "share of the datasheet peaks a GPU family sustains, relative to the Ampere/Hopper "
+            "parts the efficiencies were fitted on (fitted on the MLPerf v5.x and ModelZoo "
+            "rows that ran one stack on several families)",
+        ),
         ("E_ATTN", f"{t.E_ATTN:g}", "share of the BF16 peak causal flash attention sustains"),
         (
             "ELEM_HIDDEN / ELEM_FFN",

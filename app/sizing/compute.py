@@ -165,7 +165,7 @@ _set_attr = object.__setattr__
 
 def setup_for(job: Job, lay: Layout) -> Setup:
     """The throughput model's Setup for ``lay`` in ``job``: ``Setup(...)`` built in one step
-    (every field given, in field order; the frozen dataclass's __init__ sets its 15 fields
+    (every field given, in field order; the frozen dataclass's __init__ sets its 16 fields
     one object.__setattr__ at a time, once per prediction). tests/sizing/test_search_pruning.py
     checks it against ``Setup(...)`` (equality, hash, repr), so a new field cannot be missed."""
     m = job.num_microbatches or None
@@ -192,6 +192,7 @@ def setup_for(job: Job, lay: Layout) -> Setup:
             "pp_schedule": job.pp_schedule,
             "virtual_stages": job.virtual_stages,
             "activation_offload_bytes": offloaded_activation_bytes(job, lay),
+            "frozen_base": job.method != "full",
         },
     )
     return setup
@@ -219,7 +220,8 @@ def _predicted(
         profile=profile(job.framework),
         compiled=job.compile,
     )
-    per_token = 6.0 * counts.active
+    # model FLOPs per token in the convention of training_flops: 6·N, or 4·N for adapters
+    per_token = (6.0 if job.method == "full" else 4.0) * counts.active
     if attention_counted:
         per_token += attention_flops(arch, seq_len, 1.0)
     mfu = tp.tokens_per_s_per_gpu * per_token / (peak_tflops(spec, precision) * 1e12)

@@ -11,7 +11,10 @@ stacks, and none is fitted to one case.
 * ``megatron`` (Megatron-Core + Transformer Engine): fused kernels (RMSNorm, SwiGLU, rotary,
   bias-dropout-add, cross-entropy), TP/SP communication overlap, grouped GEMM for experts,
   1F1B overlap of the EP all-to-all, DualPipe-style schedules, CP and EP.
-  Sources: Megatron-LM README (DP/TP/PP communication overlap, r0.8.0 table);
+  Sources: Megatron-LM README (DP/TP/PP communication overlap, r0.8.0 table); MLPerf
+  Training v5.0 and v5.1 results (mlcommons/training_results_v5.0 and v5.1: NVIDIA's and
+  AMD's Llama 3.1 8B / 405B and Llama 2 70B LoRA submissions, FP8 and NVFP4 — the FP8 and
+  FP4 GEMM shares of this profile);
   Megatron-LM ``docs/discussions/deepseek-v3-gb200-optimization``; yanring/Megatron-MoE-ModelZoo
   best practices (EP overlap, DeepEP).
 * ``fsdp2`` (torchtitan-style): eager PyTorch modules (an unfused RMSNorm, SwiGLU and
@@ -71,6 +74,10 @@ class StackProfile:
     dualpipe: bool
     range_slow: float
     range_fast: float
+    # sustained share of the FP8 / FP4 dense peak in large GEMMs with this stack's recipes
+    # and kernels; None: the hardware model's E_GEMM (app/sizing/throughput.py)
+    fp8_gemm: float | None = None
+    fp4_gemm: float | None = None
 
     def runs(self, tp: int, pp: int, ep: int, cp: int) -> bool:
         """Whether this stack can run a layout with these degrees."""
@@ -153,8 +160,16 @@ PROFILES: dict[str, StackProfile] = {
         cp=True,
         ep=True,
         dualpipe=True,
-        range_slow=0.78,
-        range_fast=1.20,
+        range_slow=0.74,
+        range_fast=1.14,
+        # Transformer Engine 2.x FP8 (tensorwise current scaling on Hopper, MXFP8 on
+        # Blackwell) and NVFP4 GEMMs, as shares of a Hopper-class peak (other families scale
+        # by PEAK_SHARE in app/sizing/throughput.py), fitted with PEAK_SHARE on MLPerf
+        # Training v5.0/v5.1 (NeMo/Megatron-Core, NVIDIA and AMD) and the other megatron
+        # FP8/FP4 rows of bench/data; the hardware model's E_GEMM FP8 share rests on 2023
+        # FP8 rows (TE 1.x), FP4's on a judgment.
+        fp8_gemm=0.56,
+        fp4_gemm=0.39,
     ),
     "fsdp2": FSDP2,
     # No public throughput case of their own: each starts from fsdp2 (``nearest``), less what

@@ -133,9 +133,40 @@ class Hardware:
     nvlink_gbps: float  # GB/s per GPU, bidirectional (the catalog's convention)
     nic_gbps: float  # Gbit/s per GPU
     nvlink_domain: int  # GPUs that share NVLink (8 on HGX, 72 on an NVL72 rack)
+    # share of the datasheet's tensor-core peaks this GPU family sustains in training,
+    # relative to the Ampere/Hopper parts E_GEMM and E_ATTN were fitted on (PEAK_SHARE)
+    peak_share: float = 1.0
 
     def peak(self, precision: str) -> float:
+        """The datasheet's dense peak (what MFU is quoted against)."""
         return dense_peak_tflops(precision, self.bf16_tflops, self.fp8_tflops, self.fp4_tflops)
+
+    def sustained(self, precision: str) -> float:
+        """The peak the time model prices GEMMs and attention from (TFLOP/s)."""
+        return self.peak(precision) * self.peak_share
+
+
+# Share of the datasheet's dense peaks a GPU family sustains in training relative to the
+# Ampere/Hopper parts the hardware model's efficiencies were fitted on. Fitted on the 2025
+# rows that ran one stack on several families (MLPerf Training v5.0/v5.1 NVIDIA and AMD
+# submissions; Megatron-MoE-ModelZoo's GB200/GB300 rows; bench/data): under one FP8 share,
+# Hopper's rows came out about 20 % too slow while Blackwell's and AMD's were right — newer
+# parts quote peaks at clocks their power caps do not hold under dense tensor-core work.
+PEAK_SHARE = {"ampere": 1.0, "hopper": 1.0, "blackwell": 0.85, "cdna": 0.82}
+
+
+def gpu_family(gpu: str) -> str:
+    """The family of a GPU by its name (catalog ``gpu`` field or a calibration table's key):
+    A100 → ampere, H100/H200/H800/H20 → hopper, B200/B300/GB200/GB300 → blackwell,
+    MI300X/MI325X/MI355X → cdna."""
+    g = gpu.strip().upper()
+    if g.startswith("MI"):
+        return "cdna"
+    if g.startswith(("B", "GB")):
+        return "blackwell"
+    if g.startswith("A"):
+        return "ampere"
+    return "hopper"
 
 
 def hardware_from_spec(spec: NodeSpec) -> Hardware:
@@ -148,6 +179,7 @@ def hardware_from_spec(spec: NodeSpec) -> Hardware:
         nvlink_gbps=spec.intra_link_gbps_per_gpu,
         nic_gbps=spec.nic_gbps_per_gpu or 400.0,
         nvlink_domain=spec.gpus_per_node,
+        peak_share=PEAK_SHARE[gpu_family(str(spec.raw.get("gpu") or spec.name))],
     )
 
 
@@ -172,6 +204,9 @@ class Setup:
     # activation offload: bytes of one micro-batch's saved activations sent to host memory
     # and brought back (each way) on the busiest GPU; 0 = no offload
     activation_offload_bytes: float = 0.0
+    # LoRA / QLoRA: the base weights are frozen, only small adapters train (no weight-gradient
+    # GEMMs, gradient reduction or optimizer step for the base; adapters are under 1 % of it)
+    frozen_base: bool = False
 
     @property
     def dp(self) -> int:
@@ -191,9 +226,16 @@ class Throughput:
         return self.tokens_per_s_per_gpu * flops_per_token / (peak_tflops * 1e12)
 
 
-def _eff(precision: str, dim: float) -> float:
+def gemm_asymptote(precision: str, profile: StackProfile = REFERENCE) -> float:
+    """Sustained share of the precision's dense peak in large GEMMs on ``profile``'s stack:
+    the stack's own FP8/FP4 figure where its profile states one, else ``E_GEMM``."""
+    own = {"fp8": profile.fp8_gemm, "fp4": profile.fp4_gemm}.get(precision)
+    return E_GEMM[precision] if own is None else own
+
+
+def _eff(asymptote: float, dim: float) -> float:
     d = max(1.0, dim)
-    return E_GEMM[precision] * d / (d + GEMM_HALF_DIM)
+    return asymptote * d / (d + GEMM_HALF_DIM)
 
 
 def _bw(group_span: int, hw: Hardware, stride: int = 1) -> float:
@@ -232,6 +274,7 @@ def _gemm_flops(
     cp: int,
     ep: int,
     tok_mb: int,
+    profile: StackProfile = REFERENCE,
 ) -> dict[str, float]:
     """The GEMM term of :func:`predict` by kind of GEMM: FLOPs per token divided by the
     efficiency each GEMM's smallest dimension reaches (one formula, read by both
@@ -240,14 +283,15 @@ def _gemm_flops(
     L = arch.num_layers
     moe = arch.moe
     attn_p = attention_params(arch)
+    e = gemm_asymptote(precision, profile)
     n_moe = moe.moe_layers_in(0, L) if moe else 0  # Llama 4: every moe_every-th layer
     n_dense = L - n_moe
     dense_mlp = max(0, counts.dense_layer - attn_p - arch.norms_per_layer * h)
     head = counts.head if counts.head else counts.embedding
     out = {
-        "attention_projections": 6.0 * L * attn_p / _eff(precision, h / tp),
-        "output_head": 6.0 * head / _eff(precision, h),
-        "dense_mlp": 6.0 * n_dense * dense_mlp / _eff(precision, arch.intermediate_size / tp),
+        "attention_projections": 6.0 * L * attn_p / _eff(e, h / tp),
+        "output_head": 6.0 * head / _eff(e, h),
+        "dense_mlp": 6.0 * n_dense * dense_mlp / _eff(e, arch.intermediate_size / tp),
         "routed_experts": 0.0,
         "shared_experts_and_router": 0.0,
     }
@@ -257,15 +301,10 @@ def _gemm_flops(
         per_expert_tokens = tok_mb / cp * moe.experts_per_token * ep / moe.num_experts
         d_exp = min(moe.expert_intermediate_size, per_expert_tokens)
         out["routed_experts"] = (
-            6.0
-            * n_moe
-            * moe.experts_per_token
-            * expert
-            / _eff(precision, d_exp)
-            * (1 + ROUTING_IMBALANCE)
+            6.0 * n_moe * moe.experts_per_token * expert / _eff(e, d_exp) * (1 + ROUTING_IMBALANCE)
         )
         out["shared_experts_and_router"] = (
-            6.0 * n_moe * max(0, other) / _eff(precision, moe.expert_intermediate_size)
+            6.0 * n_moe * max(0, other) / _eff(e, moe.expert_intermediate_size)
         )
     return out
 
@@ -277,14 +316,20 @@ def gemm_split(
     precision: str,
     setup: Setup,
     hw: Hardware,
+    profile: StackProfile = REFERENCE,
 ) -> dict[str, float]:
     """GPU-seconds per token of the GEMM term of :func:`predict`, by kind of GEMM (the same
     formula, kept apart for the step-time decomposition in docs/sizing-accuracy-time.md;
     tests/sizing/test_throughput.py checks that the parts add up to ``predict``'s term)."""
     s = setup
     tok_mb = max(1, s.micro_batch_size) * seq_len
-    out = _gemm_flops(arch, counts, precision, max(1, s.tp), max(1, s.cp), max(1, s.ep), tok_mb)
-    scale = (8.0 / 6.0 if s.recompute == "full" else 1.0) / (hw.peak(precision) * 1e12)
+    out = _gemm_flops(
+        arch, counts, precision, max(1, s.tp), max(1, s.cp), max(1, s.ep), tok_mb, profile
+    )
+    passes = 4.0 if s.frozen_base else 6.0  # of 6 FLOPs per weight per token (see _per_token)
+    if s.recompute == "full":
+        passes += 2.0
+    scale = passes / 6.0 / (hw.sustained(precision) * 1e12)
     return {k: v * scale for k, v in out.items()}
 
 
@@ -300,27 +345,36 @@ def _per_token(
     tok_mb: int,
     recompute: str,
     elem_scale: float = 1.0,
+    frozen_base: bool = False,
+    profile: StackProfile = REFERENCE,
 ) -> tuple[float, float, float]:
     """(GEMM, attention, memory-bound) GPU-seconds of compute per token (whole model, as if
     on one GPU) for :func:`predict`: what it depends on of the layout is the TP, CP and EP
     degrees, the micro-batch's tokens and the recompute mode; of the stack, how many
-    memory-bound passes its kernels make (``elem_scale``, 1 for fused kernels)."""
+    memory-bound passes its kernels make (``elem_scale``, 1 for fused kernels); of the
+    method, whether the base weights are frozen (``frozen_base``: the backward computes the
+    activations' gradients, 2 of the 6 FLOPs per weight per token, not the weights')."""
     h = arch.hidden_size
     L = arch.num_layers
-    peak_p = hw.peak(precision) * 1e12
-    peak_bf = hw.bf16_tflops * 1e12
+    peak_p = hw.sustained(precision) * 1e12
+    peak_bf = hw.sustained("bf16") * 1e12
     moe = arch.moe
     n_moe = moe.moe_layers_in(0, L) if moe else 0
-    gemm = sum(_gemm_flops(arch, counts, precision, tp, cp, ep, tok_mb).values())
+    gemm = sum(_gemm_flops(arch, counts, precision, tp, cp, ep, tok_mb, profile).values())
+    if frozen_base:
+        gemm *= 4.0 / 6.0
     ffn_active = float(arch.intermediate_size)
     moe_extra = 0.0
     if moe is not None and n_moe:
         ffn_active = moe.expert_intermediate_size * (moe.experts_per_token + moe.shared_experts)
         moe_extra = PERMUTE_HIDDEN * h * moe.experts_per_token * 2.0
-    attn_fwd = 0.5 * 4.0 * L * attention_width(arch) * seq_len  # causal score + value, fwd
+    # causal score + value, forward: each query attends to ``mean_kv_len`` keys on average
+    # (seq/2 for full causal attention; local layers of sliding-window or chunked models
+    # such as gpt-oss and Llama 4 attend to at most their window)
+    attn_fwd = 4.0 * L * attention_width(arch) * arch.mean_kv_len(seq_len)
     attn = 3.5 * attn_fwd  # fwd + bwd (bwd ≈ 2.5 × fwd with the score recompute)
     if recompute == "full":
-        gemm *= 8.0 / 6.0
+        gemm *= (8.0 if not frozen_base else 6.0) / (6.0 if not frozen_base else 4.0)
         attn += attn_fwd
     elif recompute == "selective":
         attn += attn_fwd
@@ -393,6 +447,8 @@ def predict(
             tok_mb,
             s.recompute,
             profile.elem(compiled),
+            s.frozen_base,
+            profile,
         )
         if per_token_memo is not None:
             per_token_memo[key] = per_token
@@ -450,6 +506,8 @@ def predict(
     p_dense = (counts.total - routed_total) / (tp * pp)
     p_exp = routed_total / (tp * pp * ep)
     grad_b = 4.0 if s.sharding == "ddp" else 2.0
+    if s.frozen_base:
+        grad_b = 0.0  # frozen base: no gradients to reduce (the adapters' are negligible)
     span_dp = tp * cp * dp
     stride = tp * cp
     dp_t = 0.0
@@ -462,6 +520,8 @@ def predict(
             continue
         frac = (n - 1) / n
         bw = _bw(span_dp, hw, st)
+        if s.frozen_base and s.sharding != "zero3":
+            continue  # replicated frozen weights: nothing to exchange
         if s.sharding == "zero3":
             sg = max(1, min(n, s.shard_group or n))
             rep = max(1, n // sg)
@@ -481,7 +541,9 @@ def predict(
     p_local = p_dense + p_exp
     if s.sharding in ("zero1", "zero2", "zero3"):
         p_local /= max(1, hw.nvlink_domain // (tp * cp * pp))
-    if s.offload_optimizer:
+    if s.frozen_base:
+        opt_t = 0.0  # adapters only: their optimizer step is under 1 % of a full one
+    elif s.offload_optimizer:
         # ZeRO-Offload: each GPU's host share updates only its own shard, so this part
         # does shrink with the data-parallel size (the one super-linear effect modelled)
         host = p_dense + p_exp

