@@ -150,6 +150,16 @@ def credit_notes_for_order(session: Session, user_id: int, order_id: int) -> lis
     )
 
 
+def credit_notes_correcting(session: Session, receipt_id: int) -> list[CreditNote]:
+    return list(
+        session.exec(
+            select(CreditNote)
+            .where(CreditNote.receipt_id == receipt_id)
+            .order_by(col(CreditNote.id))
+        ).all()
+    )
+
+
 def credit_note_numbers_by_entry(session: Session, entry_ids: list[int]) -> dict[int, str]:
     if not entry_ids:
         return {}

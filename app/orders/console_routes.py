@@ -17,6 +17,7 @@ from app.catalog import service as catalog
 from app.catalog import specs
 from app.clock import utc, wall_now
 from app.errors import N_
+from app.ledger import service as ledger
 from app.notifications.service import mark_read, unread_for
 from app.orders import controls, renewals, service, status_text
 from app.orders.lifecycle import GRACE_DAYS
@@ -150,6 +151,9 @@ def console_order(
                 utc(order.period_end) + timedelta(days=GRACE_DAYS) if order.period_end else None
             ),
             "renewal_topup": renewals.topup_path(order.id, short),
+            # the order's invoices and credit notes, as the ledger issued them
+            "order_receipts": ledger.receipts_for_order(session, order.user_id, order.id),
+            "order_credit_notes": ledger.credit_notes_for_order(session, order.user_id, order.id),
             **controls_context(session, order, user),
         },
         headers=NO_STORE,
