@@ -157,7 +157,7 @@ def _document(
         family,
         bold,
         width,
-        (_("From"), seller_lines(seller, gettext, lang)),
+        (_("Seller"), seller_lines(seller, gettext, lang)),
         (_("Billed to"), billing_lines(doc, gettext, lang)),
     )
     if lines:
