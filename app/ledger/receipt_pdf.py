@@ -181,7 +181,7 @@ def _document(
         5,
         _(
             "Issued by {seller}. Amounts in US dollars; paid from or into your prepaid balance."
-        ).format(seller=seller_name),
+        ).format(seller=seller_name.rstrip(".")),  # "Ltd." ends the sentence once
         new_x="LMARGIN",
         new_y="NEXT",
     )
