@@ -45,10 +45,11 @@ def day(d: date | datetime) -> dict[str, Any]:
     return {"t": "date", "v": d.isoformat()}
 
 
-def format_day(d: date | datetime, locale: str | None = None) -> str:
+def format_day(d: date | datetime, locale: str | None = None, zone: str | None = None) -> str:
     """One calendar date as every customer-visible date is shown: Babel's "medium" format of
-    the reader's language ("Dec 9, 2026" / "2026年12月9日")."""
-    return str(_value(day(d), locale or i18n.current_locale()))
+    the reader's language ("Dec 9, 2026" / "2026年12月9日"); an instant's day is the one of
+    ``zone`` (default: the reader's), labelled "(UTC)" when no zone is known."""
+    return str(_value(day(d), locale or i18n.current_locale(), zone))
 
 
 def format_instant(at: datetime, locale: str | None = None, zone: str | None = None) -> str:

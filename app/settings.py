@@ -98,6 +98,15 @@ class Settings(BaseSettings):
     # review and checkout always read the current price). 0: on every request.
     fragment_price_max_age_ms: int = Field(default=200, ge=0, le=60_000)
 
+    # The seller printed on every receipt (invoice) and credit note, beside the buyer's
+    # billing details: legal name, postal address in English and in Chinese (one line per
+    # address line, "\n" between them in the environment), tax id. Demo defaults.
+    seller_name: str = "GPU Nodes Ltd."
+    seller_name_zh: str = "GPU 节点有限公司"
+    seller_address_en: str = "Unit 1203, 12/F, Harbour Centre\n25 Harbour Road, Wan Chai\nHong Kong"
+    seller_address_zh: str = "香港湾仔港湾道 25 号\n海港中心 12 楼 1203 室"
+    seller_tax_id: str = "BR 7612 3456"
+
     # Staff (sales, ops) need a second factor for any staff power: always in production;
     # elsewhere only when this is set (the authorization matrix and the probes set it).
     staff_second_factor: bool = False

@@ -1,5 +1,5 @@
 """The ledger's own invariants, over its own tables only (zero-sum entries, balances, holds,
-receipts). The checks that meet other domains' rows (lease credits against orders, top-ups
+receipts and their lines, credit notes). The checks that meet other domains' rows (lease credits against orders, top-ups
 against invoices) belong to those domains; ``app.reconcile.run_checks`` runs them all."""
 
 from __future__ import annotations
@@ -116,6 +116,62 @@ CHECKS: tuple[tuple[str, str, str], ...] = (
            HAVING COUNT(r.id) <> COALESCE(MAX(r.seq), 0)
                OR COALESCE(MAX(r.seq), 0) <> COALESCE(MAX(c.last_number), 0)
                OR COALESCE(MIN(r.seq), 1) <> 1""",
+    ),
+    (
+        "receipt_lines_sum",
+        "a receipt's line items add up to its total",
+        """SELECT r.number, r.amount_cents, SUM(l.total_cents)
+           FROM receipts r JOIN receipt_lines l ON l.receipt_id = r.id
+           GROUP BY r.id, r.number, r.amount_cents
+           HAVING SUM(l.total_cents) <> r.amount_cents""",
+    ),
+    (
+        "credit_note_per_refund",
+        "each refund or credit of an order (a released reservation, a lease credit) has "
+        "exactly one credit note, of the same customer and amount, and every credit note "
+        "has its entry",
+        """SELECT e.id, e.kind, COUNT(n.id)
+           FROM ledger_entries e LEFT JOIN credit_notes n ON n.entry_id = e.id
+           WHERE e.kind IN ('hold_void', 'lease_credit')
+           GROUP BY e.id, e.kind, e.amount_cents, e.user_id
+           HAVING COUNT(n.id) <> 1 OR MIN(n.amount_cents) <> e.amount_cents
+               OR MIN(n.user_id) <> e.user_id
+           UNION ALL
+           SELECT n.entry_id, n.number, 0
+           FROM credit_notes n LEFT JOIN ledger_entries e
+             ON e.id = n.entry_id AND e.kind IN ('hold_void', 'lease_credit')
+           WHERE e.id IS NULL""",
+    ),
+    (
+        "credit_note_lines_sum",
+        "a credit note has line items adding up to its total",
+        """SELECT n.number, n.amount_cents, COALESCE(SUM(l.total_cents), 0)
+           FROM credit_notes n LEFT JOIN credit_note_lines l ON l.credit_note_id = n.id
+           GROUP BY n.id, n.number, n.amount_cents
+           HAVING COUNT(l.id) = 0 OR COALESCE(SUM(l.total_cents), 0) <> n.amount_cents""",
+    ),
+    (
+        "credit_note_corrects",
+        "a credit note that names a receipt names one of its customer's, by its number",
+        """SELECT n.number, n.receipt_number, r.number
+           FROM credit_notes n LEFT JOIN receipts r ON r.id = n.receipt_id
+           WHERE (n.receipt_id IS NULL AND n.receipt_number <> '')
+              OR (n.receipt_id IS NOT NULL AND (r.id IS NULL OR r.number <> n.receipt_number
+                  OR r.user_id <> n.user_id))""",
+    ),
+    (
+        "credit_note_numbers_gap_free",
+        "credit-note numbers run 1..N in each year with no gap or repeat, matching the "
+        "year's counter",
+        """SELECT y.year, COUNT(n.id), MAX(n.seq), MAX(c.last_number)
+           FROM (SELECT year FROM credit_notes UNION SELECT year FROM credit_note_counters) y
+           LEFT JOIN credit_notes n ON n.year = y.year
+           LEFT JOIN credit_note_counters c ON c.year = y.year
+           GROUP BY y.year
+           HAVING COUNT(n.id) <> COALESCE(MAX(n.seq), 0)
+               OR COUNT(DISTINCT n.seq) <> COUNT(n.id)
+               OR COALESCE(MAX(n.seq), 0) <> COALESCE(MAX(c.last_number), 0)
+               OR COALESCE(MIN(n.seq), 1) <> 1""",
     ),
 )
 

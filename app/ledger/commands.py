@@ -3,6 +3,7 @@ unused days given back, an ops adjustment. Each keyed one is ``moves.keyed_comma
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -11,6 +12,7 @@ from sqlmodel import Session, select
 from app import errors
 from app.accounts import audit
 from app.errors import N_
+from app.ledger.invoicing import CreditReason, InvoiceLine
 from app.ledger.models import JournalEntry
 from app.ledger.moves import check_amount, check_key, keyed_command, lock_customer, move
 from app.ledger.postings import EntryKind
@@ -27,8 +29,10 @@ def charge(
     reason: str,
     order_id: int | None = None,
     actor_id: int | None = None,
+    lines: Sequence[InvoiceLine] = (),
 ) -> JournalEntry:
-    """A direct debit (available → revenue), e.g. a monthly renewal."""
+    """A direct debit (available → revenue), e.g. a monthly renewal. ``lines``: what it
+    pays for, printed on its receipt (they add up to ``amount_cents``)."""
     check_amount(amount_cents)
     check_key(idempotency_key)
     entry, _made = keyed_command(
@@ -43,6 +47,7 @@ def charge(
         entry={"reason": reason[:300], "order_id": order_id, "actor_id": actor_id},
         order_id=order_id,
         reason=reason,
+        lines=lines,
     )
     return entry
 
@@ -126,10 +131,12 @@ def credit_unused_days(
     days: int,
     now: datetime,
     actor_id: int | None = None,
+    lines: Sequence[InvoiceLine] = (),
 ) -> JournalEntry:
     """Give back the unused whole days of a lease that ops ended early (revenue →
     available), as an entry named for the order. Once per order: a replay returns the
-    first entry; a different amount for the same order is an IdempotencyConflict."""
+    first entry; a different amount for the same order is an IdempotencyConflict. Issues
+    the credit note (``lines``: what is credited, for which days) with the entry."""
     check_amount(amount_cents)
     entry, _made = keyed_command(
         session,
@@ -145,6 +152,8 @@ def credit_unused_days(
             "order_id": order_id,
             "actor_id": actor_id,
         },
+        lines=lines,
+        credit_reason=CreditReason.lease_ended_early,
     )
     return entry
 

@@ -40,6 +40,7 @@ from sqlmodel import Session, col
 
 from app import errors
 from app.errors import N_
+from app.ledger.invoicing import CreditReason, InvoiceLine
 from app.ledger.models import Hold, IdempotencyRecord, JournalEntry, LedgerAccount, Posting
 from app.ledger.moves import (
     HoldAlreadyResolved,
@@ -478,6 +479,8 @@ def _resolve(
     now: datetime,
     reason: str,
     actor_id: int | None,
+    lines: Sequence[InvoiceLine] = (),
+    credit_reason: CreditReason | None = None,
 ) -> JournalEntry:
     hold = session.get(Hold, hold_id)
     if hold is None:
@@ -516,6 +519,8 @@ def _resolve(
             hold_id=hold.id,
             resolves_hold_id=hold.id,
             actor_id=actor_id,
+            lines=lines,
+            credit_reason=credit_reason,
         )
     except Short:  # pragma: no cover - the held account always covers its pending holds
         raise errors.Conflict(N_("The reservation does not match the held balance.")) from None
@@ -527,14 +532,39 @@ def _resolve(
 
 
 def post_hold(
-    session: Session, hold_id: int, *, now: datetime, actor_id: int | None = None
+    session: Session,
+    hold_id: int,
+    *,
+    now: datetime,
+    actor_id: int | None = None,
+    lines: Sequence[InvoiceLine] = (),
 ) -> JournalEntry:
-    """Capture a pending hold (held → revenue). Same call again: returns the first entry."""
-    return _resolve(session, hold_id, HoldStatus.posted, now=now, reason="", actor_id=actor_id)
+    """Capture a pending hold (held → revenue), its receipt listing ``lines``. Same call
+    again: returns the first entry (and issues nothing more)."""
+    return _resolve(
+        session, hold_id, HoldStatus.posted, now=now, reason="", actor_id=actor_id, lines=lines
+    )
 
 
 def void_hold(
-    session: Session, hold_id: int, *, now: datetime, reason: str, actor_id: int | None = None
+    session: Session,
+    hold_id: int,
+    *,
+    now: datetime,
+    reason: str,
+    actor_id: int | None = None,
+    lines: Sequence[InvoiceLine] = (),
+    credit_reason: CreditReason | None = None,
 ) -> JournalEntry:
-    """Release a pending hold back to available (a full refund of the reservation)."""
-    return _resolve(session, hold_id, HoldStatus.voided, now=now, reason=reason, actor_id=actor_id)
+    """Release a pending hold back to available (a full refund of the reservation), with
+    its credit note (``lines``, ``credit_reason``). Same call again: the first entry."""
+    return _resolve(
+        session,
+        hold_id,
+        HoldStatus.voided,
+        now=now,
+        reason=reason,
+        actor_id=actor_id,
+        lines=lines,
+        credit_reason=credit_reason,
+    )

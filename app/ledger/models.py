@@ -10,9 +10,9 @@ Database guarantees (belt and braces under the service's row locks):
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import date, datetime
 
-from sqlalchemy import BigInteger, CheckConstraint, Column, String, UniqueConstraint
+from sqlalchemy import BigInteger, CheckConstraint, Column, Date, String, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 from app.db import UTCDateTime
@@ -171,3 +171,86 @@ class Receipt(SQLModel, table=True):
     bill_address: str = Field(default="", max_length=500)
     bill_tax_id: str = Field(default="", max_length=64)
     created_at: datetime = Field(sa_type=UTCDateTime, index=True)
+
+
+class ReceiptLine(SQLModel, table=True):
+    """One line item of a receipt, copied from the ``InvoiceLine`` the orders domain passed
+    when the charge was made (``app/ledger/invoicing.py``). Written once with its receipt.
+    ``total_cents`` of a receipt's lines add up to its ``amount_cents`` (``ledger check``)."""
+
+    __tablename__ = "receipt_lines"
+    __table_args__ = (UniqueConstraint("receipt_id", "position", name="uq_receipt_lines_pos"),)
+    id: int | None = Field(default=None, primary_key=True)
+    receipt_id: int = Field(foreign_key="receipts.id", index=True)
+    position: int
+    sku: str = Field(default="", max_length=32)
+    description: str = Field(default="", max_length=200)
+    quantity: int
+    unit_cents: int = Field(sa_column=Column(BigInteger, nullable=False))
+    discount_cents: int = Field(default=0, sa_column=Column(BigInteger, nullable=False))
+    period_start: date | None = Field(default=None, sa_column=Column(Date, nullable=True))
+    period_end: date | None = Field(default=None, sa_column=Column(Date, nullable=True))
+    days: int | None = None
+    days_of: int | None = None
+    total_cents: int = Field(sa_column=Column(BigInteger, nullable=False))
+
+
+class CreditNoteCounter(SQLModel, table=True):
+    """The last credit-note number issued in a year: its own gap-free sequence, bumped by a
+    locked UPDATE in the refund's transaction (as ``ReceiptCounter`` for receipts)."""
+
+    __tablename__ = "credit_note_counters"
+    year: int = Field(primary_key=True, sa_column_kwargs={"autoincrement": False})
+    last_number: int = Field(default=0, sa_column=Column(BigInteger, nullable=False, default=0))
+
+
+class CreditNote(SQLModel, table=True):
+    """A credit note ``CN-2026-000001``: money given back to the customer's balance for an
+    order (a refund before delivery, unused days of a lease ended early), issued with the
+    ledger entry that moved it. ``receipt_id`` is the receipt it corrects (None when the
+    money credited had not been invoiced yet: a reservation released before delivery).
+    Written once, never updated; the billing details are those of its day."""
+
+    __tablename__ = "credit_notes"
+    __table_args__ = (UniqueConstraint("year", "seq", name="uq_credit_notes_year_seq"),)
+    id: int | None = Field(default=None, primary_key=True)
+    number: str = Field(sa_column=Column(String(20), unique=True, nullable=False))
+    year: int
+    seq: int
+    user_id: int = Field(foreign_key="users.id", index=True)
+    entry_id: int = Field(sa_column=Column(BigInteger, unique=True, nullable=False))
+    kind: str = Field(max_length=24)  # the entry kind: hold_void | lease_credit
+    reason: str = Field(default="other", max_length=24)  # invoicing.CreditReason
+    receipt_id: int | None = Field(default=None, index=True)
+    receipt_number: str = Field(default="", max_length=20)
+    amount_cents: int = Field(sa_column=Column(BigInteger, nullable=False))
+    currency: str = Field(default="USD", max_length=3)
+    order_id: int | None = Field(default=None, index=True)
+    bill_email: str = Field(default="", max_length=254)
+    bill_name: str = Field(default="", max_length=120)
+    bill_company: str = Field(default="", max_length=120)
+    bill_address: str = Field(default="", max_length=500)
+    bill_tax_id: str = Field(default="", max_length=64)
+    created_at: datetime = Field(sa_type=UTCDateTime, index=True)
+
+
+class CreditNoteLine(SQLModel, table=True):
+    """One line of a credit note (what is credited, for which service period)."""
+
+    __tablename__ = "credit_note_lines"
+    __table_args__ = (
+        UniqueConstraint("credit_note_id", "position", name="uq_credit_note_lines_pos"),
+    )
+    id: int | None = Field(default=None, primary_key=True)
+    credit_note_id: int = Field(foreign_key="credit_notes.id", index=True)
+    position: int
+    sku: str = Field(default="", max_length=32)
+    description: str = Field(default="", max_length=200)
+    quantity: int
+    unit_cents: int = Field(sa_column=Column(BigInteger, nullable=False))
+    discount_cents: int = Field(default=0, sa_column=Column(BigInteger, nullable=False))
+    period_start: date | None = Field(default=None, sa_column=Column(Date, nullable=True))
+    period_end: date | None = Field(default=None, sa_column=Column(Date, nullable=True))
+    days: int | None = None
+    days_of: int | None = None
+    total_cents: int = Field(sa_column=Column(BigInteger, nullable=False))

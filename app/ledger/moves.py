@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -21,7 +22,8 @@ from sqlmodel import Session, col, select
 
 from app import errors
 from app.errors import N_
-from app.ledger import receipts
+from app.ledger import credit_notes, receipts
+from app.ledger.invoicing import CreditReason, InvoiceLine, check_lines
 from app.ledger.models import (
     DeclinedAttempt,
     IdempotencyRecord,
@@ -149,13 +151,17 @@ def move(
     avail: LedgerAccount,
     held: LedgerAccount | None,
     before_entry: Any = None,
+    lines: Sequence[InvoiceLine] = (),
+    credit_reason: CreditReason | None = None,
     **entry_fields: Any,
 ) -> JournalEntry:
     """Apply the legs of one entry: balances (conditional debits) first, then the rows.
 
     ``held`` None: the customer's held account is not loaded (``lock_customer(...,
     load_held=False)``); a credit to it is one ``UPDATE … WHERE code = … RETURNING id``,
-    a round trip fewer under the customer's lock."""
+    a round trip fewer under the customer's lock. ``lines``: what the entry is for, copied
+    into its receipt or credit note (they must add up to ``amount_cents``)."""
+    check_lines(lines, abs(amount_cents))
     legs = legs_for(kind, amount_cents)
     resolved: list[tuple[int, int, int | None]] = []
     for leg in legs:
@@ -213,7 +219,9 @@ def move(
             )
         )
     session.flush()
-    receipts.issue_for_entry(session, entry, now)  # charges and top-ups: same transaction
+    # charges and top-ups get a receipt, refunds and credits a credit note: same transaction
+    receipts.issue_for_entry(session, entry, now, lines)
+    credit_notes.issue_for_entry(session, entry, now, lines, credit_reason)
     return entry
 
 
@@ -330,6 +338,8 @@ def keyed_command(
     declined_cents: int | None = None,
     order_id: int | None = None,
     reason: str = "",
+    lines: Sequence[InvoiceLine] = (),
+    credit_reason: CreditReason | None = None,
 ) -> tuple[JournalEntry, bool]:
     """Every keyed command's sequence: lock the customer, answer a replay of ``key`` with
     its first entry (other ``params`` → ``IdempotencyConflict``), move the money (a short
@@ -344,7 +354,16 @@ def keyed_command(
         return first, False
     try:
         made = move(
-            session, kind, amount_cents, user_id=user_id, now=now, avail=avail, held=held, **entry
+            session,
+            kind,
+            amount_cents,
+            user_id=user_id,
+            now=now,
+            avail=avail,
+            held=held,
+            lines=lines,
+            credit_reason=credit_reason,
+            **entry,
         )
     except Short as s:
         raise decline(

@@ -109,13 +109,18 @@ def unused_days_credit(
     """
     if not isinstance(monthly_cents, int) or isinstance(monthly_cents, bool) or monthly_cents < 0:
         raise LedgerRuleError("amounts are integer cents")
-    total_s = (period_end - period_start).total_seconds()
-    if total_s <= 0:
-        raise LedgerRuleError("a paid month ends after it starts")
-    month_days = max(1, round(total_s / DAY_SECONDS))
+    month_days = days_in_period(period_start, period_end)
     left_s = (period_end - max(now, period_start)).total_seconds()
     days = min(month_days, max(0, int(left_s // DAY_SECONDS)))
     return days, monthly_cents * days // month_days
+
+
+def days_in_period(period_start: datetime, period_end: datetime) -> int:
+    """A paid month's length in whole days (what a pro-rata credit divides by)."""
+    total_s = (period_end - period_start).total_seconds()
+    if total_s <= 0:
+        raise LedgerRuleError("a paid month ends after it starts")
+    return max(1, round(total_s / DAY_SECONDS))
 
 
 def check_zero_sum(legs: tuple[Leg, ...]) -> tuple[Leg, ...]:

@@ -8,12 +8,17 @@ transaction as the journal entry, so a receipt exists exactly when its entry doe
   year's counter row: concurrent charges queue on that row for the rest of their
   transaction, and a transaction that rolls back takes its number with it — no gaps, no
   duplicates (``uq_receipts_year_seq`` and the unique number are the belt and braces);
-- the customer's billing details (company, address, tax id) are copied in at issue time.
+- the customer's billing details (company, address, tax id) are copied in at issue time,
+  and so are the line items the orders domain passed (``invoicing.InvoiceLine``: node type,
+  quantity, unit price per node-month, discount, service period) into ``receipt_lines``;
+  they add up to the entry exactly or nothing is issued.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import update
 from sqlalchemy.exc import IntegrityError
@@ -21,7 +26,8 @@ from sqlmodel import Session, col, func, select
 
 from app.accounts.models import User
 from app.errors import N_, NotFound
-from app.ledger.models import JournalEntry, Receipt, ReceiptCounter
+from app.ledger.invoicing import InvoiceLine, check_lines
+from app.ledger.models import JournalEntry, Receipt, ReceiptCounter, ReceiptLine
 from app.ledger.postings import EntryKind
 
 # What gets a receipt: money the customer paid us (top-ups) and money we took from the
@@ -42,12 +48,13 @@ def format_number(year: int, seq: int) -> str:
     return f"R-{year}-{seq:06d}"
 
 
-def _next_seq(session: Session, year: int) -> int:
+def next_seq(session: Session, year: int, counter: Any = ReceiptCounter) -> int:
+    """The year's next number of a document series (``counter``: its counter table)."""
     bump = (
-        update(ReceiptCounter)
-        .where(col(ReceiptCounter.year) == year)
-        .values(last_number=ReceiptCounter.last_number + 1)
-        .returning(col(ReceiptCounter.last_number))
+        update(counter)
+        .where(col(counter.year) == year)
+        .values(last_number=counter.last_number + 1)
+        .returning(col(counter.last_number))
         .execution_options(synchronize_session=False)
     )
     row = session.exec(bump).first()  # type: ignore[call-overload]
@@ -56,7 +63,7 @@ def _next_seq(session: Session, year: int) -> int:
         # and we queue on its row lock in the UPDATE below.
         try:
             with session.begin_nested():
-                session.add(ReceiptCounter(year=year, last_number=0))
+                session.add(counter(year=year, last_number=0))
                 session.flush()
         except IntegrityError:
             pass
@@ -65,13 +72,33 @@ def _next_seq(session: Session, year: int) -> int:
     return int(row[0])
 
 
-def issue_for_entry(session: Session, entry: JournalEntry, now: datetime) -> Receipt | None:
-    """The receipt of a just-written entry, in the same transaction (None for other kinds)."""
+def line_fields(line: InvoiceLine) -> dict[str, Any]:
+    """An ``InvoiceLine`` as the columns of a ledger-owned line row (copied, not referred)."""
+    return {
+        "sku": line.sku[:32],
+        "description": line.description[:200],
+        "quantity": line.quantity,
+        "unit_cents": line.unit_cents,
+        "discount_cents": line.discount_cents,
+        "period_start": line.period_start,
+        "period_end": line.period_end,
+        "days": line.days,
+        "days_of": line.days_of,
+        "total_cents": line.total_cents,
+    }
+
+
+def issue_for_entry(
+    session: Session, entry: JournalEntry, now: datetime, lines: Sequence[InvoiceLine] = ()
+) -> Receipt | None:
+    """The receipt of a just-written entry, in the same transaction (None for other kinds),
+    with ``lines`` copied in (they must add up to the entry: ``LineError`` otherwise)."""
     if entry.kind not in RECEIPT_KINDS or entry.user_id is None or entry.id is None:
         return None
+    check_lines(lines, entry.amount_cents)
     user = session.get(User, entry.user_id)
     year = now.year
-    seq = _next_seq(session, year)
+    seq = next_seq(session, year)
     receipt = Receipt(
         number=format_number(year, seq),
         year=year,
@@ -94,7 +121,46 @@ def issue_for_entry(session: Session, entry: JournalEntry, now: datetime) -> Rec
     )
     session.add(receipt)
     session.flush()
+    assert receipt.id is not None
+    for i, line in enumerate(lines, 1):
+        session.add(ReceiptLine(receipt_id=receipt.id, position=i, **line_fields(line)))
+    if lines:
+        session.flush()
     return receipt
+
+
+def lines_of(session: Session, receipt_id: int) -> list[ReceiptLine]:
+    return list(
+        session.exec(
+            select(ReceiptLine)
+            .where(ReceiptLine.receipt_id == receipt_id)
+            .order_by(col(ReceiptLine.position))
+        ).all()
+    )
+
+
+def latest_for_order(session: Session, user_id: int, order_id: int) -> Receipt | None:
+    """The order's most recent charge receipt (what a credit for the order corrects)."""
+    return session.exec(
+        select(Receipt)
+        .where(
+            Receipt.user_id == user_id,
+            Receipt.order_id == order_id,
+            col(Receipt.kind).in_([EntryKind.hold_post.value, EntryKind.charge.value]),
+        )
+        .order_by(col(Receipt.id).desc())
+        .limit(1)
+    ).first()
+
+
+def receipts_for_order(session: Session, user_id: int, order_id: int) -> list[Receipt]:
+    return list(
+        session.exec(
+            select(Receipt)
+            .where(Receipt.user_id == user_id, Receipt.order_id == order_id)
+            .order_by(col(Receipt.id))
+        ).all()
+    )
 
 
 def receipts_for(session: Session, user_id: int, limit: int = 50, offset: int = 0) -> list[Receipt]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import HTMLResponse, Response
@@ -11,12 +11,15 @@ from fastapi.responses import Response as RawResponse
 from app import pdfdoc
 from app.accounts.deps import CurrentUser
 from app.errors import N_
-from app.ledger import receipts
+from app.ledger import credit_notes, receipts
 from app.ledger import service as ledger
-from app.ledger.receipt_pdf import render_receipt_pdf
+from app.ledger.documents_pdf import billing_lines, line_views, seller_lines
+from app.ledger.invoicing import Seller
+from app.ledger.receipt_pdf import render_credit_note_pdf, render_receipt_pdf
 from app.payments import service as payments
 from app.payments.rates import CURRENCIES, format_units_for_reading
-from app.web.deps import SessionDep
+from app.settings import Settings
+from app.web.deps import SessionDep, SettingsDep
 from app.web.i18n import current_locale, translations_for
 from app.web.routing import AppRoute
 from app.web.templating import pdf_datetime_formatter, render
@@ -92,6 +95,12 @@ def balance_page(
         [line.entry_id for line in ctx["lines"]],  # type: ignore[attr-defined]
     )
     ctx["receipt_title"] = receipts.title_msgid
+    ctx["credit_notes"] = credit_notes.credit_notes_for(session, user.id, 20)  # type: ignore[arg-type]
+    ctx["credit_note_of_entry"] = credit_notes.credit_note_numbers_by_entry(
+        session,
+        [line.entry_id for line in ctx["lines"]],  # type: ignore[attr-defined]
+    )
+    ctx["credit_reason"] = credit_notes.reason_msgid
     return render(request, "ledger/balance.html", ctx)
 
 
@@ -109,6 +118,8 @@ def receipt_list(
             "page": page,
             "has_next": page * per < receipts.receipt_count(session, user.id),
             "receipt_title": receipts.title_msgid,
+            "credit_notes": credit_notes.credit_notes_for(session, user.id, per, (page - 1) * per),
+            "credit_reason": credit_notes.reason_msgid,
         },
     )
 
@@ -119,12 +130,23 @@ def receipt_page(
     request: Request,
     session: SessionDep,
     user: CurrentUser,
+    settings: SettingsDep,
 ) -> Response:
     receipt = receipts.get_receipt(session, user, number)
+    assert receipt.id is not None
     return render(
         request,
         "ledger/receipt.html",
-        {"r": receipt, "receipt_title": receipts.title_msgid, "coin": coin},
+        {
+            "r": receipt,
+            "receipt_title": receipts.title_msgid,
+            "coin": coin,
+            **_parties(settings, receipt),
+            "line_views": line_views(
+                receipts.lines_of(session, receipt.id), _gettext(), current_locale()
+            ),
+            "corrected_by": credit_notes.credit_notes_correcting(session, receipt.id),
+        },
     )
 
 
@@ -134,16 +156,26 @@ def receipt_pdf(
     request: Request,
     session: SessionDep,
     user: CurrentUser,
+    settings: SettingsDep,
     lang: Annotated[str, Query(pattern="^(en|zh_CN)$")] = "",
 ) -> Response:
     receipt = receipts.get_receipt(session, user, number)
+    assert receipt.id is not None
+    lines = receipts.lines_of(session, receipt.id)
+    seller = seller_of(settings)
     language = lang or current_locale()
     language = "zh_CN" if language == "zh_CN" else "en"
     fmt_datetime = pdf_datetime_formatter(request, language)
     # Rendered once per receipt version, language and time zone; renders capped per process.
     key = (
         "receipt",
-        pdfdoc.version_of(receipt.model_dump()),
+        pdfdoc.version_of(
+            {
+                "receipt": receipt.model_dump(),
+                "lines": [x.model_dump() for x in lines],
+                "seller": seller,
+            }
+        ),
         language,
         fmt_datetime(receipt.created_at),
     )
@@ -155,6 +187,8 @@ def receipt_pdf(
             gettext=translations_for(language).gettext,
             fmt_datetime=fmt_datetime,
             coin=lambda units, currency: coin(units, currency, language),
+            seller=seller,
+            lines=lines,
         ),
     )
     return RawResponse(
@@ -162,6 +196,97 @@ def receipt_pdf(
         media_type="application/pdf",
         headers={
             "Content-Disposition": f'inline; filename="{receipt.number}.pdf"',
+            "Cache-Control": "private, no-store",
+        },
+    )
+
+
+def seller_of(settings: Settings) -> Seller:
+    return Seller(
+        name=settings.seller_name,
+        name_zh=settings.seller_name_zh,
+        address_en=settings.seller_address_en,
+        address_zh=settings.seller_address_zh,
+        tax_id=settings.seller_tax_id,
+    )
+
+
+def _gettext() -> Any:
+    return translations_for(current_locale()).gettext
+
+
+def _parties(settings: Settings, doc: Any) -> dict[str, list[str]]:
+    """The seller's and the buyer's blocks in the page's language."""
+    lang = current_locale()
+    return {
+        "seller_lines": seller_lines(seller_of(settings), _gettext(), lang),
+        "billing_lines": billing_lines(doc, _gettext(), lang),
+    }
+
+
+@router.get("/credit-notes/{number}", response_class=HTMLResponse)
+def credit_note_page(
+    number: Annotated[str, Path(max_length=20)],
+    request: Request,
+    session: SessionDep,
+    user: CurrentUser,
+    settings: SettingsDep,
+) -> Response:
+    note = credit_notes.get_credit_note(session, user, number)
+    assert note.id is not None
+    return render(
+        request,
+        "ledger/credit_note.html",
+        {
+            "n": note,
+            "reason": credit_notes.reason_msgid(note),
+            **_parties(settings, note),
+            "line_views": line_views(
+                credit_notes.lines_of(session, note.id), _gettext(), current_locale()
+            ),
+        },
+    )
+
+
+@router.get("/credit-notes/{number}/pdf")
+def credit_note_pdf(
+    number: Annotated[str, Path(max_length=20)],
+    request: Request,
+    session: SessionDep,
+    user: CurrentUser,
+    settings: SettingsDep,
+    lang: Annotated[str, Query(pattern="^(en|zh_CN)$")] = "",
+) -> Response:
+    note = credit_notes.get_credit_note(session, user, number)
+    assert note.id is not None
+    lines = credit_notes.lines_of(session, note.id)
+    seller = seller_of(settings)
+    language = "zh_CN" if (lang or current_locale()) == "zh_CN" else "en"
+    fmt_datetime = pdf_datetime_formatter(request, language)
+    key = (
+        "credit_note",
+        pdfdoc.version_of(
+            {"note": note.model_dump(), "lines": [x.model_dump() for x in lines], "seller": seller}
+        ),
+        language,
+        fmt_datetime(note.created_at),
+    )
+    body = pdfdoc.CACHE.get_or_render(
+        key,
+        lambda: render_credit_note_pdf(
+            note,
+            lang=language,
+            gettext=translations_for(language).gettext,
+            fmt_datetime=fmt_datetime,
+            seller=seller,
+            lines=lines,
+        ),
+    )
+    return RawResponse(
+        body,
+        media_type="application/pdf",
+        headers={
+            "Content-Disposition": f'inline; filename="{note.number}.pdf"',
             "Cache-Control": "private, no-store",
         },
     )

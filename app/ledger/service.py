@@ -41,6 +41,7 @@ the commands and reads they call; the work lives in ``moves`` (the one write pat
 from __future__ import annotations
 
 from app.ledger.commands import adjust, charge, credit_topup, credit_unused_days, grant_promotion
+from app.ledger.credit_notes import credit_notes_for_order
 from app.ledger.holds import (
     HOLD_IN_ONE,
     HoldInOne,
@@ -52,6 +53,7 @@ from app.ledger.holds import (
     record_declined_hold,
     void_hold,
 )
+from app.ledger.invoicing import CreditReason, InvoiceLine, LineError
 from app.ledger.moves import (
     MAX_CENTS,
     SYSTEM_NAMES,
@@ -78,12 +80,16 @@ from app.ledger.queries import (
     statement_count,
     topup_credits,
 )
+from app.ledger.receipts import receipts_for_order
 
 __all__ = [
     "HOLD_IN_ONE",
     "MAX_CENTS",
     "SYSTEM_NAMES",
     "Credit",
+    "CreditReason",
+    "InvoiceLine",
+    "LineError",
     "HoldAlreadyResolved",
     "HoldInOne",
     "IdempotencyConflict",
@@ -95,6 +101,7 @@ __all__ = [
     "balance_summary",
     "charge",
     "credit_topup",
+    "credit_notes_for_order",
     "credit_unused_days",
     "declined_attempts",
     "get_hold",
@@ -109,6 +116,7 @@ __all__ = [
     "place_hold",
     "place_hold_id",
     "post_hold",
+    "receipts_for_order",
     "recognised_revenue_cents",
     "record_declined_hold",
     "statement",

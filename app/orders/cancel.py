@@ -19,6 +19,7 @@ from app.errors import N_
 from app.ledger import service as ledger
 from app.notifications.service import notify
 from app.orders.errors import NotCancellable, OrderChangedMeanwhile
+from app.orders.invoice_lines import month_line
 from app.orders.lifecycle import LEASE_ACTIVE, PRE_DELIVERY, OrderStatus, check_transition
 from app.orders.models import Order
 from app.orders.queries import get_order_for, is_order_late, order_link
@@ -93,6 +94,12 @@ def cancel_order(
                         else f"order #{order.id}: cancelled by the customer before delivery"
                     ),
                     actor_id=user.id,
+                    lines=[month_line(session, order, None, None)],
+                    credit_reason=(
+                        ledger.CreditReason.missed_delivery
+                        if late
+                        else ledger.CreditReason.cancelled
+                    ),
                 )
             assert order.id is not None
             catalog.release_for_order(session, order.id, now)

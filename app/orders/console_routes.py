@@ -10,6 +10,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 from sqlmodel import Session
 
+from app import i18n
 from app.accounts import service as accounts
 from app.accounts.deps import CurrentUser
 from app.accounts.models import User
@@ -17,6 +18,7 @@ from app.catalog import service as catalog
 from app.catalog import specs
 from app.clock import utc, wall_now
 from app.errors import N_
+from app.ledger import service as ledger
 from app.notifications.service import mark_read, unread_for
 from app.orders import controls, renewals, service, status_text
 from app.orders.lifecycle import GRACE_DAYS
@@ -113,6 +115,7 @@ def console(request: Request, session: SessionDep, now: NowDep, user: CurrentUse
             "shortfalls": shortfalls,
             "reminders": reminders,
             "topup_links": {k: renewals.topup_path(k, v) for k, v in shortfalls.items()},
+            "reader_zone": reader_zone(request, user),
         },
         headers=NO_STORE,
     )
@@ -150,10 +153,21 @@ def console_order(
                 utc(order.period_end) + timedelta(days=GRACE_DAYS) if order.period_end else None
             ),
             "renewal_topup": renewals.topup_path(order.id, short),
+            "reader_zone": reader_zone(request, user),
+            # the order's invoices and credit notes, as the ledger issued them
+            "order_receipts": ledger.receipts_for_order(session, order.user_id, order.id),
+            "order_credit_notes": ledger.credit_notes_for_order(session, order.user_id, order.id),
             **controls_context(session, order, user),
         },
         headers=NO_STORE,
     )
+
+
+def reader_zone(request: Request, user: User) -> str:
+    """The zone a renewal's dates are shown in: the browser's (the ``tz`` cookie), else the
+    one the customer last signed in with (``User.time_zone``, as their emails use); "" when
+    neither is known: UTC, labelled so."""
+    return i18n.known_zone(request.cookies.get(i18n.ZONE_COOKIE)) or i18n.known_zone(user.time_zone)
 
 
 def controls_context(session: Session, order: Order, user: User) -> dict[str, Any]:

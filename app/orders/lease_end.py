@@ -16,6 +16,7 @@ from app.clock import utc
 from app.errors import N_, InvalidInput
 from app.ledger import service as ledger
 from app.ledger.postings import unused_days_credit
+from app.orders.invoice_lines import unused_days_line
 from app.orders.lifecycle import LEASE_ACTIVE, OrderStatus
 from app.orders.models import Order
 from app.orders.ops import audit_action, event, load_order, move_to, require, tell
@@ -100,6 +101,7 @@ def end_lease(
             days=credit.days,
             now=now,
             actor_id=actor.id,
+            lines=[unused_days_line(session, order, now=now, days=credit.days)],
         )
         why = N_(
             "The lease was ended early by operations: {reason}. Unused days credited to the "

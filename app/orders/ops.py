@@ -23,6 +23,7 @@ from app.catalog.service import Node, NodeState
 from app.errors import N_, Conflict, InvalidInput, NotFound
 from app.ledger import service as ledger
 from app.notifications.service import notify
+from app.orders.invoice_lines import month_line
 from app.orders.lifecycle import (
     LEASE_ACTIVE,
     PRE_DELIVERY,
@@ -457,7 +458,13 @@ def mark_delivered(
         raise OrderStateConflict(N_("This order has no payment hold to post."))
     late = order.promised_date is not None and now.date() > order.promised_date
     move_to(order, OrderStatus.delivered)
-    ledger.post_hold(session, order.first_hold_id, now=now, actor_id=actor.id)
+    ledger.post_hold(
+        session,
+        order.first_hold_id,
+        now=now,
+        actor_id=actor.id,
+        lines=[month_line(session, order, now, add_months(now, 1))],
+    )
     order.delivered_at = now
     order.period_start = now
     order.period_end = add_months(now, 1)

@@ -35,6 +35,7 @@ from app.db import is_postgres, transaction
 from app.errors import N_, InsufficientBalance
 from app.ledger import service as ledger
 from app.orders import lease_end, ops
+from app.orders.invoice_lines import month_line
 from app.orders.lifecycle import GRACE_DAYS, PRE_DELIVERY, OrderStatus
 from app.orders.models import Order, RenewalCharge, RenewalReminder
 from app.orders.periods import add_months
@@ -205,6 +206,7 @@ def _renew_one(session: Session, order: Order, now: datetime) -> str:
                     shortfall_cents=order.monthly_total_cents - available,
                     available_cents=available,
                 )
+        anchor = utc(order.delivered_at or order.period_start or period_end)
         entry = ledger.charge(
             session,
             user_id=order.user_id,
@@ -213,6 +215,8 @@ def _renew_one(session: Session, order: Order, now: datetime) -> str:
             now=now,
             reason=f"Renewal of order #{order.id}, month {period_index + 1}",
             order_id=order.id,
+            # the month this pays for: the period after the one ending now (as _advance)
+            lines=[month_line(session, order, period_end, add_months(anchor, period_index + 1))],
         )
     except InsufficientBalance as e:
         charge.attempted_at = now

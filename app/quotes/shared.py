@@ -154,6 +154,13 @@ def quote_price_honoured(session: Session, quote_id: int, now: datetime) -> bool
     return pricing.honoured(q.status, exp, now)
 
 
+def quoted_list_unit_cents(session: Session, quote_id: int) -> int | None:
+    """The list price per node-month a quote discounted from (None: no such quote); an
+    order's invoice lines show the discount against it."""
+    q = session.get(Quote, quote_id)
+    return None if q is None else int(q.list_unit_price_cents)
+
+
 def mark_used(session: Session, quote_id: int, order_id: int, now: datetime) -> None:
     """Checkout created ``order_id`` from this quote. One quote, one order."""
     q = session.exec(select(Quote).where(Quote.id == quote_id).with_for_update()).first()

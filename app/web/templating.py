@@ -258,6 +258,8 @@ def make_templates(*, auto_reload: bool = True) -> Jinja2Templates:
         punct=i18n.punct,
         current_csrf_token=current_token,
         msg_text=messages.text_of,
+        # an instant's day in the reader's zone (or the one given), "(UTC)" when unknown
+        reader_day=lambda v, zone=None: messages.format_day(utc(v), zone=zone) if v else "—",
         staff_words=staff_words,
         # Relative URLs: the Host header never decides where scripts and styles load from.
         url_for=static_url,

@@ -2,7 +2,7 @@
 
 Revision ID: 0001
 Revises: 
-Create Date: 2026-12-02 00:24:13.810454
+Create Date: 2026-12-03 19:36:16.691258
 """
 from collections.abc import Sequence
 
@@ -55,6 +55,11 @@ def upgrade() -> None:
     sa.Column('lead_time_business_days', sa.Integer(), nullable=False),
     sa.Column('updated_at', sa.DateTime(timezone=True), nullable=False),
     sa.PrimaryKeyConstraint('sku_id', name=op.f('pk_catalog_sku_stock'))
+    )
+    op.create_table('credit_note_counters',
+    sa.Column('year', sa.Integer(), autoincrement=False, nullable=False),
+    sa.Column('last_number', sa.BigInteger(), nullable=False),
+    sa.PrimaryKeyConstraint('year', name=op.f('pk_credit_note_counters'))
     )
     op.create_table('outbox_emails',
     sa.Column('id', sa.Integer(), nullable=False),
@@ -185,6 +190,38 @@ def upgrade() -> None:
     with op.batch_alter_table('catalog_price_changes', schema=None) as batch_op:
         batch_op.create_index(batch_op.f('ix_catalog_price_changes_at'), ['at'], unique=False)
         batch_op.create_index(batch_op.f('ix_catalog_price_changes_sku_id'), ['sku_id'], unique=False)
+
+    op.create_table('credit_notes',
+    sa.Column('id', sa.Integer(), nullable=False),
+    sa.Column('number', sa.String(length=20), nullable=False),
+    sa.Column('year', sa.Integer(), nullable=False),
+    sa.Column('seq', sa.Integer(), nullable=False),
+    sa.Column('user_id', sa.Integer(), nullable=False),
+    sa.Column('entry_id', sa.BigInteger(), nullable=False),
+    sa.Column('kind', sqlmodel.sql.sqltypes.AutoString(length=24), nullable=False),
+    sa.Column('reason', sqlmodel.sql.sqltypes.AutoString(length=24), nullable=False),
+    sa.Column('receipt_id', sa.Integer(), nullable=True),
+    sa.Column('receipt_number', sqlmodel.sql.sqltypes.AutoString(length=20), nullable=False),
+    sa.Column('amount_cents', sa.BigInteger(), nullable=False),
+    sa.Column('currency', sqlmodel.sql.sqltypes.AutoString(length=3), nullable=False),
+    sa.Column('order_id', sa.Integer(), nullable=True),
+    sa.Column('bill_email', sqlmodel.sql.sqltypes.AutoString(length=254), nullable=False),
+    sa.Column('bill_name', sqlmodel.sql.sqltypes.AutoString(length=120), nullable=False),
+    sa.Column('bill_company', sqlmodel.sql.sqltypes.AutoString(length=120), nullable=False),
+    sa.Column('bill_address', sqlmodel.sql.sqltypes.AutoString(length=500), nullable=False),
+    sa.Column('bill_tax_id', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
+    sa.Column('created_at', sa.DateTime(timezone=True), nullable=False),
+    sa.ForeignKeyConstraint(['user_id'], ['users.id'], name=op.f('fk_credit_notes_user_id_users')),
+    sa.PrimaryKeyConstraint('id', name=op.f('pk_credit_notes')),
+    sa.UniqueConstraint('entry_id', name=op.f('uq_credit_notes_entry_id')),
+    sa.UniqueConstraint('number', name=op.f('uq_credit_notes_number')),
+    sa.UniqueConstraint('year', 'seq', name='uq_credit_notes_year_seq')
+    )
+    with op.batch_alter_table('credit_notes', schema=None) as batch_op:
+        batch_op.create_index(batch_op.f('ix_credit_notes_created_at'), ['created_at'], unique=False)
+        batch_op.create_index(batch_op.f('ix_credit_notes_order_id'), ['order_id'], unique=False)
+        batch_op.create_index(batch_op.f('ix_credit_notes_receipt_id'), ['receipt_id'], unique=False)
+        batch_op.create_index(batch_op.f('ix_credit_notes_user_id'), ['user_id'], unique=False)
 
     op.create_table('ledger_accounts',
     sa.Column('id', sa.Integer(), nullable=False),
@@ -625,6 +662,27 @@ def upgrade() -> None:
     with op.batch_alter_table('catalog_reservations', schema=None) as batch_op:
         batch_op.create_index(batch_op.f('ix_catalog_reservations_sku_id'), ['sku_id'], unique=False)
 
+    op.create_table('credit_note_lines',
+    sa.Column('id', sa.Integer(), nullable=False),
+    sa.Column('credit_note_id', sa.Integer(), nullable=False),
+    sa.Column('position', sa.Integer(), nullable=False),
+    sa.Column('sku', sqlmodel.sql.sqltypes.AutoString(length=32), nullable=False),
+    sa.Column('description', sqlmodel.sql.sqltypes.AutoString(length=200), nullable=False),
+    sa.Column('quantity', sa.Integer(), nullable=False),
+    sa.Column('unit_cents', sa.BigInteger(), nullable=False),
+    sa.Column('discount_cents', sa.BigInteger(), nullable=False),
+    sa.Column('period_start', sa.Date(), nullable=True),
+    sa.Column('period_end', sa.Date(), nullable=True),
+    sa.Column('days', sa.Integer(), nullable=True),
+    sa.Column('days_of', sa.Integer(), nullable=True),
+    sa.Column('total_cents', sa.BigInteger(), nullable=False),
+    sa.ForeignKeyConstraint(['credit_note_id'], ['credit_notes.id'], name=op.f('fk_credit_note_lines_credit_note_id_credit_notes')),
+    sa.PrimaryKeyConstraint('id', name=op.f('pk_credit_note_lines')),
+    sa.UniqueConstraint('credit_note_id', 'position', name='uq_credit_note_lines_pos')
+    )
+    with op.batch_alter_table('credit_note_lines', schema=None) as batch_op:
+        batch_op.create_index(batch_op.f('ix_credit_note_lines_credit_note_id'), ['credit_note_id'], unique=False)
+
     op.create_table('ledger_postings',
     sa.Column('id', sa.Integer(), nullable=False),
     sa.Column('entry_id', sa.Integer(), nullable=False),
@@ -711,6 +769,27 @@ def upgrade() -> None:
     with op.batch_alter_table('payments_chain_payments', schema=None) as batch_op:
         batch_op.create_index(batch_op.f('ix_payments_chain_payments_invoice_id'), ['invoice_id'], unique=False)
 
+    op.create_table('receipt_lines',
+    sa.Column('id', sa.Integer(), nullable=False),
+    sa.Column('receipt_id', sa.Integer(), nullable=False),
+    sa.Column('position', sa.Integer(), nullable=False),
+    sa.Column('sku', sqlmodel.sql.sqltypes.AutoString(length=32), nullable=False),
+    sa.Column('description', sqlmodel.sql.sqltypes.AutoString(length=200), nullable=False),
+    sa.Column('quantity', sa.Integer(), nullable=False),
+    sa.Column('unit_cents', sa.BigInteger(), nullable=False),
+    sa.Column('discount_cents', sa.BigInteger(), nullable=False),
+    sa.Column('period_start', sa.Date(), nullable=True),
+    sa.Column('period_end', sa.Date(), nullable=True),
+    sa.Column('days', sa.Integer(), nullable=True),
+    sa.Column('days_of', sa.Integer(), nullable=True),
+    sa.Column('total_cents', sa.BigInteger(), nullable=False),
+    sa.ForeignKeyConstraint(['receipt_id'], ['receipts.id'], name=op.f('fk_receipt_lines_receipt_id_receipts')),
+    sa.PrimaryKeyConstraint('id', name=op.f('pk_receipt_lines')),
+    sa.UniqueConstraint('receipt_id', 'position', name='uq_receipt_lines_pos')
+    )
+    with op.batch_alter_table('receipt_lines', schema=None) as batch_op:
+        batch_op.create_index(batch_op.f('ix_receipt_lines_receipt_id'), ['receipt_id'], unique=False)
+
     op.create_table('renewal_charges',
     sa.Column('id', sa.Integer(), nullable=False),
     sa.Column('order_id', sa.Integer(), nullable=False),
@@ -753,6 +832,10 @@ def downgrade() -> None:
         batch_op.drop_index(batch_op.f('ix_renewal_charges_order_id'))
 
     op.drop_table('renewal_charges')
+    with op.batch_alter_table('receipt_lines', schema=None) as batch_op:
+        batch_op.drop_index(batch_op.f('ix_receipt_lines_receipt_id'))
+
+    op.drop_table('receipt_lines')
     with op.batch_alter_table('payments_chain_payments', schema=None) as batch_op:
         batch_op.drop_index(batch_op.f('ix_payments_chain_payments_invoice_id'))
 
@@ -777,6 +860,10 @@ def downgrade() -> None:
         batch_op.drop_index(batch_op.f('ix_ledger_postings_account_id'))
 
     op.drop_table('ledger_postings')
+    with op.batch_alter_table('credit_note_lines', schema=None) as batch_op:
+        batch_op.drop_index(batch_op.f('ix_credit_note_lines_credit_note_id'))
+
+    op.drop_table('credit_note_lines')
     with op.batch_alter_table('catalog_reservations', schema=None) as batch_op:
         batch_op.drop_index(batch_op.f('ix_catalog_reservations_sku_id'))
 
@@ -880,6 +967,13 @@ def downgrade() -> None:
         batch_op.drop_index(batch_op.f('ix_ledger_accounts_user_id'))
 
     op.drop_table('ledger_accounts')
+    with op.batch_alter_table('credit_notes', schema=None) as batch_op:
+        batch_op.drop_index(batch_op.f('ix_credit_notes_user_id'))
+        batch_op.drop_index(batch_op.f('ix_credit_notes_receipt_id'))
+        batch_op.drop_index(batch_op.f('ix_credit_notes_order_id'))
+        batch_op.drop_index(batch_op.f('ix_credit_notes_created_at'))
+
+    op.drop_table('credit_notes')
     with op.batch_alter_table('catalog_price_changes', schema=None) as batch_op:
         batch_op.drop_index(batch_op.f('ix_catalog_price_changes_sku_id'))
         batch_op.drop_index(batch_op.f('ix_catalog_price_changes_at'))
@@ -915,6 +1009,7 @@ def downgrade() -> None:
         batch_op.drop_index(batch_op.f('ix_outbox_emails_sent_at'))
 
     op.drop_table('outbox_emails')
+    op.drop_table('credit_note_counters')
     op.drop_table('catalog_sku_stock')
     op.drop_table('catalog_price_version')
     with op.batch_alter_table('catalog_batches', schema=None) as batch_op:

@@ -166,3 +166,58 @@ def test_worker_processes_on_postgres_send_each_reminder_once(pg_url) -> None:  
     mail = reminder_mail(engine)
     assert len(mail) == 6
     engine.dispose()
+
+
+def _set_user(engine: Any, user_id: int, **fields: Any) -> None:
+    with Session(engine) as s:
+        u = s.get(User, user_id)
+        assert u is not None
+        for k, v in fields.items():
+            setattr(u, k, v)
+        s.add(u)
+        s.commit()
+
+
+def test_reminder_dates_are_the_readers_days_and_utc_says_so(
+    engine, make_user, clock, new_client, login
+) -> None:  # type: ignore[no-untyped-def]
+    """A renewal at 18:00 UTC on Jan 1 is Jan 2 in Shanghai: the email and the banner of a
+    customer who signed in from there say Jan 2; a customer whose zone is unknown reads
+    Jan 1 labelled UTC."""
+    seed_catalog(engine, clock.now())
+    delivered_at = datetime(2026, 12, 1, 18, tzinfo=UTC)
+    east, nowhere = make_user(), make_user()
+    _set_user(engine, east.id, time_zone="Asia/Shanghai")
+    _set_user(engine, nowhere.id, time_zone="")
+    a = deliver(engine, east, delivered_at, key="east")
+    b = deliver(engine, nowhere, delivered_at, key="nowhere")
+    end = utc(a.period_end)
+    assert end == datetime(2027, 1, 1, 18, tzinfo=UTC) == utc(b.period_end)
+    assert remind(engine, end - timedelta(days=2)) == 2
+    mail = {m.to_addr: m.body for m in reminder_mail(engine)}
+    # the renewal and the grace end (3 days later), in the reader's zone
+    assert "renews on Jan 2, 2027" in mail[east.email] and "on Jan 5, 2027" in mail[east.email]
+    assert "(UTC)" not in mail[east.email]
+    assert "renews on Jan 1, 2027 (UTC)" in mail[nowhere.email]
+    assert "on Jan 4, 2027 (UTC)" in mail[nowhere.email]
+    clock.set(end - timedelta(days=2))
+    # the console without a browser zone cookie: the zone the customer signed in with
+    c_east = login(new_client(), east)
+    _set_user(engine, east.id, time_zone="Asia/Shanghai")  # as signed in from Shanghai
+    c_east.cookies.delete("tz")
+    banner = c_east.get("/console").text
+    assert "renews on Jan 2, 2027 and your balance" in banner
+    assert "on Jan 5, 2027, and its disks" in banner
+    page = c_east.get(f"/console/orders/{a.id}").text
+    assert "Jan 2, 2027" in page and "Jan 1, 2027 (UTC)" not in page
+    c_none = login(new_client(), nowhere)
+    _set_user(engine, nowhere.id, time_zone="")
+    c_none.cookies.delete("tz")
+    assert "renews on Jan 1, 2027 (UTC) and your balance" in c_none.get("/console").text
+    # the browser's zone, once known, decides the page (Los Angeles: still Jan 1, 10:00)
+    c_none.cookies.set("tz", "America/Los_Angeles")
+    text = c_none.get("/console").text
+    assert "renews on Jan 1, 2027 and your balance" in text
+    # in Chinese, the same days
+    c_east.cookies.set("lang", "zh_CN")
+    assert "2027年1月2日" in c_east.get("/console").text

@@ -58,6 +58,9 @@ def test_every_table_has_an_owner() -> None:
     assert {"orders", "order_events", "ledger_holds", "notifications"} <= set(owners)
     assert owners["ledger_holds"] == "ledger" and owners["order_events"] == "orders"
     assert owners["notifications"] == "notifications"
+    # an order's invoice lines and credit notes are the ledger's copies, not orders' rows
+    for table in ("receipt_lines", "credit_notes", "credit_note_lines", "credit_note_counters"):
+        assert owners[table] == "ledger", table
 
 
 def test_no_module_holds_sql_that_writes_another_domains_table() -> None:
@@ -153,8 +156,11 @@ def test_money_moves_write_only_their_own_tables(
     data = {"csrf_token": csrf.group(1) if csrf else ""}
     if action:
         data["expected_action"] = action.group(1)
+    data["confirm"] = "yes"  # the refund-cancel's confirmation step
     r = client.post(f"/orders/{oid}/cancel", data=data)
     assert r.status_code in (200, 303), r.text
+    # the refund issued its credit note (the ledger's own rows, through its ORM session)
+    assert re.search(r"CN-\d{4}-000001", client.get("/receipts").text)
     wrong = [
         (module, table)
         for module, domain, table in writes

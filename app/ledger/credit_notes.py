@@ -1,0 +1,183 @@
+"""Credit notes: one for every refund or credit of an order to the customer's balance.
+
+``issue_for_entry`` is called by the ledger's one write path (``moves.move``) right after a
+``hold_void`` (a paid order cancelled before delivery: a missed date or the customer's own
+cancel) or a ``lease_credit`` (ops ended a lease early: the unused days, pro rata), in the
+same transaction as the entry: a replayed refund answers its first entry without moving
+money again, so it issues no second note, and a rolled-back refund takes its note and its
+number with it.
+
+- numbers are ``CN-<year>-<six digits>``, a gap-free sequence of their own per calendar
+  year, from the locked counter row ``credit_note_counters`` (as receipts have theirs);
+- the note refers to the receipt it corrects (the order's latest charge receipt) or to
+  none when what is refunded was never invoiced (the first month, released before
+  delivery: it is invoiced only when the nodes are delivered);
+- its lines are the ``InvoiceLine`` values the orders domain passed, copied in; without
+  any, one line of the entry's whole amount. They add up to the entry exactly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from sqlmodel import Session, col, func, select
+
+from app.accounts.models import User
+from app.errors import N_, NotFound
+from app.ledger import receipts
+from app.ledger.invoicing import CreditReason, InvoiceLine, check_lines
+from app.ledger.models import CreditNote, CreditNoteCounter, CreditNoteLine, JournalEntry
+from app.ledger.postings import EntryKind
+
+# What gets a credit note: money given back to a customer for an order.
+CREDIT_KINDS = frozenset({EntryKind.hold_void.value, EntryKind.lease_credit.value})
+
+REASON_TEXT = {
+    CreditReason.missed_delivery.value: N_(
+        "Full refund: the promised delivery date was missed and the order was cancelled."
+    ),
+    CreditReason.cancelled.value: N_("Full refund: the order was cancelled before delivery."),
+    CreditReason.lease_ended_early.value: N_(
+        "The lease was ended early by our operations team: the unused whole days of the "
+        "paid month are credited pro rata."
+    ),
+    CreditReason.other.value: N_("Credited to your prepaid balance."),
+}
+
+
+def format_number(year: int, seq: int) -> str:
+    return f"CN-{year}-{seq:06d}"
+
+
+def issue_for_entry(
+    session: Session,
+    entry: JournalEntry,
+    now: datetime,
+    lines: Sequence[InvoiceLine] = (),
+    reason: CreditReason | None = None,
+) -> CreditNote | None:
+    """The credit note of a just-written refund entry, in its transaction (None for other
+    kinds). ``LineError`` when ``lines`` do not add up to the entry."""
+    if entry.kind not in CREDIT_KINDS or entry.user_id is None or entry.id is None:
+        return None
+    check_lines(lines, entry.amount_cents)
+    if reason is None:
+        reason = (
+            CreditReason.lease_ended_early
+            if entry.kind == EntryKind.lease_credit.value
+            else CreditReason.other
+        )
+    corrected = (
+        receipts.latest_for_order(session, entry.user_id, entry.order_id)
+        if entry.order_id is not None and entry.kind == EntryKind.lease_credit.value
+        else None
+    )
+    user = session.get(User, entry.user_id)
+    year = now.year
+    seq = receipts.next_seq(session, year, CreditNoteCounter)
+    note = CreditNote(
+        number=format_number(year, seq),
+        year=year,
+        seq=seq,
+        user_id=entry.user_id,
+        entry_id=entry.id,
+        kind=entry.kind,
+        reason=reason.value,
+        receipt_id=corrected.id if corrected else None,
+        receipt_number=corrected.number if corrected else "",
+        amount_cents=entry.amount_cents,
+        order_id=entry.order_id,
+        bill_email=user.email if user else "",
+        bill_name=user.name if user else "",
+        bill_company=user.company if user else "",
+        bill_address=(user.billing_address if user else "")[:500],
+        bill_tax_id=user.tax_id if user else "",
+        created_at=now,
+    )
+    session.add(note)
+    session.flush()
+    assert note.id is not None
+    if not lines:
+        lines = (InvoiceLine(sku="", description="", quantity=1, unit_cents=entry.amount_cents),)
+    for i, line in enumerate(lines, 1):
+        session.add(
+            CreditNoteLine(credit_note_id=note.id, position=i, **receipts.line_fields(line))
+        )
+    session.flush()
+    return note
+
+
+def lines_of(session: Session, credit_note_id: int) -> list[CreditNoteLine]:
+    return list(
+        session.exec(
+            select(CreditNoteLine)
+            .where(CreditNoteLine.credit_note_id == credit_note_id)
+            .order_by(col(CreditNoteLine.position))
+        ).all()
+    )
+
+
+def credit_notes_for(
+    session: Session, user_id: int, limit: int = 50, offset: int = 0
+) -> list[CreditNote]:
+    return list(
+        session.exec(
+            select(CreditNote)
+            .where(CreditNote.user_id == user_id)
+            .order_by(col(CreditNote.id).desc())
+            .offset(offset)
+            .limit(limit)
+        ).all()
+    )
+
+
+def credit_note_count(session: Session, user_id: int) -> int:
+    return int(
+        session.exec(
+            select(func.count()).select_from(CreditNote).where(CreditNote.user_id == user_id)
+        ).one()
+    )
+
+
+def credit_notes_for_order(session: Session, user_id: int, order_id: int) -> list[CreditNote]:
+    return list(
+        session.exec(
+            select(CreditNote)
+            .where(CreditNote.user_id == user_id, CreditNote.order_id == order_id)
+            .order_by(col(CreditNote.id))
+        ).all()
+    )
+
+
+def credit_notes_correcting(session: Session, receipt_id: int) -> list[CreditNote]:
+    return list(
+        session.exec(
+            select(CreditNote)
+            .where(CreditNote.receipt_id == receipt_id)
+            .order_by(col(CreditNote.id))
+        ).all()
+    )
+
+
+def credit_note_numbers_by_entry(session: Session, entry_ids: list[int]) -> dict[int, str]:
+    if not entry_ids:
+        return {}
+    rows = session.exec(
+        select(CreditNote.entry_id, CreditNote.number).where(
+            col(CreditNote.entry_id).in_(entry_ids)
+        )
+    ).all()
+    return {int(e): n for e, n in rows}
+
+
+def get_credit_note(session: Session, viewer: User, number: str) -> CreditNote:
+    """The customer's own credit note, or any for staff; others get 404 (no probing)."""
+    note = session.exec(select(CreditNote).where(CreditNote.number == number[:20])).first()
+    if note is None or (note.user_id != viewer.id and not viewer.is_staff):
+        raise NotFound(N_("No credit note with that number."))
+    return note
+
+
+def reason_msgid(note: CreditNote) -> str:
+    return REASON_TEXT.get(note.reason, REASON_TEXT[CreditReason.other.value])
