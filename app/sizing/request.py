@@ -424,6 +424,8 @@ def resolve(s: SizingRequest) -> Request:
                 errs.append(("parallelism.pp", Msg("request.pp_layers")))
             if par["tp"] and arch.num_attention_heads % par["tp"]:
                 errs.append(("parallelism.tp", Msg("request.tp_heads")))
+            elif par["tp"] and arch.num_kv_heads % par["tp"]:
+                errs.append(("parallelism.tp", Msg("request.tp_kv_heads")))
             if par["ep"] and par["ep"] > 1:
                 if arch.moe is None:
                     errs.append(("parallelism.ep", Msg("request.ep_moe")))

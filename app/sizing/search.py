@@ -18,6 +18,7 @@ from app.sizing.memory import FRAMEWORKS, SAFETY_MARGIN, Layout, fit_verdict, me
 from app.sizing.messages import Msg
 from app.sizing.profiles import profile
 from app.sizing.request import MAX_NODES, Request
+from app.sizing.splits import job_breaks
 
 MAX_MONTHS_SEARCHED = 36
 SEARCH_BUDGET = 40  # node counts priced per SKU beyond the first that fits
@@ -483,6 +484,9 @@ class SkuSearch:
         block = tp * pp * cp
         if not profile(r.job.framework).runs(tp, pp, ep, cp):
             return None, r.nodes or 1, Msg("note.framework_layout", {"framework": r.job.framework})
+        why = job_breaks(r.job, tp, pp, ep, cp)
+        if why:
+            return None, r.nodes or 1, Msg("note.layout_split", {"why": why[0]})
         if r.nodes is not None:
             n = r.nodes
         else:
