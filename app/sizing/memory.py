@@ -209,28 +209,20 @@ def memory(job: Job, lay: Layout) -> Memory:
     # world size matters only through which parallel dimensions are in use (NCCL groups);
     # the data-parallel size reaches the pipeline only through ``num_microbatches`` (in the
     # key), so requests differing only in node count share entries
-    key = (
-        lay.sharding,
-        lay.shard_group,
-        lay.tp,
-        lay.pp,
-        lay.ep,
-        lay.cp,
-        lay.dp > 1,
-        lay.micro_batch_size,
-        lay.recompute,
-        lay.offload_optimizer,
-        lay.offload_params,
-        lay.pp_schedule,
-        lay.virtual_stages,
-        lay.num_microbatches,
-    )
+    key = (lay.sharding, lay.shard_group, lay.offload_optimizer, lay.offload_params)
+    key += _split_key(lay)
     hit = job.cache.get(key)
     if hit is not None:
         return hit
     m = _memory(job, lay)
     job.cache.put(key, m)
     return m
+
+
+def _split_key(lay: Layout) -> tuple[object, ...]:
+    """What a layout's memory depends on besides its sharding, shard group and offload."""
+    return (lay.tp, lay.pp, lay.ep, lay.cp, lay.dp > 1, lay.micro_batch_size, lay.recompute,
+            lay.pp_schedule, lay.virtual_stages, lay.num_microbatches)  # fmt: skip
 
 
 def _memory(job: Job, lay: Layout) -> Memory:
@@ -256,21 +248,7 @@ _StageParts = tuple[
 
 
 def _stage_parts(job: Job, lay: Layout, *, first_stage: bool) -> _StageParts:
-    key = (
-        "stage",
-        first_stage,
-        lay.sharding,
-        lay.tp,
-        lay.pp,
-        lay.ep,
-        lay.cp,
-        lay.dp > 1,
-        lay.micro_batch_size,
-        lay.recompute,
-        lay.pp_schedule,
-        lay.virtual_stages,
-        lay.num_microbatches,
-    )
+    key = ("stage", first_stage, lay.sharding, *_split_key(lay))
     hit: _StageParts | None = job.cache.get(key)
     if hit is None:
         fw = job.fw

@@ -92,12 +92,17 @@ class SkuSearch:
         self.notes: list[Msg] = []
         self.mbs = int(r.fixed["micro_batch_size"])
         self.rc_opts = (
-            [str(r.fixed["recompute"])] if "recompute" in r.fixed else ["none", "selective", "full"]
+            (str(r.fixed["recompute"]),)
+            if "recompute" in r.fixed
+            else ("none", "selective", "full")
         )
         self.off_opts = (
-            [bool(r.fixed["offload_optimizer"])]
+            (bool(r.fixed["offload_optimizer"]),)
             if "offload_optimizer" in r.fixed
-            else [False, True]
+            else (False, True)
+        )
+        self.variants = layout.Variants(
+            self.g, self.usable, self.host, (self.mbs,), self.rc_opts, self.off_opts
         )
         self._best: dict[tuple[int, int], list[layout.Candidate]] = {}
         # plans(): whether only the self-serve counts were priced (the cluster plan is then
@@ -176,25 +181,15 @@ class SkuSearch:
             # the layouts depend on the job and the node, not on the tokens: kept in the
             # job's memo, which requests for the same job share (memory.with_shared_memo)
             memo = self.r.job.cache
-            mk: tuple[object, ...] = ("best", n, self.g, self.usable, self.host, self.mbs)
             # a pinned node count of a MoE: one layout of each (TP, EP) pair goes to the
             # throughput model too (the static order cannot rank TP against EP for a MoE;
             # one count only, so the extra candidates cost little)
             per_tp = self.modelled and self.r.job.arch.moe is not None and self.r.nodes is not None
-            mk += (tuple(self.rc_opts), tuple(self.off_opts), want + extra, per_tp)
+            mk = ("best", n, self.variants, want + extra, per_tp)
             found = memo.get(mk)
             if found is None:
                 found = layout.best_layouts(
-                    self.r.job,
-                    nodes=n,
-                    g=self.g,
-                    usable=self.usable,
-                    host_ram=self.host,
-                    mbs_options=[self.mbs],
-                    recompute_options=self.rc_opts,
-                    offload_options=self.off_opts,
-                    want=want + extra,
-                    per_tp=per_tp,
+                    self.r.job, self.variants, n, want=want + extra, per_tp=per_tp
                 )
                 memo.put(mk, found)
             found = [self.with_model(c) for c in found]
@@ -212,20 +207,10 @@ class SkuSearch:
 
     def any_fit(self, n: int) -> bool:
         memo = self.r.job.cache
-        mk: tuple[object, ...] = ("any", n, self.g, self.usable, self.host, self.mbs)
-        mk += (tuple(self.rc_opts), tuple(self.off_opts))
+        mk = ("any", n, self.variants)
         got = memo.get(mk)
         if got is None:
-            got = layout.any_fits(
-                self.r.job,
-                nodes=n,
-                g=self.g,
-                usable=self.usable,
-                host_ram=self.host,
-                mbs_options=[self.mbs],
-                recompute_options=self.rc_opts,
-                offload_options=self.off_opts,
-            )
+            got = layout.any_fits(self.r.job, self.variants, n)
             memo.put(mk, got)
         return bool(got)
 

@@ -49,16 +49,7 @@ class Candidate(NamedTuple):
 
 
 def efficiency(lay: Layout, gpus_per_node: int) -> float:
-    e = RECOMPUTE_EFF[lay.recompute]
-    e *= TP_EFF.get(lay.tp, 0.8)
-    if lay.pp > 1:
-        e *= PP_EFF
-    if lay.sharding == "zero3" and lay.shard_group * lay.tp * lay.cp > gpus_per_node:
-        e *= FSDP_ACROSS_NODES_EFF
-    if lay.ep > 1:
-        e *= EP_EFF
-    if lay.cp > 1:
-        e *= CP_EFF
+    e = RECOMPUTE_EFF[lay.recompute] * shape_efficiency(lay, gpus_per_node)
     if lay.offload_optimizer:
         e *= OFFLOAD_OPT_EFF
     if lay.offload_params:
@@ -244,7 +235,7 @@ def _shapes(job: Job, nodes: int, g: int) -> list[Shape]:
     ]
 
 
-def shape_efficiency(s: Shape, g: int) -> float:
+def shape_efficiency(s: Shape | Layout, g: int) -> float:
     e = TP_EFF.get(s.tp, 0.8)
     if s.pp > 1:
         e *= PP_EFF

@@ -34,17 +34,15 @@ def seq_unit(tp: int, cp: int) -> int:
 
 def breaks(
     arch: Architecture,
-    *,
-    tp: int = 1,
-    pp: int = 1,
-    ep: int = 1,
-    cp: int = 1,
+    degrees: tuple[int, int, int, int],
     seq_len: int,
     framework: str | None = None,
     pp_schedule: str = "1f1b",
     virtual_stages: int = 1,
 ) -> list[Msg]:
-    """The rules above this layout breaks for ``arch`` (empty: the framework can run it)."""
+    """The rules above that the layout of these (TP, PP, EP, CP) degrees breaks for
+    ``arch`` (empty: the framework can run it)."""
+    tp, pp, ep, cp = degrees
     out: list[Msg] = []
     if tp > 1:
         if arch.num_attention_heads % tp:
@@ -72,17 +70,8 @@ def breaks(
 
 def job_breaks(job: Job, tp: int, pp: int, ep: int, cp: int) -> list[Msg]:
     """:func:`breaks` for this job's model, sequence, framework and pipeline schedule."""
-    return breaks(
-        job.arch,
-        tp=tp,
-        pp=pp,
-        ep=ep,
-        cp=cp,
-        seq_len=job.seq_len,
-        framework=job.framework,
-        pp_schedule=job.pp_schedule,
-        virtual_stages=job.virtual_stages,
-    )
+    fw, sched, v = job.framework, job.pp_schedule, job.virtual_stages
+    return breaks(job.arch, (tp, pp, ep, cp), job.seq_len, fw, sched, v)
 
 
 def max_tp(arch: Architecture, seq_len: int, limit: int) -> int:
@@ -91,6 +80,6 @@ def max_tp(arch: Architecture, seq_len: int, limit: int) -> int:
     t = 1
     while t * 2 <= limit:
         t *= 2
-    while t > 1 and breaks(arch, tp=t, seq_len=seq_len):
+    while t > 1 and breaks(arch, (t, 1, 1, 1), seq_len):
         t //= 2
     return t

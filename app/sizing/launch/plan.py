@@ -280,16 +280,8 @@ def invariants(p: Plan) -> list[str]:
         bad.append(f"EP {p.ep} does not divide DP x CP x TP")
     # what every framework checks of the model's split (heads and KV heads by TP, the
     # sequence by TP and CP, layers by stages, experts by EP): app/sizing/splits.py
-    split = breaks(
-        p.arch,
-        tp=p.tp,
-        pp=p.pp,
-        ep=p.ep,
-        cp=p.cp,
-        seq_len=p.seq_len,
-        pp_schedule=p.pp_schedule,
-        virtual_stages=p.virtual_stages,
-    )
+    degrees = (p.tp, p.pp, p.ep, p.cp)
+    split = breaks(p.arch, degrees, p.seq_len, None, p.pp_schedule, p.virtual_stages)
     bad += [render(m) for m in split]
     if p.pp > 1 and p.microbatches < p.pp:
         bad.append(f"{p.microbatches} micro-batches cannot fill {p.pp} pipeline stages")
