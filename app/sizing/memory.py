@@ -209,8 +209,13 @@ def memory(job: Job, lay: Layout) -> Memory:
     # world size matters only through which parallel dimensions are in use (NCCL groups);
     # the data-parallel size reaches the pipeline only through ``num_microbatches`` (in the
     # key), so requests differing only in node count share entries
-    key = (lay.sharding, lay.shard_group, lay.offload_optimizer, lay.offload_params)
-    key += _split_key(lay)
+    key = (
+        lay.sharding,
+        lay.shard_group,
+        lay.offload_optimizer,
+        lay.offload_params,
+        *_split_key(lay),
+    )
     hit = job.cache.get(key)
     if hit is not None:
         return hit
