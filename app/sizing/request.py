@@ -30,7 +30,15 @@ from app.sizing.compute import training_flops
 from app.sizing.errors import SizingError
 from app.sizing.memory import Job, with_shared_memo
 from app.sizing.messages import Msg
-from app.sizing.params import MLA, Architecture, MoE, ParamCounts, count, derive_architecture
+from app.sizing.params import (
+    MLA,
+    Architecture,
+    MoE,
+    ParamCounts,
+    count,
+    derive_architecture,
+    pick,
+)
 from app.sizing.presets import PRESETS
 from app.sizing.throughput import default_batch_tokens
 
@@ -345,11 +353,6 @@ _REQUEST_FIELDS = ("tokens", "mfu", "sku", "nodes", "attention_flops", "token_by
                    "rocm_ok")  # fmt: skip
 
 
-def _same(src: object, names: tuple[str, ...]) -> dict[str, Any]:
-    """``src``'s values of these fields, by name (to build a type with the same fields)."""
-    return {n: getattr(src, n) for n in names}
-
-
 def _architecture(a: ArchitectureSpec, errs: list[tuple[str, Msg]]) -> Architecture | None:
     p = "model.architecture"
     kv = a.num_kv_heads or a.num_attention_heads
@@ -378,7 +381,7 @@ def _architecture(a: ArchitectureSpec, errs: list[tuple[str, Msg]]) -> Architect
     if errs:
         return None
     return Architecture(
-        **_same(a, _ARCH_FIELDS),
+        **pick(a, _ARCH_FIELDS),
         num_kv_heads=kv,
         head_dim=a.head_dim or max(1, a.hidden_size // a.num_attention_heads),
         moe=moe,
@@ -455,7 +458,7 @@ def resolve(s: SizingRequest) -> Request:
     job = Job(
         arch=arch,
         counts=counts,
-        **_same(s, _JOB_FIELDS),
+        **pick(s, _JOB_FIELDS),
         virtual_stages=s.virtual_stages or (2 if s.pp_schedule == "interleaved" else 1),
         num_microbatches=s.num_microbatches or 0,
         global_batch_size=s.global_batch_size or 0,
@@ -479,7 +482,7 @@ def resolve(s: SizingRequest) -> Request:
         derived=derived,
         parallelism=par,
         fixed=fixed,
-        **_same(s, _REQUEST_FIELDS),
+        **pick(s, _REQUEST_FIELDS),
     )
 
 

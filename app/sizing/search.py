@@ -65,6 +65,7 @@ class SkuSearch:
         spec: NodeSpec,
         flops: float,
         price_cents: int,
+        *,
         delivery: Delivery | None = None,
         today: date | None = None,
     ) -> None:
@@ -490,23 +491,17 @@ class SkuSearch:
             return None, n, Msg("note.shard_group_dp", {"shard_group": sg, "dp": span})
         if dp % ep:
             return None, n, Msg("note.ep_dp", {"ep": ep, "dp": dp})
-        lay = Layout(
-            sharding=p["sharding"],
-            shard_group=sg,
-            tp=tp,
-            pp=pp,
-            ep=ep,
-            cp=cp,
-            micro_batch_size=self.mbs,
-            recompute=str(r.fixed.get("recompute", "none")),
-            offload_optimizer=bool(r.fixed.get("offload_optimizer", False)),
-            offload_params=bool(r.fixed.get("offload_params", False)),
+        label, fixed = Msg("layout.yours"), r.fixed
+        lay = layout.make_layout(
+            layout.Shape(p["sharding"], sg, tp, pp, ep, cp, label),
             world=w,
+            mbs=self.mbs,
+            recompute=str(fixed.get("recompute", "none")),
+            offload_opt=bool(fixed.get("offload_optimizer", False)),
+            offload_params=bool(fixed.get("offload_params", False)),
         )
         mem = memory(r.job, lay)
-        cand = self.with_model(
-            layout.Candidate(lay, mem, layout.efficiency(lay, g), Msg("layout.yours"), 0)
-        )
+        cand = self.with_model(layout.Candidate(lay, mem, layout.efficiency(lay, g), label, 0))
         hours, months, cost = self.cost(n, cand.efficiency)
         fit = layout.fits(mem, self.usable, self.host, g)
         return Plan(n, cand, hours, months, cost, fits=fit), n, None
