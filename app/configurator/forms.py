@@ -29,43 +29,6 @@ from app.sizing.request import (
     bounds,
 )
 
-# Query parameter names, in the order they appear in a canonical (shareable) URL.
-FIELDS = (
-    "model",
-    "params",
-    "vocab_size",
-    "hidden_size",
-    "intermediate_size",
-    "num_layers",
-    "num_heads",
-    "num_kv_heads",
-    "head_dim",
-    "tie_embeddings",
-    "num_experts",
-    "experts_per_token",
-    "expert_intermediate_size",
-    "tokens",
-    "seq_len",
-    "mbs",
-    "gbs",
-    "precision",
-    "method",
-    "recompute",
-    "framework",
-    "par",
-    "sharding",
-    "shard_group",
-    "tp",
-    "pp",
-    "ep",
-    "cp",
-    "mfu",
-    "days",
-    "rocm",
-    "sku",
-    "nodes",
-)
-
 DEFAULTS: dict[str, str] = {
     "model": "llama-3.1-8b",
     "tokens": "1T",
@@ -88,6 +51,13 @@ ARCH_FIELDS = (
 )
 MOE_FIELDS = ("num_experts", "experts_per_token", "expert_intermediate_size")
 PAR_INT_FIELDS = ("shard_group", "tp", "pp", "ep", "cp")
+
+# Query parameter names, in the order they appear in a canonical (shareable) URL.
+FIELDS = (
+    *("model", "params", *ARCH_FIELDS, "head_dim", "tie_embeddings", *MOE_FIELDS),
+    *("tokens", "seq_len", "mbs", "gbs", "precision", "method", "recompute", "framework"),
+    *("par", "sharding", *PAR_INT_FIELDS, "mfu", "days", "rocm", "sku", "nodes"),
+)
 
 PRECISIONS = ("bf16", "fp8", "fp4")
 METHODS = ("full", "lora", "qlora")

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from app.catalog.specs import NodeSpec, spec
 from app.sizing.launch.errors import N_, LaunchError
 from app.sizing.messages import render
-from app.sizing.params import Architecture
+from app.sizing.params import Architecture, pick
 from app.sizing.request import SizingRequest
 from app.sizing.results import SizingResult
 from app.sizing.splits import breaks
@@ -230,11 +230,7 @@ def plan_of(req: SizingRequest, result: SizingResult, index: int) -> Plan:
         model_source=r.model_source,
         arch=job.arch,
         params=job.counts.total,
-        method=job.method,
-        seq_len=job.seq_len,
-        precision=job.precision,
-        optimizer=job.optimizer,
-        compile=job.compile,
+        **pick(job, ("method", "seq_len", "precision", "optimizer", "compile")),
         sharding=sharding,
         tp=tp,
         pp=pp,

@@ -9,7 +9,7 @@ data, checkpoints) stays the registry's, which the customer edits for their run.
 
 from __future__ import annotations
 
-from app.sizing.launch.errors import N_, LaunchError
+from app.sizing.launch.errors import N_, LaunchError, offload_optimizer_only
 from app.sizing.launch.files import LaunchFile, comment, launch_hosts
 from app.sizing.launch.plan import RDZV_PORT, Plan
 
@@ -61,15 +61,8 @@ def check(p: Plan) -> tuple[str, str, str]:
             ("deepspeed", "accelerate"),
         )
     if p.offload_optimizer and not p.offload_params:
-        raise LaunchError(
-            "torchtitan_offload_optimizer_only",
-            N_(
-                "This layout moves only the optimizer step to CPU memory; torchtitan offloads "
-                "parameters, gradients and optimizer state together, which is another layout "
-                "with another speed."
-            ),
-            None,
-            ("megatron", "deepspeed"),
+        raise offload_optimizer_only(
+            "torchtitan_offload_optimizer_only", "torchtitan", ("megatron", "deepspeed")
         )
     if p.optimizer != "adamw":
         raise LaunchError(
