@@ -371,19 +371,11 @@ def _memory_stage(job: Job, lay: Layout, *, first_stage: bool) -> Memory:
         int(act),
         int(overhead),
     )
+    # Memory's fields in their order; then Memory.total, set where the parts are at hand
+    # (the property's own sum, in its order): every figure's total is read
     return new_memory(
-        weights=w_i,
-        gradients=g_i,
-        master_weights=m_i,
-        optimizer_states=o_i,
-        activations=a_i,
-        overhead=ov_i,
-        context=fw.context_bytes,
-        nccl=nccl,
-        gather_buffers=int(gather),
-        fragmentation=int(frag),
-        cpu_offload_per_gpu=int(cpu * CPU_OFFLOAD_FACTOR),
-        # Memory.total, set where the parts are at hand (the property's own sum, in its
-        # order): every figure's total is read
+        weights=w_i, gradients=g_i, master_weights=m_i, optimizer_states=o_i, activations=a_i,
+        overhead=ov_i, context=fw.context_bytes, nccl=nccl, gather_buffers=int(gather),
+        fragmentation=int(frag), cpu_offload_per_gpu=int(cpu * CPU_OFFLOAD_FACTOR),
         total=w_i + g_i + m_i + o_i + a_i + ov_i,
-    )
+    )  # fmt: skip
