@@ -12,9 +12,10 @@ from app.sizing.launch import hf
 from app.sizing.launch.errors import N_, LaunchError, offload_optimizer_only
 from app.sizing.launch.files import LaunchFile, comment, launch_hosts
 from app.sizing.launch.plan import RDZV_PORT, Plan
+from app.sizing.stacks import ACCELERATE
 
 NAME = "accelerate"
-VERSION = "1.15.0"
+VERSION = ACCELERATE
 CONFIG = "accelerate_config.yaml"
 
 

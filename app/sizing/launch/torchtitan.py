@@ -12,9 +12,10 @@ from __future__ import annotations
 from app.sizing.launch.errors import N_, LaunchError, offload_optimizer_only
 from app.sizing.launch.files import LaunchFile, comment, launch_hosts
 from app.sizing.launch.plan import RDZV_PORT, Plan
+from app.sizing.stacks import PYTORCH, TORCHTITAN
 
 NAME = "torchtitan"
-VERSION = "0.3.0"
+VERSION = TORCHTITAN
 JOB_FILE = "launch_job.py"
 
 # preset id -> (model family module, registry config function to start from, flavor)
@@ -171,7 +172,7 @@ def _launch(p: Plan, hosts: list[str] | None) -> str:
         "#!/usr/bin/env bash",
         comment(p.header(NAME, VERSION), "#"),
         "# Run from the folder that holds launch_job.py, on every node.",
-        f"# pip install 'torchtitan=={VERSION}' (and torch >= 2.11)",
+        f"# pip install 'torchtitan=={VERSION}' (and torch >= {PYTORCH})",
         "set -euo pipefail",
     ]
     if p.nodes == 1:
