@@ -286,6 +286,10 @@ CATALOG: dict[str, str] = {
         "the range runs from a tuned run (%(fast_pct)s %% faster than the likely figure) to a "
         "first-week run (%(slow_pct)s %% slower); months and price use the likely figure"
     ),
+    "assumption.release": N_(
+        "memory and time figures assume %(release)s, the newest stable release we model; "
+        "older releases keep and run the same layout differently"
+    ),
     "assumption.time_nearest": N_(
         "no public measured %(framework)s run with its layout is in our set: its profile starts "
         "from %(nearest)s's and carries the widest range"
