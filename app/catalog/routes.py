@@ -15,7 +15,9 @@ from app.catalog.promise import zone
 from app.catalog.specs import NodeSpec, all_images, all_specs
 from app.errors import N_
 from app.money import parse_amount
-from app.sizing import largest_full_training_model
+from app.sizing import SizingError, largest_full_training_model, reference_mfu
+from app.sizing.stacks import NAMES as STACK_NAMES
+from app.sizing.stacks import RELEASES as STACK_RELEASES
 from app.web.deps import NowDep, SessionDep
 from app.web.i18n import gettext as _
 from app.web.routing import AppRoute
@@ -73,6 +75,21 @@ def what_fits(sku_id: str) -> dict[str, Any] | None:
         return None
 
 
+def sustained_mfu(sku_id: str) -> list[dict[str, Any]]:
+    """The sizing engine's sustained MFU on one node of ``sku_id`` for its reference job
+    (``app.sizing.REFERENCE_JOB``), per training stack it runs there: the figure the /size
+    cards show for that job. Empty if the engine cannot answer (the page shows a dash)."""
+    rows = []
+    for fw, name in STACK_NAMES.items():
+        try:
+            mfu = reference_mfu(sku_id, fw)
+        except SizingError:
+            mfu = None
+        if mfu is not None:
+            rows.append({"framework": name, "release": STACK_RELEASES[fw], "mfu": mfu})
+    return rows
+
+
 def cached_list_prices(request: Request) -> Mapping[str, int]:
     """List prices from this process's cache, valid while the price version is unchanged."""
     return svc.price_cache_of(request.app.state).get(request.app.state.engine)
@@ -115,6 +132,7 @@ def node_detail(request: Request, sku_id: str, session: SessionDep, now: NowDep)
             "gpu_hour": gpu_hour_cents(s, price),
             "promise": p,
             "fits": what_fits(s.id),
+            "mfu_rows": sustained_mfu(s.id),
             "images": images,
             "src": src,
             "legend": SOURCE_LEGEND,

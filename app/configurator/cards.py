@@ -24,6 +24,7 @@ from app.messages import format_day
 from app.sizing.comm import comm_pattern
 from app.sizing.messages import Msg
 from app.sizing.messages import render as render_msg
+from app.sizing.stacks import NAMES
 from app.web.i18n import gettext as _
 from app.web.i18n import punct
 from app.web.templating import format_bytes, format_money, format_number, product_name
@@ -47,12 +48,7 @@ SHARDING_TEXT = {
     "zero2": N_("ZeRO-2 (optimizer state and gradients sharded)"),
     "zero3": N_("FSDP / ZeRO-3 (everything sharded)"),
 }
-FRAMEWORK_TEXT = {
-    "megatron": "Megatron-Core",
-    "fsdp2": "FSDP2",
-    "deepspeed": "DeepSpeed",
-    "hf": "HF Trainer",
-}
+FRAMEWORK_TEXT = NAMES  # the stacks by name, as the form offers them
 RECOMPUTE_TEXT = {
     "none": N_("No recompute"),
     "selective": N_("Selective recompute"),

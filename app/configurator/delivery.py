@@ -18,8 +18,6 @@ import threading
 from datetime import date, datetime, timedelta
 from functools import lru_cache
 from typing import Any, NamedTuple
-from urllib.parse import unquote
-from zoneinfo import ZoneInfo
 
 from sqlmodel import Session
 
@@ -28,6 +26,7 @@ from app.catalog.service import all_batches, lead_time_days, stock_summary
 from app.catalog.specs import all_specs
 from app.clock import monotonic
 from app.configurator.fragments import PriceVersionMemo
+from app.i18n import known_zone
 
 log = logging.getLogger(__name__)
 
@@ -130,15 +129,9 @@ class When(NamedTuple):
 
 @lru_cache(maxsize=256)
 def zone_name(raw: str | None) -> str:
-    """The ``tz`` cookie's IANA zone (URL-encoded by older pages), "UTC" when unknown: the
-    same rule as the page's (app.web.templating.tz_name), for the early fragment lookup."""
-    name = unquote(raw or "").strip().strip('"')
-    if not name or len(name) > 64:
-        return "UTC"
-    try:
-        return ZoneInfo(name).key
-    except (KeyError, ValueError, OSError):
-        return "UTC"
+    """The ``tz`` cookie's IANA zone, "UTC" when unknown: the page's own rule
+    (app.i18n.known_zone), for the early fragment lookup."""
+    return known_zone(raw) or "UTC"
 
 
 def stock_memo_of(holder: Any) -> PriceVersionMemo:

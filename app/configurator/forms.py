@@ -29,43 +29,6 @@ from app.sizing.request import (
     bounds,
 )
 
-# Query parameter names, in the order they appear in a canonical (shareable) URL.
-FIELDS = (
-    "model",
-    "params",
-    "vocab_size",
-    "hidden_size",
-    "intermediate_size",
-    "num_layers",
-    "num_heads",
-    "num_kv_heads",
-    "head_dim",
-    "tie_embeddings",
-    "num_experts",
-    "experts_per_token",
-    "expert_intermediate_size",
-    "tokens",
-    "seq_len",
-    "mbs",
-    "gbs",
-    "precision",
-    "method",
-    "recompute",
-    "framework",
-    "par",
-    "sharding",
-    "shard_group",
-    "tp",
-    "pp",
-    "ep",
-    "cp",
-    "mfu",
-    "days",
-    "rocm",
-    "sku",
-    "nodes",
-)
-
 DEFAULTS: dict[str, str] = {
     "model": "llama-3.1-8b",
     "tokens": "1T",
@@ -88,6 +51,13 @@ ARCH_FIELDS = (
 )
 MOE_FIELDS = ("num_experts", "experts_per_token", "expert_intermediate_size")
 PAR_INT_FIELDS = ("shard_group", "tp", "pp", "ep", "cp")
+
+# Query parameter names, in the order they appear in a canonical (shareable) URL.
+FIELDS = (
+    *("model", "params", *ARCH_FIELDS, "head_dim", "tie_embeddings", *MOE_FIELDS),
+    *("tokens", "seq_len", "mbs", "gbs", "precision", "method", "recompute", "framework"),
+    *("par", "sharding", *PAR_INT_FIELDS, "mfu", "days", "rocm", "sku", "nodes"),
+)
 
 PRECISIONS = ("bf16", "fp8", "fp4")
 METHODS = ("full", "lora", "qlora")
@@ -242,6 +212,24 @@ class SizeForm:
         if e.params:
             self.error_params[name] = e.params
 
+    def whole(
+        self,
+        into: dict[str, Any],
+        name: str,
+        key: str | None = None,
+        model: Any = SizingRequest,
+        *,
+        binary_k: bool = False,
+    ) -> None:
+        """Field ``name``, when filled, as a whole number at ``into[key]`` (default: the
+        same name) within ``model``'s bounds for it; otherwise its error."""
+        if self.values[name]:
+            key = key or name
+            try:
+                into[key] = parse_whole(self.values[name], key, model, binary_k=binary_k)
+            except FieldError as e:
+                self.fail(name, e)
+
     @property
     def ok(self) -> bool:
         return self.request is not None and not self.errors
@@ -309,16 +297,8 @@ def parse_query(q: Mapping[str, str], preset_ids: set[str] | frozenset[str]) -> 
             if not values[f]:
                 errs[f] = E_REQUIRED
                 continue
-            try:
-                key = names.get(f, f)
-                arch[key] = parse_whole(values[f], key, ArchitectureSpec, binary_k=True)
-            except FieldError as e:
-                form.fail(f, e)
-        if values["head_dim"]:
-            try:
-                arch["head_dim"] = parse_whole(values["head_dim"], "head_dim", ArchitectureSpec)
-            except FieldError as e:
-                form.fail("head_dim", e)
+            form.whole(arch, f, names.get(f, f), ArchitectureSpec, binary_k=True)
+        form.whole(arch, "head_dim", model=ArchitectureSpec)
         arch["tie_embeddings"] = values["tie_embeddings"] == "1"
         moe_given = [f for f in MOE_FIELDS if values[f]]
         if moe_given:
@@ -328,10 +308,7 @@ def parse_query(q: Mapping[str, str], preset_ids: set[str] | frozenset[str]) -> 
                         errs[f] = E_MOE_ALL
             moe: dict[str, Any] = {}
             for f in moe_given:
-                try:
-                    moe[f] = parse_whole(values[f], f, MoESpec, binary_k=True)
-                except FieldError as e:
-                    form.fail(f, e)
+                form.whole(moe, f, model=MoESpec, binary_k=True)
             arch["moe"] = moe
         req["model"] = {"architecture": arch}
     else:
@@ -351,21 +328,10 @@ def parse_query(q: Mapping[str, str], preset_ids: set[str] | frozenset[str]) -> 
             req["tokens"] = float(t)
         except FieldError as e:
             form.fail("tokens", e)
-    if values["seq_len"]:
-        try:
-            req["seq_len"] = parse_whole(values["seq_len"], "seq_len", binary_k=True)
-        except FieldError as e:
-            form.fail("seq_len", e)
-    if values["mbs"]:
-        try:
-            req["micro_batch_size"] = parse_whole(values["mbs"], "micro_batch_size")
-        except FieldError as e:
-            form.fail("mbs", e)
-    if values["gbs"]:  # empty: the engine prices the run's compute-optimal batch
-        try:
-            req["global_batch_size"] = parse_whole(values["gbs"], "global_batch_size")
-        except FieldError as e:
-            form.fail("gbs", e)
+    form.whole(req, "seq_len", binary_k=True)
+    form.whole(req, "mbs", "micro_batch_size")
+    # empty: the engine prices the run's compute-optimal batch
+    form.whole(req, "gbs", "global_batch_size")
     for name, key, choices in (
         ("precision", "precision", PRECISIONS),
         ("method", "method", METHODS),
@@ -391,11 +357,7 @@ def parse_query(q: Mapping[str, str], preset_ids: set[str] | frozenset[str]) -> 
         else:
             par["sharding"] = values["sharding"]
         for f in PAR_INT_FIELDS:
-            if values[f]:
-                try:
-                    par[f] = parse_whole(values[f], f, ParallelismSpec)
-                except FieldError as e:
-                    form.fail(f, e)
+            form.whole(par, f, model=ParallelismSpec)
         req["parallelism"] = par
     elif values["par"] != "auto":
         errs["par"] = E_CHOICE
@@ -405,22 +367,14 @@ def parse_query(q: Mapping[str, str], preset_ids: set[str] | frozenset[str]) -> 
             req["mfu"] = parse_percent(values["mfu"])
         except FieldError as e:
             form.fail("mfu", e)
-    if values["days"]:
-        try:
-            req["max_days"] = parse_whole(values["days"], "max_days")
-        except FieldError as e:
-            form.fail("days", e)
+    form.whole(req, "days", "max_days")
     if values["rocm"] not in ("", "0", "1"):
         errs["rocm"] = E_CHOICE
     elif values["rocm"] == "1":
         req["rocm_ok"] = True
     if values["sku"]:
         req["sku"] = values["sku"]
-    if values["nodes"]:
-        try:
-            req["nodes"] = parse_whole(values["nodes"], "nodes")
-        except FieldError as e:
-            form.fail("nodes", e)
+    form.whole(req, "nodes")
 
     if not errs:
         form.request = req

@@ -5,7 +5,7 @@ function of the canonical query, the reader's language and the list prices: it c
 nothing per user (no CSRF token, no signed-in controls, no dates or time zone), because
 it is rendered from a context built for that purpose only (``routes._fragment``), never
 from the page's base context. So the same key always gives the same bytes, and a bounded
-LRU of them answers repeated typing without running the engine, the cards or Jinja.
+LRU of them (``cachetools.LRUCache``) answers repeated typing without running the engine, the cards or Jinja.
 
 The price version (``app.catalog.service``) is part of the key: a price change committed
 by any process moves it, and every process renders afresh once it has read the new version.
@@ -26,11 +26,11 @@ from __future__ import annotations
 import gzip
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from cachetools import LRUCache
 from prometheus_client import Counter
 
 # ~30 KB each (+ ~5 KB gzipped once asked for): 512 fragments ≈ 18 MB per process at most.
@@ -44,7 +44,10 @@ LOOKUPS = Counter(
 )
 _HIT, _MISS = LOOKUPS.labels("hit"), LOOKUPS.labels("miss")
 
-Key = tuple[str, str, Any]  # (canonical query, language, price version)
+# (canonical query, language, (price version, When)): When is the stock snapshot, the zone
+# and the customer's day (delivery.When), so a price change, a stock change and the next
+# day each render afresh
+Key = tuple[str, str, Any]
 
 
 @dataclass(slots=True)
@@ -67,18 +70,20 @@ class Fragment:
 
 
 class FragmentCache:
-    """A bounded, thread-safe LRU of rendered fragments with hit/miss counters."""
+    """A bounded, thread-safe LRU of rendered fragments (``cachetools.LRUCache`` under one
+    lock) with hit/miss counters."""
 
     def __init__(self, size: int = CACHE_SIZE) -> None:
         self.size = size
-        self._items: OrderedDict[Key, Fragment] = OrderedDict()
+        self._items: LRUCache[Key, Fragment] = LRUCache(maxsize=size)
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
 
     def get(self, key: Key, *, count_miss: bool = True) -> Fragment | None:
-        """The fragment under ``key`` (counted as a hit), or None (a miss, counted unless
-        ``count_miss`` is false: the early lookup that hands a miss on to the route)."""
+        """The fragment under ``key`` (counted as a hit, now the most recently used), or
+        None (a miss, counted unless ``count_miss`` is false: the early lookup that hands a
+        miss on to the route)."""
         with self._lock:
             hit = self._items.get(key)
             if hit is None:
@@ -86,7 +91,6 @@ class FragmentCache:
                     self.misses += 1
                     _MISS.inc()
                 return None
-            self._items.move_to_end(key)
             self.hits += 1
         _HIT.inc()
         return hit
@@ -94,9 +98,6 @@ class FragmentCache:
     def put(self, key: Key, fragment: Fragment) -> None:
         with self._lock:
             self._items[key] = fragment
-            self._items.move_to_end(key)
-            while len(self._items) > self.size:
-                self._items.popitem(last=False)
 
     def __len__(self) -> int:
         return len(self._items)

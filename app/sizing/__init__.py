@@ -8,7 +8,15 @@ Pure (standard library, pydantic + ``app.catalog.specs``). Public API::
 
 from __future__ import annotations
 
-from app.sizing.engine import largest_full_training_model, list_presets, parse, size, size_result
+from app.sizing.engine import (
+    REFERENCE_JOB,
+    largest_full_training_model,
+    list_presets,
+    parse,
+    reference_mfu,
+    size,
+    size_result,
+)
 from app.sizing.errors import SizingError
 from app.sizing.messages import Msg, render
 from app.sizing.presets import PRESETS, Preset
@@ -16,6 +24,7 @@ from app.sizing.request import SizingRequest
 
 __all__ = [
     "PRESETS",
+    "REFERENCE_JOB",
     "Msg",
     "Preset",
     "SizingError",
@@ -23,6 +32,7 @@ __all__ = [
     "largest_full_training_model",
     "list_presets",
     "parse",
+    "reference_mfu",
     "render",
     "size",
     "size_result",

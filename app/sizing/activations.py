@@ -5,6 +5,7 @@ and activation offload (docs/sizing.md states the formulas)."""
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 from app.sizing.jobs import (
     CE_BYTES_PER_LOGIT,
@@ -48,20 +49,32 @@ def _sac_op_bytes_per_token(a: Architecture, moe: MoE | None, tp: int) -> float:
     return sp_part / tp + tp_part / tp + gathered
 
 
+class Stack(NamedTuple):
+    """What the training stack's code saves for the backward pass (the fields below)."""
+
+    selective: str = "attention"
+    compiled: bool = False
+    tp_gathered: bool = False
+    moe_probs_in_act: bool = False
+    repeat_kv: bool = False
+    fused_gated_act: bool = True
+
+    @classmethod
+    def of(cls, job: Job) -> Stack:
+        fw = job.fw
+        return cls(fw.selective, job.compile, fw.tp_gathered_inputs, fw.moe_probs_in_act,
+                   fw.repeat_kv, fw.fused_gated_act)  # fmt: skip
+
+
 def layer_activation_bytes_per_token(
     a: Architecture,
+    stack: Stack,
     *,
     moe_layer: bool,
     tp: int,
     kv_len: int,
     flash: bool,
     recompute: str,
-    selective: str = "attention",
-    compiled: bool = False,
-    tp_gathered: bool = False,
-    moe_probs_in_act: bool = False,
-    repeat_kv: bool = False,
-    fused_gated_act: bool = True,
 ) -> float:
     """Bytes stored per token for one transformer block's backward (16-bit activations).
 
@@ -82,6 +95,7 @@ def layer_activation_bytes_per_token(
     the repeated copies. ``fused_gated_act`` off: an eager gated MLP keeps the activation
     output beside both branches and their product (four expert-width tensors, not three).
     """
+    selective, compiled, tp_gathered, moe_probs_in_act, repeat_kv, fused_gated_act = stack
     h = a.hidden_size
     if recompute == "full":
         return 2.0 * h / tp  # only the block input (sequence parallel when tp > 1)
@@ -92,17 +106,7 @@ def layer_activation_bytes_per_token(
         return min(
             _sac_op_bytes_per_token(a, moe, tp),
             layer_activation_bytes_per_token(
-                a,
-                moe_layer=moe_layer,
-                tp=tp,
-                kv_len=kv_len,
-                flash=flash,
-                recompute="none",
-                compiled=compiled,
-                tp_gathered=tp_gathered,
-                moe_probs_in_act=moe_probs_in_act,
-                repeat_kv=repeat_kv,
-                fused_gated_act=fused_gated_act,
+                a, stack, moe_layer=moe_layer, tp=tp, kv_len=kv_len, flash=flash, recompute="none"
             ),
         )
     norm_tensors = 1 if compiled else 2
@@ -201,17 +205,12 @@ def offloaded_activation_bytes(job: Job, lay: Layout) -> float:
         if n:
             per_tok += n * layer_activation_bytes_per_token(
                 a,
+                Stack.of(job),
                 moe_layer=is_moe,
                 tp=lay.tp,
                 kv_len=int(s_local),
                 flash=job.flash_attention,
                 recompute=lay.recompute,
-                selective=job.fw.selective,
-                compiled=job.compile,
-                tp_gathered=job.fw.tp_gathered_inputs,
-                moe_probs_in_act=job.fw.moe_probs_in_act,
-                repeat_kv=job.fw.repeat_kv,
-                fused_gated_act=job.fw.fused_gated_act,
             )
     resident = min(1.0, OFFLOAD_RESIDENT_BLOCKS / stage_layers)
     return per_tok * lay.micro_batch_size * s_local * (1.0 - resident)
@@ -219,7 +218,6 @@ def offloaded_activation_bytes(job: Job, lay: Layout) -> float:
 
 def _activation_bytes(job: Job, lay: Layout, *, first_stage: bool) -> tuple[int, int]:
     a = job.arch
-    fw = job.fw
     s_local = job.seq_len / lay.cp
     tokens = lay.micro_batch_size * s_local
     stage_layers = math.ceil(a.num_layers / lay.pp)
@@ -231,21 +229,11 @@ def _activation_bytes(job: Job, lay: Layout, *, first_stage: bool) -> tuple[int,
         in_flight = _last_in_flight(lay)
     n_moe = a.moe.moe_layers_in(start, stop) if a.moe is not None else 0
     n_dense = (stop - start) - n_moe
+    stack, kv_len = Stack.of(job), int(s_local)
 
     def per_token(is_moe: bool, recompute: str, flash: bool) -> float:
         return layer_activation_bytes_per_token(
-            a,
-            moe_layer=is_moe,
-            tp=lay.tp,
-            kv_len=int(s_local),
-            flash=flash,
-            recompute=recompute,
-            selective=fw.selective,
-            compiled=job.compile,
-            tp_gathered=fw.tp_gathered_inputs,
-            moe_probs_in_act=fw.moe_probs_in_act,
-            repeat_kv=fw.repeat_kv,
-            fused_gated_act=fw.fused_gated_act,
+            a, stack, moe_layer=is_moe, tp=lay.tp, kv_len=kv_len, flash=flash, recompute=recompute
         )
 
     per_tok = 0.0

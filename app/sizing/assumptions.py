@@ -17,6 +17,7 @@ from app.sizing.messages import Msg
 from app.sizing.profiles import profile
 from app.sizing.recommend import NEAR_CHEAPEST
 from app.sizing.request import Request
+from app.sizing.stacks import NAMES, RELEASES
 
 GIB = 2**30
 CHECKPOINT_RANGE_BYTES = (12, 16)
@@ -161,7 +162,7 @@ def assumptions(r: Request) -> list[Msg]:
             Msg(
                 "assumption.time_profile",
                 {
-                    "framework": j.framework,
+                    "framework": NAMES[j.framework],
                     "fast_pct": round((stack.range_fast - 1) * 100),
                     "slow_pct": round((1 - stack.range_slow) * 100),
                 },
@@ -169,6 +170,12 @@ def assumptions(r: Request) -> list[Msg]:
         )
         if stack.nearest is not None:
             out.append(
-                Msg("assumption.time_nearest", {"framework": j.framework, "nearest": stack.nearest})
+                Msg(
+                    "assumption.time_nearest",
+                    {"framework": NAMES[j.framework], "nearest": NAMES[stack.nearest]},
+                )
             )
+    # the release whose memory layout and speed the figures describe (the launch files are
+    # written for the same one: app/sizing/stacks.py)
+    out.append(Msg("assumption.release", {"release": RELEASES[j.framework]}))
     return out

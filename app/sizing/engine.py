@@ -11,6 +11,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Mapping
 from datetime import date
+from functools import lru_cache
 from typing import Any
 
 from app.catalog.specs import all_specs
@@ -26,7 +27,15 @@ from app.sizing.request import Request, parse, resolve, validate
 from app.sizing.results import SizingResult
 from app.sizing.search import Delivery, SkuSearch, unit_price_cents
 
-__all__ = ["largest_full_training_model", "list_presets", "parse", "size", "size_result"]
+__all__ = [
+    "REFERENCE_JOB",
+    "largest_full_training_model",
+    "list_presets",
+    "parse",
+    "reference_mfu",
+    "size",
+    "size_result",
+]
 
 LONG_CONTEXT = 32768
 LONG_CONTEXT_LOGITS = 4e9
@@ -206,3 +215,26 @@ def list_presets() -> list[dict[str, Any]]:
             }
         )
     return out
+
+
+# The job a node's sustained figure is quoted for: one that fits on one node of every SKU
+# (full training of Llama 3.1 8B in BF16 at 4k context, a trillion tokens), so the figure
+# compares nodes and stacks rather than jobs.
+REFERENCE_JOB: dict[str, Any] = {
+    "model": {"preset": "llama-3.1-8b"},
+    "tokens": 1e12,
+    "seq_len": 4096,
+    "precision": "bf16",
+    "method": "full",
+}
+
+
+@lru_cache(maxsize=128)
+def reference_mfu(sku_id: str, framework: str) -> float | None:
+    """The sustained MFU (share of the node's dense BF16 peak) the engine predicts for
+    ``REFERENCE_JOB`` on one node of ``sku_id`` under ``framework``: the figure the sizing
+    answer's cards show for that job. None when that job does not fit there. Raises
+    SizingError for an unknown node or framework."""
+    req = {**REFERENCE_JOB, "sku": sku_id, "nodes": 1, "framework": framework, "rocm_ok": True}
+    o = size_result(req).options[0]
+    return o.mfu if o.fits and o.layout is not None else None

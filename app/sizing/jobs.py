@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Generic, TypeVar, overload
 
 from app.sizing.memo import Memo
@@ -67,11 +67,11 @@ class Framework:
     selective: str  # what recompute="selective" means: "attention" (Megatron) | "op" (SAC)
     loss_bytes_per_logit: float  # unchunked loss as the stack computes it
     tp_gathered_inputs: bool  # DTensor SP: all-gathered GEMM inputs are saved (not re-gathered)
-    context_bytes: int
-    nccl_bytes_per_group: int
-    fragmentation: float
     default_recompute: str
     doc: str
+    fragmentation: float = FRAGMENTATION
+    context_bytes: int = CUDA_CONTEXT_BYTES
+    nccl_bytes_per_group: int = NCCL_BYTES_PER_GROUP
     # the router's probabilities multiply the routed experts' activation output (not the
     # un-permuted result): Megatron-LM's TEGroupedMLP; see layer_activation_bytes_per_token
     moe_probs_in_act: bool = False
@@ -83,68 +83,61 @@ class Framework:
     fused_gated_act: bool = True
 
 
+_MEGATRON = Framework(
+    "megatron",
+    states="megatron",
+    shard_over_cp=True,
+    selective="attention",
+    loss_bytes_per_logit=CE_BYTES_PER_LOGIT,
+    tp_gathered_inputs=False,
+    default_recompute="selective",
+    doc="BF16 weights and FP32 main-grad buffer on every DP rank; the distributed "
+    "optimizer shards FP32 master + Adam over DP x CP; selective recompute = core "
+    "attention; fused vocab-parallel cross-entropy; SP re-gathers inputs in backward",
+    moe_probs_in_act=True,
+)
+_FSDP2 = Framework(
+    "fsdp2",
+    states="fsdp2",
+    shard_over_cp=True,
+    selective="op",
+    loss_bytes_per_logit=FP32_LOSS_PEAK_BYTES_PER_LOGIT,
+    tp_gathered_inputs=True,
+    default_recompute="selective",
+    doc="torchtitan-style: FP32 sharded parameters are the master copy (BF16 only while "
+    "gathered), FP32 reduce-scatter grads, Adam sharded over DP x CP; selective = "
+    "op-level SAC (every other matmul output and attention outputs kept); loss on an "
+    "FP32 upcast of the logits (fused by torch.compile); with PP the stage stays "
+    "unsharded between forward and backward; K/V heads repeated before attention and "
+    "an eager SwiGLU (torchtitan's Llama code)",
+    fragmentation=0.10,
+    repeat_kv=True,
+    fused_gated_act=False,
+)
+# DeepSpeed: ZeRO's own layout of the states, HF-style FP32 loss, full checkpointing
+_DEEPSPEED = Framework(
+    "deepspeed",
+    states="zero",
+    shard_over_cp=False,
+    selective="attention",
+    loss_bytes_per_logit=12.0,
+    tp_gathered_inputs=False,
+    default_recompute="full",
+    doc="ZeRO stages as configured; reduce/all-gather buckets (ZeRO-1/2) or up to 1e9 "
+    "live gathered parameters (ZeRO-3); HF-style FP32 loss; full checkpointing",
+    fragmentation=0.20,
+)
 FRAMEWORKS: dict[str, Framework] = {
-    "megatron": Framework(
-        "megatron",
-        states="megatron",
-        shard_over_cp=True,
-        selective="attention",
-        loss_bytes_per_logit=CE_BYTES_PER_LOGIT,
-        tp_gathered_inputs=False,
-        context_bytes=CUDA_CONTEXT_BYTES,
-        nccl_bytes_per_group=NCCL_BYTES_PER_GROUP,
-        fragmentation=FRAGMENTATION,
-        default_recompute="selective",
-        doc="BF16 weights and FP32 main-grad buffer on every DP rank; the distributed "
-        "optimizer shards FP32 master + Adam over DP x CP; selective recompute = core "
-        "attention; fused vocab-parallel cross-entropy; SP re-gathers inputs in backward",
-        moe_probs_in_act=True,
-    ),
-    "fsdp2": Framework(
-        "fsdp2",
-        states="fsdp2",
-        shard_over_cp=True,
+    "megatron": _MEGATRON,
+    "fsdp2": _FSDP2,
+    "deepspeed": _DEEPSPEED,
+    # HF Trainer keeps its states as DeepSpeed does (DDP, or FSDP as ZeRO-3) and runs the
+    # model's own eager code: op-level selective recompute, K/V heads repeated, eager SwiGLU
+    "hf": replace(
+        _DEEPSPEED,
+        id="hf",
         selective="op",
-        loss_bytes_per_logit=FP32_LOSS_PEAK_BYTES_PER_LOGIT,
         tp_gathered_inputs=True,
-        context_bytes=CUDA_CONTEXT_BYTES,
-        nccl_bytes_per_group=NCCL_BYTES_PER_GROUP,
-        fragmentation=0.10,
-        default_recompute="selective",
-        doc="torchtitan-style: FP32 sharded parameters are the master copy (BF16 only while "
-        "gathered), FP32 reduce-scatter grads, Adam sharded over DP x CP; selective = "
-        "op-level SAC (every other matmul output and attention outputs kept); loss on an "
-        "FP32 upcast of the logits (fused by torch.compile); with PP the stage stays "
-        "unsharded between forward and backward; K/V heads repeated before attention and "
-        "an eager SwiGLU (torchtitan's Llama code)",
-        repeat_kv=True,
-        fused_gated_act=False,
-    ),
-    "deepspeed": Framework(
-        "deepspeed",
-        states="zero",
-        shard_over_cp=False,
-        selective="attention",
-        loss_bytes_per_logit=12.0,
-        tp_gathered_inputs=False,
-        context_bytes=CUDA_CONTEXT_BYTES,
-        nccl_bytes_per_group=NCCL_BYTES_PER_GROUP,
-        fragmentation=0.20,
-        default_recompute="full",
-        doc="ZeRO stages as configured; reduce/all-gather buckets (ZeRO-1/2) or up to 1e9 "
-        "live gathered parameters (ZeRO-3); HF-style FP32 loss; full checkpointing",
-    ),
-    "hf": Framework(
-        "hf",
-        states="zero",
-        shard_over_cp=False,
-        selective="op",
-        loss_bytes_per_logit=12.0,
-        tp_gathered_inputs=True,
-        context_bytes=CUDA_CONTEXT_BYTES,
-        nccl_bytes_per_group=NCCL_BYTES_PER_GROUP,
-        fragmentation=0.20,
-        default_recompute="full",
         doc="HF Trainer / torchtune: DDP or FSDP, logits upcast to FP32 for the loss "
         "(chunked in torchtune when asked), gradient checkpointing per block; K/V heads "
         "repeated before attention and an eager SwiGLU",

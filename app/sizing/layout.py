@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import MISSING, fields, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 from app.sizing.memory import SAFETY_MARGIN, Job, Layout, Memory, fit_verdict, memory
 from app.sizing.shapes import (
@@ -328,18 +328,25 @@ def _tp_done(
     return True
 
 
+class Variants(NamedTuple):
+    """Where one SKU's layouts must fit, and the variants of each shape the walk tries."""
+
+    g: int  # GPUs per node
+    usable: int  # usable GPU memory, bytes
+    host_ram: int | None  # node RAM for offload, bytes (None: no offload)
+    mbs_options: tuple[int, ...]
+    recompute_options: tuple[str, ...]  # the leanest last
+    offload_options: tuple[bool, ...]  # the leanest last
+
+    def offloads(self) -> tuple[bool, ...]:
+        """The offload options a node can take (none without host RAM figures)."""
+        if self.host_ram is None:
+            return tuple(o for o in self.offload_options if not o) or self.offload_options
+        return self.offload_options
+
+
 def best_layouts(
-    job: Job,
-    *,
-    nodes: int,
-    g: int,
-    usable: int,
-    host_ram: int | None,
-    mbs_options: list[int],
-    recompute_options: list[str],
-    offload_options: list[bool],
-    want: int = 2,
-    per_tp: bool = False,
+    job: Job, v: Variants, nodes: int, *, want: int = 2, per_tp: bool = False
 ) -> list[Candidate]:
     """The best ``want`` fitting layouts (distinct shapes) for this node count, best first.
 
@@ -353,13 +360,17 @@ def best_layouts(
     treated as the miss it is without evaluating its memory at this count: the answer is
     the one the plain walk gives, with most evaluations shared across node counts.
     """
+    g, usable, host_ram = v.g, v.usable, v.host_ram
+    mbs_options, recompute_options, offload_options = (
+        v.mbs_options,
+        v.recompute_options,
+        v.offloads(),
+    )
     world = nodes * g
-    if host_ram is None:
-        offload_options = [o for o in offload_options if not o] or offload_options
     all_shapes, effs, kinds = _shape_info(job, nodes, g)
     # the order depends only on the shapes' efficiencies (and the options): one sort per
     # distinct sequence, shared by every count that has it
-    ck = ("combos", effs, tuple(mbs_options), tuple(recompute_options), tuple(offload_options))
+    ck = ("combos", effs, mbs_options, recompute_options, offload_options)
     combos: list[tuple[float, int, int, str, bool]] | None = job.cache.get(ck)
     if combos is None:
         combos = []
@@ -472,25 +483,13 @@ def best_layouts(
     return found
 
 
-def any_fits(
-    job: Job,
-    *,
-    nodes: int,
-    g: int,
-    usable: int,
-    host_ram: int | None,
-    mbs_options: list[int],
-    recompute_options: list[str],
-    offload_options: list[bool],
-) -> bool:
+def any_fits(job: Job, v: Variants, nodes: int) -> bool:
     """Whether any shape fits at this node count (its leanest variant is enough to know)."""
-    world = nodes * g
-    if host_ram is None:
-        offload_options = [o for o in offload_options if not o] or offload_options
-    limit = usable * (1 - SAFETY_MARGIN)
-    all_shapes, _effs, kinds = _shape_info(job, nodes, g)
-    probe = _Probe(job, world, limit, host_ram, g, all_shapes, kinds, _records(job, kinds))
-    lean = (min(mbs_options), recompute_options[-1], offload_options[-1])
+    limit = v.usable * (1 - SAFETY_MARGIN)
+    all_shapes, _effs, kinds = _shape_info(job, nodes, v.g)
+    records = _records(job, kinds)
+    probe = _Probe(job, nodes * v.g, limit, v.host_ram, v.g, all_shapes, kinds, records)
+    lean = (min(v.mbs_options), v.recompute_options[-1], v.offloads()[-1])
     return any(probe.fits(rank, *lean) for rank in range(len(all_shapes)))
 
 

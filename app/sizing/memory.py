@@ -212,18 +212,9 @@ def memory(job: Job, lay: Layout) -> Memory:
     key = (
         lay.sharding,
         lay.shard_group,
-        lay.tp,
-        lay.pp,
-        lay.ep,
-        lay.cp,
-        lay.dp > 1,
-        lay.micro_batch_size,
-        lay.recompute,
         lay.offload_optimizer,
         lay.offload_params,
-        lay.pp_schedule,
-        lay.virtual_stages,
-        lay.num_microbatches,
+        *_split_key(lay),
     )
     hit = job.cache.get(key)
     if hit is not None:
@@ -231,6 +222,12 @@ def memory(job: Job, lay: Layout) -> Memory:
     m = _memory(job, lay)
     job.cache.put(key, m)
     return m
+
+
+def _split_key(lay: Layout) -> tuple[object, ...]:
+    """What a layout's memory depends on besides its sharding, shard group and offload."""
+    return (lay.tp, lay.pp, lay.ep, lay.cp, lay.dp > 1, lay.micro_batch_size, lay.recompute,
+            lay.pp_schedule, lay.virtual_stages, lay.num_microbatches)  # fmt: skip
 
 
 def _memory(job: Job, lay: Layout) -> Memory:
@@ -256,21 +253,7 @@ _StageParts = tuple[
 
 
 def _stage_parts(job: Job, lay: Layout, *, first_stage: bool) -> _StageParts:
-    key = (
-        "stage",
-        first_stage,
-        lay.sharding,
-        lay.tp,
-        lay.pp,
-        lay.ep,
-        lay.cp,
-        lay.dp > 1,
-        lay.micro_batch_size,
-        lay.recompute,
-        lay.pp_schedule,
-        lay.virtual_stages,
-        lay.num_microbatches,
-    )
+    key = ("stage", first_stage, lay.sharding, *_split_key(lay))
     hit: _StageParts | None = job.cache.get(key)
     if hit is None:
         fw = job.fw
@@ -388,19 +371,11 @@ def _memory_stage(job: Job, lay: Layout, *, first_stage: bool) -> Memory:
         int(act),
         int(overhead),
     )
+    # Memory's fields in their order; then Memory.total, set where the parts are at hand
+    # (the property's own sum, in its order): every figure's total is read
     return new_memory(
-        weights=w_i,
-        gradients=g_i,
-        master_weights=m_i,
-        optimizer_states=o_i,
-        activations=a_i,
-        overhead=ov_i,
-        context=fw.context_bytes,
-        nccl=nccl,
-        gather_buffers=int(gather),
-        fragmentation=int(frag),
-        cpu_offload_per_gpu=int(cpu * CPU_OFFLOAD_FACTOR),
-        # Memory.total, set where the parts are at hand (the property's own sum, in its
-        # order): every figure's total is read
+        weights=w_i, gradients=g_i, master_weights=m_i, optimizer_states=o_i, activations=a_i,
+        overhead=ov_i, context=fw.context_bytes, nccl=nccl, gather_buffers=int(gather),
+        fragmentation=int(frag), cpu_offload_per_gpu=int(cpu * CPU_OFFLOAD_FACTOR),
         total=w_i + g_i + m_i + o_i + a_i + ov_i,
-    )
+    )  # fmt: skip

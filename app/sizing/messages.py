@@ -73,6 +73,9 @@ CATALOG: dict[str, str] = {
     "request.unknown_sku": N_("unknown node %(sku)s; one of %(skus)s"),
     "request.pp_layers": N_("must not exceed the number of layers"),
     "request.tp_heads": N_("must divide the number of attention heads"),
+    "request.tp_kv_heads": N_(
+        "must divide the number of KV heads (no framework here replicates KV heads for training)"
+    ),
     "request.ep_moe": N_("expert parallel needs a mixture-of-experts model"),
     "request.ep_experts": N_("must divide the number of experts"),
     "request.offload_params_zero3": N_("parameter offload needs ZeRO-3/FSDP sharding"),
@@ -86,6 +89,23 @@ CATALOG: dict[str, str] = {
         "more than one virtual stage needs the interleaved pipeline schedule"
     ),
     "request.microbatches_one_of": N_("give num_microbatches or global_batch_size, not both"),
+    # --- what a framework refuses to split (``app.sizing.splits``) -------------------------
+    "split.tp_heads": N_("tensor parallel %(tp)s does not divide the %(heads)s attention heads"),
+    "split.tp_kv_heads": N_(
+        "tensor parallel %(tp)s does not divide the %(kv_heads)s KV heads (no framework here "
+        "replicates KV heads for training)"
+    ),
+    "split.seq": N_(
+        "sequence length %(seq_len)s is not a multiple of %(unit)s, which tensor parallel "
+        "%(tp)s with sequence parallel and context parallel %(cp)s need"
+    ),
+    "split.pp_layers": N_("%(stages)s pipeline stages are more than the %(layers)s layers"),
+    "split.interleaved_layers": N_(
+        "%(layers)s layers do not split evenly over %(stages)s interleaved pipeline stages"
+    ),
+    "split.ep_dense": N_("expert parallel %(ep)s needs a mixture-of-experts model"),
+    "split.ep_experts": N_("expert parallel %(ep)s does not divide the %(experts)s experts"),
+    "note.layout_split": N_("this layout cannot run: %(why)s"),
     # --- layouts (``layout_description``) -------------------------------------------------
     "layout.hsdp": N_("FSDP/ZeRO-3 inside each node"),
     "layout.hsdp_nodes": N_("FSDP/ZeRO-3 inside each node, data parallel across nodes"),
@@ -265,6 +285,10 @@ CATALOG: dict[str, str] = {
         "the communication it overlaps and the layouts it offers: docs/sizing-accuracy-time.md); "
         "the range runs from a tuned run (%(fast_pct)s %% faster than the likely figure) to a "
         "first-week run (%(slow_pct)s %% slower); months and price use the likely figure"
+    ),
+    "assumption.release": N_(
+        "memory and time figures assume %(release)s, the newest stable release we model; "
+        "older releases keep and run the same layout differently"
     ),
     "assumption.time_nearest": N_(
         "no public measured %(framework)s run with its layout is in our set: its profile starts "

@@ -18,6 +18,7 @@ from app.sizing import compute
 from app.sizing.layout import Candidate
 from app.sizing.memory import SAFETY_MARGIN, Memory, fit_verdict, memory_range, resolve_layout
 from app.sizing.messages import Msg, Translate, render, render_all
+from app.sizing.params import pick
 from app.sizing.profiles import profile, tokens_range
 from app.sizing.search import Plan, SkuSearch
 
@@ -59,14 +60,10 @@ class Option:
 
     def as_dict(self, translate: Translate | None = None) -> dict[str, Any]:
         """Today's JSON shape, notes rendered in ``translate``'s language plus their codes."""
+        head = pick(self, ("sku", "name", "self_serve", "talk_to_sales", "nodes", "gpus"))
         if self.layout is None:
             d: dict[str, Any] = {
-                "sku": self.sku,
-                "name": self.name,
-                "self_serve": self.self_serve,
-                "talk_to_sales": self.talk_to_sales,
-                "nodes": self.nodes,
-                "gpus": self.gpus,
+                **head,
                 "fits": False,
                 "layout": None,
                 "memory_per_gpu_bytes": None,
@@ -83,12 +80,7 @@ class Option:
         else:
             assert self.memory is not None
             d = {
-                "sku": self.sku,
-                "name": self.name,
-                "self_serve": self.self_serve,
-                "talk_to_sales": self.talk_to_sales,
-                "nodes": self.nodes,
-                "gpus": self.gpus,
+                **head,
                 "fits": self.fits,
                 "layout": dict(self.layout),
                 "layout_description": render(self.layout_label, translate)

@@ -10,6 +10,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
+
+
+def pick(src: object, names: tuple[str, ...]) -> dict[str, Any]:
+    """``src``'s values of these fields, by name (a JSON shape or a type with the same
+    field names)."""
+    return {n: getattr(src, n) for n in names}
 
 
 @dataclass(frozen=True)
@@ -203,28 +210,13 @@ def derive_architecture(params: float) -> Architecture:
         ratio = h / layers
         if not 40 <= ratio <= 220:
             continue
-        arch = Architecture(
-            vocab_size=vocab,
-            hidden_size=h,
-            intermediate_size=ffn,
-            num_layers=layers,
-            num_attention_heads=heads,
-            num_kv_heads=kv,
-            head_dim=128,
-        )
+        # (vocabulary, hidden, FFN, layers, heads, KV heads, head width)
+        arch = Architecture(vocab, h, ffn, layers, heads, kv, 128)
         err = abs(count(arch).total - params) / params + abs(math.log(ratio / 110)) * 0.02
         if err < best_err:
             best, best_err = arch, err
     if best is None:  # tiny models: shrink the vocabulary side
         h = 512
         layers = max(2, round(params / (12 * h * h)))
-        best = Architecture(
-            vocab_size=32000,
-            hidden_size=h,
-            intermediate_size=1536,
-            num_layers=layers,
-            num_attention_heads=8,
-            num_kv_heads=8,
-            head_dim=64,
-        )
+        best = Architecture(32000, h, 1536, layers, 8, 8, 64)
     return best

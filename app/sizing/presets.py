@@ -29,29 +29,11 @@ class Preset:
 def _llama(
     vocab: int, h: int, ffn: int, layers: int, heads: int, kv: int, *, tie: bool = False
 ) -> Architecture:
-    return Architecture(
-        vocab_size=vocab,
-        hidden_size=h,
-        intermediate_size=ffn,
-        num_layers=layers,
-        num_attention_heads=heads,
-        num_kv_heads=kv,
-        head_dim=h // heads,
-        tie_embeddings=tie,
-    )
+    return Architecture(vocab, h, ffn, layers, heads, kv, h // heads, tie_embeddings=tie)
 
 
 def _qwen25(h: int, ffn: int, layers: int, heads: int, kv: int) -> Architecture:
-    return Architecture(
-        vocab_size=152064,
-        hidden_size=h,
-        intermediate_size=ffn,
-        num_layers=layers,
-        num_attention_heads=heads,
-        num_kv_heads=kv,
-        head_dim=128,
-        qkv_bias=True,
-    )
+    return Architecture(152064, h, ffn, layers, heads, kv, 128, qkv_bias=True)
 
 
 _QWEN25_SRC = {

@@ -28,6 +28,7 @@ from app.sizing import compute
 from app.sizing.memory import SAFETY_MARGIN, Layout, fit_verdict, memory
 from app.sizing.messages import Msg, Translate, render
 from app.sizing.options import DEADLINE_SLACK, Option
+from app.sizing.params import pick
 from app.sizing.request import Request
 from app.sizing.search import HOURS_PER_YEAR, Plan, SkuSearch
 
@@ -169,12 +170,9 @@ class Recommendation:
             d["months"] = self.option.months
             d["utilisation_of_rented_time"] = self.option.extra.get("utilisation_of_rented_time")
         if self.runner_up is not None:
-            d["runner_up"] = {
-                "sku": self.runner_up.sku,
-                "nodes": self.runner_up.nodes,
-                "rental_cost_usd": self.runner_up.rental_cost_usd,
-                "training_days": self.runner_up.training_days,
-            }
+            d["runner_up"] = pick(
+                self.runner_up, ("sku", "nodes", "rental_cost_usd", "training_days")
+            )
         d.update(self.extra)
         return d
 

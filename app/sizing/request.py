@@ -30,7 +30,15 @@ from app.sizing.compute import training_flops
 from app.sizing.errors import SizingError
 from app.sizing.memory import Job, with_shared_memo
 from app.sizing.messages import Msg
-from app.sizing.params import MLA, Architecture, MoE, ParamCounts, count, derive_architecture
+from app.sizing.params import (
+    MLA,
+    Architecture,
+    MoE,
+    ParamCounts,
+    count,
+    derive_architecture,
+    pick,
+)
 from app.sizing.presets import PRESETS
 from app.sizing.throughput import default_batch_tokens
 
@@ -334,6 +342,17 @@ def scaled_counts(c: ParamCounts, target: int) -> ParamCounts:
     )
 
 
+# fields a validated request hands on as they are, by the same name
+_ARCH_FIELDS = ("vocab_size", "hidden_size", "intermediate_size", "num_layers",
+                "num_attention_heads", "tie_embeddings", "qkv_bias", "qk_norm",
+                "norms_per_layer", "gated_mlp")  # fmt: skip
+_JOB_FIELDS = ("method", "seq_len", "precision", "optimizer", "grad_dtype", "master_weights",
+               "flash_attention", "lora_rank", "framework", "compile", "optimizer_in_backward",
+               "activation_offload", "pp_schedule")  # fmt: skip
+_REQUEST_FIELDS = ("tokens", "mfu", "sku", "nodes", "attention_flops", "token_bytes", "max_days",
+                   "rocm_ok")  # fmt: skip
+
+
 def _architecture(a: ArchitectureSpec, errs: list[tuple[str, Msg]]) -> Architecture | None:
     p = "model.architecture"
     kv = a.num_kv_heads or a.num_attention_heads
@@ -362,18 +381,9 @@ def _architecture(a: ArchitectureSpec, errs: list[tuple[str, Msg]]) -> Architect
     if errs:
         return None
     return Architecture(
-        vocab_size=a.vocab_size,
-        hidden_size=a.hidden_size,
-        intermediate_size=a.intermediate_size,
-        num_layers=a.num_layers,
-        num_attention_heads=a.num_attention_heads,
+        **pick(a, _ARCH_FIELDS),
         num_kv_heads=kv,
         head_dim=a.head_dim or max(1, a.hidden_size // a.num_attention_heads),
-        tie_embeddings=a.tie_embeddings,
-        qkv_bias=a.qkv_bias,
-        qk_norm=a.qk_norm,
-        norms_per_layer=a.norms_per_layer,
-        gated_mlp=a.gated_mlp,
         moe=moe,
         mla=mla,
     )
@@ -424,6 +434,8 @@ def resolve(s: SizingRequest) -> Request:
                 errs.append(("parallelism.pp", Msg("request.pp_layers")))
             if par["tp"] and arch.num_attention_heads % par["tp"]:
                 errs.append(("parallelism.tp", Msg("request.tp_heads")))
+            elif par["tp"] and arch.num_kv_heads % par["tp"]:
+                errs.append(("parallelism.tp", Msg("request.tp_kv_heads")))
             if par["ep"] and par["ep"] > 1:
                 if arch.moe is None:
                     errs.append(("parallelism.ep", Msg("request.ep_moe")))
@@ -446,19 +458,7 @@ def resolve(s: SizingRequest) -> Request:
     job = Job(
         arch=arch,
         counts=counts,
-        method=s.method,
-        seq_len=s.seq_len,
-        precision=s.precision,
-        optimizer=s.optimizer,
-        grad_dtype=s.grad_dtype,
-        master_weights=s.master_weights,
-        flash_attention=s.flash_attention,
-        lora_rank=s.lora_rank,
-        framework=s.framework,
-        compile=s.compile,
-        optimizer_in_backward=s.optimizer_in_backward,
-        activation_offload=s.activation_offload,
-        pp_schedule=s.pp_schedule,
+        **pick(s, _JOB_FIELDS),
         virtual_stages=s.virtual_stages or (2 if s.pp_schedule == "interleaved" else 1),
         num_microbatches=s.num_microbatches or 0,
         global_batch_size=s.global_batch_size or 0,
@@ -480,16 +480,9 @@ def resolve(s: SizingRequest) -> Request:
         job=job,
         model_source=source,
         derived=derived,
-        tokens=s.tokens,
-        mfu=s.mfu,
-        sku=s.sku,
-        nodes=s.nodes,
         parallelism=par,
         fixed=fixed,
-        attention_flops=s.attention_flops,
-        token_bytes=s.token_bytes,
-        max_days=s.max_days,
-        rocm_ok=s.rocm_ok,
+        **pick(s, _REQUEST_FIELDS),
     )
 
 

@@ -8,7 +8,7 @@ from typing import Any
 from app.sizing.assumptions import assumptions
 from app.sizing.messages import Msg, Translate, render_all
 from app.sizing.options import Option
-from app.sizing.params import Architecture
+from app.sizing.params import Architecture, pick
 from app.sizing.recommend import Recommendation
 from app.sizing.request import Request
 
@@ -54,23 +54,15 @@ class SizingResult:
         }
 
 
+# what an answer says of the model's architecture
+_ARCH_KEYS = ("vocab_size", "hidden_size", "intermediate_size", "num_layers",
+              "num_attention_heads", "num_kv_heads", "head_dim", "tie_embeddings")  # fmt: skip
+_MOE_KEYS = ("num_experts", "experts_per_token", "expert_intermediate_size", "shared_experts",
+             "dense_layers")  # fmt: skip
+
+
 def arch_dict(a: Architecture) -> dict[str, Any]:
-    d: dict[str, Any] = {
-        "vocab_size": a.vocab_size,
-        "hidden_size": a.hidden_size,
-        "intermediate_size": a.intermediate_size,
-        "num_layers": a.num_layers,
-        "num_attention_heads": a.num_attention_heads,
-        "num_kv_heads": a.num_kv_heads,
-        "head_dim": a.head_dim,
-        "tie_embeddings": a.tie_embeddings,
-    }
+    d = pick(a, _ARCH_KEYS)
     if a.moe is not None:
-        d["moe"] = {
-            "num_experts": a.moe.num_experts,
-            "experts_per_token": a.moe.experts_per_token,
-            "expert_intermediate_size": a.moe.expert_intermediate_size,
-            "shared_experts": a.moe.shared_experts,
-            "dense_layers": a.moe.dense_layers,
-        }
+        d["moe"] = pick(a.moe, _MOE_KEYS)
     return d

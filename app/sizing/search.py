@@ -18,6 +18,7 @@ from app.sizing.memory import FRAMEWORKS, SAFETY_MARGIN, Layout, fit_verdict, me
 from app.sizing.messages import Msg
 from app.sizing.profiles import profile
 from app.sizing.request import MAX_NODES, Request
+from app.sizing.splits import job_breaks
 
 MAX_MONTHS_SEARCHED = 36
 SEARCH_BUDGET = 40  # node counts priced per SKU beyond the first that fits
@@ -64,6 +65,7 @@ class SkuSearch:
         spec: NodeSpec,
         flops: float,
         price_cents: int,
+        *,
         delivery: Delivery | None = None,
         today: date | None = None,
     ) -> None:
@@ -91,12 +93,17 @@ class SkuSearch:
         self.notes: list[Msg] = []
         self.mbs = int(r.fixed["micro_batch_size"])
         self.rc_opts = (
-            [str(r.fixed["recompute"])] if "recompute" in r.fixed else ["none", "selective", "full"]
+            (str(r.fixed["recompute"]),)
+            if "recompute" in r.fixed
+            else ("none", "selective", "full")
         )
         self.off_opts = (
-            [bool(r.fixed["offload_optimizer"])]
+            (bool(r.fixed["offload_optimizer"]),)
             if "offload_optimizer" in r.fixed
-            else [False, True]
+            else (False, True)
+        )
+        self.variants = layout.Variants(
+            self.g, self.usable, self.host, (self.mbs,), self.rc_opts, self.off_opts
         )
         self._best: dict[tuple[int, int], list[layout.Candidate]] = {}
         # plans(): whether only the self-serve counts were priced (the cluster plan is then
@@ -175,25 +182,15 @@ class SkuSearch:
             # the layouts depend on the job and the node, not on the tokens: kept in the
             # job's memo, which requests for the same job share (memory.with_shared_memo)
             memo = self.r.job.cache
-            mk: tuple[object, ...] = ("best", n, self.g, self.usable, self.host, self.mbs)
             # a pinned node count of a MoE: one layout of each (TP, EP) pair goes to the
             # throughput model too (the static order cannot rank TP against EP for a MoE;
             # one count only, so the extra candidates cost little)
             per_tp = self.modelled and self.r.job.arch.moe is not None and self.r.nodes is not None
-            mk += (tuple(self.rc_opts), tuple(self.off_opts), want + extra, per_tp)
+            mk = ("best", n, self.variants, want + extra, per_tp)
             found = memo.get(mk)
             if found is None:
                 found = layout.best_layouts(
-                    self.r.job,
-                    nodes=n,
-                    g=self.g,
-                    usable=self.usable,
-                    host_ram=self.host,
-                    mbs_options=[self.mbs],
-                    recompute_options=self.rc_opts,
-                    offload_options=self.off_opts,
-                    want=want + extra,
-                    per_tp=per_tp,
+                    self.r.job, self.variants, n, want=want + extra, per_tp=per_tp
                 )
                 memo.put(mk, found)
             found = [self.with_model(c) for c in found]
@@ -211,20 +208,10 @@ class SkuSearch:
 
     def any_fit(self, n: int) -> bool:
         memo = self.r.job.cache
-        mk: tuple[object, ...] = ("any", n, self.g, self.usable, self.host, self.mbs)
-        mk += (tuple(self.rc_opts), tuple(self.off_opts))
+        mk = ("any", n, self.variants)
         got = memo.get(mk)
         if got is None:
-            got = layout.any_fits(
-                self.r.job,
-                nodes=n,
-                g=self.g,
-                usable=self.usable,
-                host_ram=self.host,
-                mbs_options=[self.mbs],
-                recompute_options=self.rc_opts,
-                offload_options=self.off_opts,
-            )
+            got = layout.any_fits(self.r.job, self.variants, n)
             memo.put(mk, got)
         return bool(got)
 
@@ -483,6 +470,9 @@ class SkuSearch:
         block = tp * pp * cp
         if not profile(r.job.framework).runs(tp, pp, ep, cp):
             return None, r.nodes or 1, Msg("note.framework_layout", {"framework": r.job.framework})
+        why = job_breaks(r.job, tp, pp, ep, cp)
+        if why:
+            return None, r.nodes or 1, Msg("note.layout_split", {"why": why[0]})
         if r.nodes is not None:
             n = r.nodes
         else:
@@ -501,23 +491,17 @@ class SkuSearch:
             return None, n, Msg("note.shard_group_dp", {"shard_group": sg, "dp": span})
         if dp % ep:
             return None, n, Msg("note.ep_dp", {"ep": ep, "dp": dp})
-        lay = Layout(
-            sharding=p["sharding"],
-            shard_group=sg,
-            tp=tp,
-            pp=pp,
-            ep=ep,
-            cp=cp,
-            micro_batch_size=self.mbs,
-            recompute=str(r.fixed.get("recompute", "none")),
-            offload_optimizer=bool(r.fixed.get("offload_optimizer", False)),
-            offload_params=bool(r.fixed.get("offload_params", False)),
+        label, fixed = Msg("layout.yours"), r.fixed
+        lay = layout.make_layout(
+            layout.Shape(p["sharding"], sg, tp, pp, ep, cp, label),
             world=w,
+            mbs=self.mbs,
+            recompute=str(fixed.get("recompute", "none")),
+            offload_opt=bool(fixed.get("offload_optimizer", False)),
+            offload_params=bool(fixed.get("offload_params", False)),
         )
         mem = memory(r.job, lay)
-        cand = self.with_model(
-            layout.Candidate(lay, mem, layout.efficiency(lay, g), Msg("layout.yours"), 0)
-        )
+        cand = self.with_model(layout.Candidate(lay, mem, layout.efficiency(lay, g), label, 0))
         hours, months, cost = self.cost(n, cand.efficiency)
         fit = layout.fits(mem, self.usable, self.host, g)
         return Plan(n, cand, hours, months, cost, fits=fit), n, None

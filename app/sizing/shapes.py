@@ -10,6 +10,7 @@ from typing import NamedTuple
 from app.sizing.memory import Job, Layout, Memory
 from app.sizing.messages import Msg
 from app.sizing.profiles import profile
+from app.sizing.splits import job_breaks, max_tp
 
 # Throughput relative to the catalog MFU (which assumes a well-tuned single-node layout).
 # Heuristics (ours), stated in every answer's assumptions and in docs/sizing.md.
@@ -48,16 +49,7 @@ class Candidate(NamedTuple):
 
 
 def efficiency(lay: Layout, gpus_per_node: int) -> float:
-    e = RECOMPUTE_EFF[lay.recompute]
-    e *= TP_EFF.get(lay.tp, 0.8)
-    if lay.pp > 1:
-        e *= PP_EFF
-    if lay.sharding == "zero3" and lay.shard_group * lay.tp * lay.cp > gpus_per_node:
-        e *= FSDP_ACROSS_NODES_EFF
-    if lay.ep > 1:
-        e *= EP_EFF
-    if lay.cp > 1:
-        e *= CP_EFF
+    e = RECOMPUTE_EFF[lay.recompute] * shape_efficiency(lay, gpus_per_node)
     if lay.offload_optimizer:
         e *= OFFLOAD_OPT_EFF
     if lay.offload_params:
@@ -115,7 +107,9 @@ def _shapes(job: Job, nodes: int, g: int) -> list[Shape]:
     if nodes > 1:
         small_rules.append(Shape("zero3", w, 1, 1, 1, 1, _label("layout.zero3_all")))
     tp_rules: list[Shape] = []
-    tp = min(8, g)
+    # the widest TP inside the node (up to 8) that the heads, the KV heads and the sequence
+    # split under: GQA with 4 KV heads gets TP 4, never 8 (app/sizing/splits.py)
+    tp = max_tp(a, job.seq_len, min(8, g))
     if w % tp == 0:
         dp = w // tp
         tp_rules.append(
@@ -198,20 +192,20 @@ def _shapes(job: Job, nodes: int, g: int) -> list[Shape]:
                         _label("layout.ep_pp", {"ep": ep, "pp": pp}),
                     )
                 )
-            if w % 8 == 0 and g >= 8:
-                for pp in [1, *_pows(min(a.num_layers, w // 8))]:
-                    dp = w // (8 * pp)
-                    if w % (8 * pp) or dp % 1 or (ep > dp):
+            if tp > 1 and w % tp == 0 and g >= 8:
+                for pp in [1, *_pows(min(a.num_layers, w // tp))]:
+                    dp = w // (tp * pp)
+                    if w % (tp * pp) or ep > dp:
                         continue
                     moe.append(
                         Shape(
                             "zero1",
                             dp,
-                            8,
+                            tp,
                             pp,
-                            min(ep, dp),
+                            ep,
                             1,
-                            _label("layout.tp_ep_pp", {"tp": 8, "ep": min(ep, dp), "pp": pp}),
+                            _label("layout.tp_ep_pp", {"tp": tp, "ep": ep, "pp": pp}),
                         )
                     )
         out = moe + out
@@ -229,13 +223,19 @@ def _shapes(job: Job, nodes: int, g: int) -> list[Shape]:
                         _label("layout.cp", {"cp": cp}),
                     )
                 )
-    # a layout the customer's stack cannot run is never offered (HF Trainer has no TP, PP,
-    # CP or EP; DeepSpeed's search has no TP or CP): app/sizing/profiles.py
+    # a layout the customer's stack cannot run is never offered: one needing a kind of
+    # parallelism it lacks (HF Trainer has no TP, PP, CP or EP; DeepSpeed's search has no TP
+    # or CP: app/sizing/profiles.py) or one the model does not split evenly under
+    # (app/sizing/splits.py: heads and KV heads by TP, layers by interleaved stages, ...)
     stack = profile(job.framework)
-    return [x for x in out if stack.runs(x.tp, x.pp, x.ep, x.cp)]
+    return [
+        x
+        for x in out
+        if stack.runs(x.tp, x.pp, x.ep, x.cp) and not job_breaks(job, x.tp, x.pp, x.ep, x.cp)
+    ]
 
 
-def shape_efficiency(s: Shape, g: int) -> float:
+def shape_efficiency(s: Shape | Layout, g: int) -> float:
     e = TP_EFF.get(s.tp, 0.8)
     if s.pp > 1:
         e *= PP_EFF

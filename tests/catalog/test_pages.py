@@ -54,6 +54,31 @@ def test_node_page(client, seeded, lang) -> None:  # type: ignore[no-untyped-def
         assert "除非另有书面约定" in t and "私有网络" in t and "十亿参数" in t
 
 
+def test_node_page_shows_the_engines_sustained_mfu_per_stack(client, seeded, lang) -> None:  # type: ignore[no-untyped-def]
+    """One truth: the node page quotes the MFU the sizing engine predicts (what the /size
+    cards show) for its reference job under each stack, with the release it assumes, not
+    the catalog's flat 40 %."""
+    from app.sizing import REFERENCE_JOB, reference_mfu, size
+    from app.web.templating import format_number
+
+    t = client.get("/nodes/hgx-h100").text
+    assert "we assume" not in t and "我们假设" not in t
+    for fw, release in (
+        ("megatron", "Megatron-Core 0.19 with Transformer Engine"),
+        ("fsdp2", "PyTorch 2.11 FSDP2 with torchtitan 0.3"),
+    ):
+        mfu = reference_mfu("hgx-h100", fw)
+        assert mfu is not None and mfu != 0.40
+        card = size({**REFERENCE_JOB, "sku": "hgx-h100", "nodes": 1, "framework": fw})
+        assert card["options"][0]["mfu"] == mfu  # the same figure as the sizing answer's card
+        figure = f'<span class="pct">{format_number(mfu * 100)} %</span>'
+        assert f"{release}: {figure}" in t or f"{release}：{figure}" in t
+    if lang == "en":
+        assert "Sustained MFU the sizing engine predicts" in t and "Llama 3.1 8B" in t
+    else:
+        assert "配置估算引擎预测的持续算力利用率" in t and "参考任务" in t
+
+
 def test_mi355x_runs_rocm(client, seeded) -> None:  # type: ignore[no-untyped-def]
     t = client.get("/nodes/mi355x").text
     assert (

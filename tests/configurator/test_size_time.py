@@ -101,7 +101,7 @@ def test_fsdp2_weights_rows_say_where_the_weights_are(client: TestClient) -> Non
 
 def test_the_answer_states_its_measured_accuracy_with_a_link(client: TestClient) -> None:
     html = client.get("/size?model=llama-3.1-8b&tokens=100B").text
-    assert re.search(r"Training time on \d+ published FSDP2 runs: off by [\d.]+ %", html)
+    assert re.search(r"Training time on \d+ published PyTorch FSDP2 runs: off by [\d.]+ %", html)
     assert 'href="#accuracy-h"' in html and 'id="accuracy-h"' in html
     client.cookies.set("lang", "zh_CN")
     zh = client.get("/size?model=llama-3.1-8b&tokens=100B").text

@@ -9,6 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from app.sizing import PRESETS
+from app.sizing.activations import Stack
 from app.sizing.memory import (
     FRAMEWORKS,
     MAX_RANGE_RATIO,
@@ -259,12 +260,12 @@ def test_megatron_non_gated_experts_keep_the_probs_weighted_product() -> None:
     def per_token(arch: Architecture, probs_in_act: bool) -> float:
         return layer_activation_bytes_per_token(
             arch,
+            Stack(moe_probs_in_act=probs_in_act),
             moe_layer=True,
             tp=1,
             kv_len=4096,
             flash=True,
             recompute="none",
-            moe_probs_in_act=probs_in_act,
         )
 
     assert per_token(gelu, True) - per_token(gelu, False) == pytest.approx(k * 2.0 * f)
@@ -285,13 +286,12 @@ def test_eager_stacks_keep_repeated_kv_and_the_gated_product() -> None:
         p = FRAMEWORKS[fw]
         return layer_activation_bytes_per_token(
             a,
+            Stack(repeat_kv=p.repeat_kv, fused_gated_act=p.fused_gated_act),
             moe_layer=False,
             tp=1,
             kv_len=8192,
             flash=True,
             recompute="none",
-            repeat_kv=p.repeat_kv,
-            fused_gated_act=p.fused_gated_act,
         )
 
     extra = 2 * 2.0 * (q - kv) + 2.0 * a.intermediate_size

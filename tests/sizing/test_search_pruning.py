@@ -160,31 +160,15 @@ def test_the_pruned_walk_returns_what_the_exhaustive_walk_returns(
     host = None if host_tb is None else int(host_tb * 1e12)
     pruned_job = replace(job, cache=Memo())  # one memo across the counts, as in the engine
     for n in counts:
-        got = layout.best_layouts(
-            pruned_job,
-            nodes=n,
-            g=g,
-            usable=usable,
-            host_ram=host,
-            mbs_options=[1],
-            recompute_options=["none", "selective", "full"],
-            offload_options=[False, True],
-            want=want,
+        variants = layout.Variants(
+            g, usable, host, (1,), ("none", "selective", "full"), (False, True)
         )
+        got = layout.best_layouts(pruned_job, variants, n, want=want)
         want_ = reference_best_layouts(
             replace(job, cache=Memo()), nodes=n, g=g, usable=usable, host_ram=host, want=want
         )
         assert got == want_, (n, [c.layout for c in got], [c.layout for c in want_])
-        anyfit = layout.any_fits(
-            pruned_job,
-            nodes=n,
-            g=g,
-            usable=usable,
-            host_ram=host,
-            mbs_options=[1],
-            recompute_options=["none", "selective", "full"],
-            offload_options=[False, True],
-        )
+        anyfit = layout.any_fits(pruned_job, variants, n)
         lean = [
             make_layout(
                 s,
@@ -230,19 +214,12 @@ def test_memory_never_grows_with_the_shard_group_and_the_floor_bounds_it(
     assert floor.total <= mems[-1].total
 
 
-def reference_any_fits(
-    job: Job,
-    *,
-    nodes: int,
-    g: int,
-    usable: int,
-    host_ram: int | None,
-    mbs_options: list[int],
-    recompute_options: list[str],
-    offload_options: list[bool],
-) -> bool:
+def reference_any_fits(job: Job, v: layout.Variants, nodes: int) -> bool:
+    g, usable, host_ram = v.g, v.usable, v.host_ram
+    mbs_options, recompute_options = v.mbs_options, v.recompute_options
+    offload_options = v.offload_options
     if host_ram is None:
-        offload_options = [o for o in offload_options if not o] or offload_options
+        offload_options = tuple(o for o in offload_options if not o) or offload_options
     return any(
         fits(
             memory(
@@ -264,10 +241,14 @@ def reference_any_fits(
     )
 
 
-def _reference_best(job: Job, **kw: Any) -> list[Candidate]:
-    assert kw.pop("mbs_options") == [1] and kw.pop("offload_options") == [False, True]
-    assert kw.pop("recompute_options") == ["none", "selective", "full"]
-    return reference_best_layouts(job, **kw)
+def _reference_best(
+    job: Job, v: layout.Variants, nodes: int, *, want: int = 2, per_tp: bool = False
+) -> list[Candidate]:
+    assert v.mbs_options == (1,) and v.offload_options == (False, True)
+    assert v.recompute_options == ("none", "selective", "full")
+    return reference_best_layouts(
+        job, nodes=nodes, g=v.g, usable=v.usable, host_ram=v.host_ram, want=want, per_tp=per_tp
+    )
 
 
 def _cold_answer(req: dict[str, Any]) -> Any:

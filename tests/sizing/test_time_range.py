@@ -326,6 +326,8 @@ def test_the_engine_never_gives_a_gpu_more_speed_on_more_nodes(
     """The same job, layout, micro-batch and recompute pinned through the request: spread
     over twice the nodes, tokens/s per GPU does not rise."""
     assume(preset in PRESETS)
+    # a TP the KV heads do not split is refused on its field (Qwen3-30B-A3B: 4 KV heads)
+    assume(PRESETS[preset].arch.num_kv_heads % par.get("tp", 1) == 0)
     req = {
         "model": {"preset": preset},
         "tokens": 1e11,

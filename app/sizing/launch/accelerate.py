@@ -9,12 +9,13 @@ and FSDP2's offload moves parameters, gradients and optimizer state together: bo
 from __future__ import annotations
 
 from app.sizing.launch import hf
-from app.sizing.launch.errors import N_, LaunchError
+from app.sizing.launch.errors import N_, LaunchError, offload_optimizer_only
 from app.sizing.launch.files import LaunchFile, comment, launch_hosts
 from app.sizing.launch.plan import RDZV_PORT, Plan
+from app.sizing.stacks import ACCELERATE
 
 NAME = "accelerate"
-VERSION = "1.15.0"
+VERSION = ACCELERATE
 CONFIG = "accelerate_config.yaml"
 
 
@@ -28,15 +29,8 @@ def check(p: Plan) -> None:
             ("deepspeed", "megatron"),
         )
     if p.offload_optimizer and not p.offload_params:
-        raise LaunchError(
-            "accelerate_offload_optimizer_only",
-            N_(
-                "This layout moves only the optimizer step to CPU memory; FSDP2 offloads "
-                "parameters, gradients and optimizer state together, which is another layout "
-                "with another speed."
-            ),
-            None,
-            ("deepspeed", "megatron"),
+        raise offload_optimizer_only(
+            "accelerate_offload_optimizer_only", "FSDP2", ("deepspeed", "megatron")
         )
 
 

@@ -14,9 +14,10 @@ from app.sizing.launch import hf
 from app.sizing.launch.errors import N_, LaunchError
 from app.sizing.launch.files import LaunchFile, comment, launch_hosts
 from app.sizing.launch.plan import RDZV_PORT, Plan
+from app.sizing.stacks import DEEPSPEED
 
 NAME = "DeepSpeed"
-VERSION = "0.19.8"
+VERSION = DEEPSPEED
 STAGES = {"ddp": 0, "zero1": 1, "zero2": 2, "zero3": 3}
 
 

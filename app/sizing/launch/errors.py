@@ -42,3 +42,18 @@ class LaunchError(Exception):
             "params": dict(self.params),
             "frameworks_that_can": list(self.frameworks),
         }
+
+
+def offload_optimizer_only(code: str, stack: str, others: tuple[str, ...]) -> LaunchError:
+    """The refusal of a stack whose offload moves parameters, gradients and optimizer state
+    together (FSDP2's CPUOffloadPolicy) for a layout that offloads the optimizer step only."""
+    return LaunchError(
+        code,
+        N_(
+            "This layout moves only the optimizer step to CPU memory; %(stack)s offloads "
+            "parameters, gradients and optimizer state together, which is another layout "
+            "with another speed."
+        ),
+        {"stack": stack},
+        others,
+    )

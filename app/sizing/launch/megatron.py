@@ -13,9 +13,10 @@ import shlex
 from app.sizing.launch.errors import N_, LaunchError
 from app.sizing.launch.files import LaunchFile, comment, launch_hosts
 from app.sizing.launch.plan import RDZV_PORT, Plan
+from app.sizing.stacks import MEGATRON_CORE
 
 NAME = "Megatron-LM"
-VERSION = "core_r0.19.0"
+VERSION = f"core_r{MEGATRON_CORE}"
 SCRIPT = "launch_megatron.sh"
 
 

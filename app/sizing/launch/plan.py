@@ -17,9 +17,11 @@ from dataclasses import dataclass, field
 
 from app.catalog.specs import NodeSpec, spec
 from app.sizing.launch.errors import N_, LaunchError
-from app.sizing.params import Architecture
+from app.sizing.messages import render
+from app.sizing.params import Architecture, pick
 from app.sizing.request import SizingRequest
 from app.sizing.results import SizingResult
+from app.sizing.splits import breaks
 from app.sizing.throughput import DEFAULT_GLOBAL_BATCH_TOKENS
 
 RDZV_PORT = 29500
@@ -228,11 +230,7 @@ def plan_of(req: SizingRequest, result: SizingResult, index: int) -> Plan:
         model_source=r.model_source,
         arch=job.arch,
         params=job.counts.total,
-        method=job.method,
-        seq_len=job.seq_len,
-        precision=job.precision,
-        optimizer=job.optimizer,
-        compile=job.compile,
+        **pick(job, ("method", "seq_len", "precision", "optimizer", "compile")),
         sharding=sharding,
         tp=tp,
         pp=pp,
@@ -274,14 +272,13 @@ def invariants(p: Plan) -> list[str]:
     per = p.layers_per_stage
     if sum(per) != p.arch.num_layers or min(per) < 1:
         bad.append(f"per-stage layer counts {per} do not cover {p.arch.num_layers} layers")
-    if p.ep > 1:
-        moe = p.arch.moe
-        if moe is None or moe.num_experts % p.ep:
-            bad.append(f"EP {p.ep} does not divide the experts")
-        if (p.dp * p.cp * p.tp) % p.ep:
-            bad.append(f"EP {p.ep} does not divide DP x CP x TP")
-    if p.tp > 1 and p.arch.num_attention_heads % p.tp:
-        bad.append(f"TP {p.tp} does not divide {p.arch.num_attention_heads} heads")
+    if p.ep > 1 and (p.dp * p.cp * p.tp) % p.ep:
+        bad.append(f"EP {p.ep} does not divide DP x CP x TP")
+    # what every framework checks of the model's split (heads and KV heads by TP, the
+    # sequence by TP and CP, layers by stages, experts by EP): app/sizing/splits.py
+    degrees = (p.tp, p.pp, p.ep, p.cp)
+    split = breaks(p.arch, degrees, p.seq_len, None, p.pp_schedule, p.virtual_stages)
+    bad += [render(m) for m in split]
     if p.pp > 1 and p.microbatches < p.pp:
         bad.append(f"{p.microbatches} micro-batches cannot fill {p.pp} pipeline stages")
     return bad

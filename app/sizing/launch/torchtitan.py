@@ -9,12 +9,13 @@ data, checkpoints) stays the registry's, which the customer edits for their run.
 
 from __future__ import annotations
 
-from app.sizing.launch.errors import N_, LaunchError
+from app.sizing.launch.errors import N_, LaunchError, offload_optimizer_only
 from app.sizing.launch.files import LaunchFile, comment, launch_hosts
 from app.sizing.launch.plan import RDZV_PORT, Plan
+from app.sizing.stacks import PYTORCH, TORCHTITAN
 
 NAME = "torchtitan"
-VERSION = "0.3.0"
+VERSION = TORCHTITAN
 JOB_FILE = "launch_job.py"
 
 # preset id -> (model family module, registry config function to start from, flavor)
@@ -61,15 +62,8 @@ def check(p: Plan) -> tuple[str, str, str]:
             ("deepspeed", "accelerate"),
         )
     if p.offload_optimizer and not p.offload_params:
-        raise LaunchError(
-            "torchtitan_offload_optimizer_only",
-            N_(
-                "This layout moves only the optimizer step to CPU memory; torchtitan offloads "
-                "parameters, gradients and optimizer state together, which is another layout "
-                "with another speed."
-            ),
-            None,
-            ("megatron", "deepspeed"),
+        raise offload_optimizer_only(
+            "torchtitan_offload_optimizer_only", "torchtitan", ("megatron", "deepspeed")
         )
     if p.optimizer != "adamw":
         raise LaunchError(
@@ -178,7 +172,7 @@ def _launch(p: Plan, hosts: list[str] | None) -> str:
         "#!/usr/bin/env bash",
         comment(p.header(NAME, VERSION), "#"),
         "# Run from the folder that holds launch_job.py, on every node.",
-        f"# pip install 'torchtitan=={VERSION}' (and torch >= 2.11)",
+        f"# pip install 'torchtitan=={VERSION}' (and torch >= {PYTORCH})",
         "set -euo pipefail",
     ]
     if p.nodes == 1:
