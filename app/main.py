@@ -21,6 +21,7 @@ from app.configurator import launch_routes as configurator_launch_routes
 from app.configurator import routes as configurator_routes
 from app.db import make_engine
 from app.ledger import routes as ledger_routes
+from app.ledger.service import use_seller
 from app.notifications.service import use_base_url
 from app.orders import control_routes
 from app.orders import launch_routes as orders_launch_routes
@@ -100,6 +101,7 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
     app.state.payment_provider = make_provider(settings)
     use_provider(app.state.payment_provider)
     use_base_url(settings.base_url)  # the links in emails
+    use_seller(settings)  # the seller copied into each receipt and credit note issued
 
     install_handlers(app)
     # Innermost first. At most as many requests in flight as pooled connections (see

@@ -23,6 +23,7 @@ from app import logs
 from app.accounts.throttle import prune as prune_throttle
 from app.clock import Clock, SimulatedClock, SystemClock
 from app.db import make_engine, transaction
+from app.ledger.service import use_seller
 from app.notifications.service import send_outbox, use_base_url
 from app.orders import renewals as lease_renewals
 from app.payments.service import expire_due, make_provider, use_provider
@@ -112,6 +113,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
     use_provider(make_provider(settings))  # invoice expiry re-reads the real provider
     use_base_url(settings.base_url)  # the links in emails
+    use_seller(settings)  # the seller copied into each receipt and credit note issued
     try:
         if args.once:
             results = run_once(engine, clock, settings)

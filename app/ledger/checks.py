@@ -1,5 +1,5 @@
 """The ledger's own invariants, over its own tables only (zero-sum entries, balances, holds,
-receipts and their lines, credit notes). The checks that meet other domains' rows (lease credits against orders, top-ups
+receipts and their lines, credit notes, the seller each document names). The checks that meet other domains' rows (lease credits against orders, top-ups
 against invoices) belong to those domains; ``app.reconcile.run_checks`` runs them all."""
 
 from __future__ import annotations
@@ -158,6 +158,18 @@ CHECKS: tuple[tuple[str, str, str], ...] = (
            WHERE (n.receipt_id IS NULL AND n.receipt_number <> '')
               OR (n.receipt_id IS NOT NULL AND (r.id IS NULL OR r.number <> n.receipt_number
                   OR r.user_id <> n.user_id))""",
+    ),
+    (
+        "seller_snapshot",
+        "every receipt and credit note carries the seller it was issued by (legal name, "
+        "an address, tax id), copied when it was issued",
+        """SELECT 'receipt', number FROM receipts
+           WHERE TRIM(seller_name) = '' OR TRIM(seller_tax_id) = ''
+              OR (TRIM(seller_address_en) = '' AND TRIM(seller_address_zh) = '')
+           UNION ALL
+           SELECT 'credit_note', number FROM credit_notes
+           WHERE TRIM(seller_name) = '' OR TRIM(seller_tax_id) = ''
+              OR (TRIM(seller_address_en) = '' AND TRIM(seller_address_zh) = '')""",
     ),
     (
         "credit_note_numbers_gap_free",

@@ -12,6 +12,8 @@ number with it.
 - the note refers to the receipt it corrects (the order's latest charge receipt) or to
   none when what is refunded was never invoiced (the first month, released before
   delivery: it is invoiced only when the nodes are delivered);
+- the buyer's billing details and the seller's block are copied in as they are at issue
+  time (``receipts.seller_fields``), so a note never changes with the settings;
 - its lines are the ``InvoiceLine`` values the orders domain passed, copied in; without
   any, one line of the entry's whole amount. They add up to the entry exactly.
 """
@@ -93,6 +95,7 @@ def issue_for_entry(
         bill_company=user.company if user else "",
         bill_address=(user.billing_address if user else "")[:500],
         bill_tax_id=user.tax_id if user else "",
+        **receipts.seller_fields(receipts.current_seller()),
         created_at=now,
     )
     session.add(note)
@@ -169,6 +172,18 @@ def credit_note_numbers_by_entry(session: Session, entry_ids: list[int]) -> dict
         )
     ).all()
     return {int(e): n for e, n in rows}
+
+
+def credit_note_of_entry(session: Session, entry_id: int | None) -> str | None:
+    """The number of the credit note a refund entry issued (None: it issued none)."""
+    if entry_id is None:
+        return None
+    return credit_note_numbers_by_entry(session, [entry_id]).get(entry_id)
+
+
+def credit_note_path(number: str) -> str:
+    """Where the customer reads a credit note (relative to the site's address)."""
+    return f"/credit-notes/{number}"
 
 
 def get_credit_note(session: Session, viewer: User, number: str) -> CreditNote:

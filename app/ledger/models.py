@@ -145,8 +145,9 @@ class ReceiptCounter(SQLModel, table=True):
 class Receipt(SQLModel, table=True):
     """A receipt for one charge or top-up: ``R-2026-000001``. Written once, never updated.
 
-    The customer's billing details are copied in when it is issued, so a receipt keeps
-    saying what it said even after the customer edits their profile.
+    The customer's billing details and the seller's block are copied in when it is issued,
+    so a receipt keeps saying what it said after the customer edits their profile or the
+    seller settings change.
     """
 
     __tablename__ = "receipts"
@@ -170,6 +171,14 @@ class Receipt(SQLModel, table=True):
     bill_company: str = Field(default="", max_length=120)
     bill_address: str = Field(default="", max_length=500)
     bill_tax_id: str = Field(default="", max_length=64)
+    # The seller as it was when the document was issued (legal name, both addresses, tax
+    # id), copied from the settings in the same transaction: changing the settings later
+    # never rewrites an issued document.
+    seller_name: str = Field(default="", max_length=200)
+    seller_name_zh: str = Field(default="", max_length=200)
+    seller_address_en: str = Field(default="", max_length=500)
+    seller_address_zh: str = Field(default="", max_length=500)
+    seller_tax_id: str = Field(default="", max_length=64)
     created_at: datetime = Field(sa_type=UTCDateTime, index=True)
 
 
@@ -209,7 +218,7 @@ class CreditNote(SQLModel, table=True):
     order (a refund before delivery, unused days of a lease ended early), issued with the
     ledger entry that moved it. ``receipt_id`` is the receipt it corrects (None when the
     money credited had not been invoiced yet: a reservation released before delivery).
-    Written once, never updated; the billing details are those of its day."""
+    Written once, never updated; the billing details and the seller are those of its day."""
 
     __tablename__ = "credit_notes"
     __table_args__ = (UniqueConstraint("year", "seq", name="uq_credit_notes_year_seq"),)
@@ -231,6 +240,14 @@ class CreditNote(SQLModel, table=True):
     bill_company: str = Field(default="", max_length=120)
     bill_address: str = Field(default="", max_length=500)
     bill_tax_id: str = Field(default="", max_length=64)
+    # The seller as it was when the document was issued (legal name, both addresses, tax
+    # id), copied from the settings in the same transaction: changing the settings later
+    # never rewrites an issued document.
+    seller_name: str = Field(default="", max_length=200)
+    seller_name_zh: str = Field(default="", max_length=200)
+    seller_address_en: str = Field(default="", max_length=500)
+    seller_address_zh: str = Field(default="", max_length=500)
+    seller_tax_id: str = Field(default="", max_length=64)
     created_at: datetime = Field(sa_type=UTCDateTime, index=True)
 
 

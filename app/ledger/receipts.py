@@ -8,8 +8,8 @@ transaction as the journal entry, so a receipt exists exactly when its entry doe
   year's counter row: concurrent charges queue on that row for the rest of their
   transaction, and a transaction that rolls back takes its number with it — no gaps, no
   duplicates (``uq_receipts_year_seq`` and the unique number are the belt and braces);
-- the customer's billing details (company, address, tax id) are copied in at issue time,
-  and so are the line items the orders domain passed (``invoicing.InvoiceLine``: node type,
+- the customer's billing details (company, address, tax id) and the seller's block
+  (``seller_fields``: the settings of that moment) are copied in at issue time, and so are the line items the orders domain passed (``invoicing.InvoiceLine``: node type,
   quantity, unit price per node-month, discount, service period) into ``receipt_lines``;
   they add up to the entry exactly or nothing is issued.
 """
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from sqlalchemy import update
 from sqlalchemy.exc import IntegrityError
@@ -26,9 +26,10 @@ from sqlmodel import Session, col, func, select
 
 from app.accounts.models import User
 from app.errors import N_, NotFound
-from app.ledger.invoicing import InvoiceLine, check_lines
-from app.ledger.models import JournalEntry, Receipt, ReceiptCounter, ReceiptLine
+from app.ledger.invoicing import InvoiceLine, Seller, check_lines
+from app.ledger.models import CreditNote, JournalEntry, Receipt, ReceiptCounter, ReceiptLine
 from app.ledger.postings import EntryKind
+from app.settings import Settings
 
 # What gets a receipt: money the customer paid us (top-ups) and money we took from the
 # balance for a service (a reservation charged at delivery, a renewal charge).
@@ -46,6 +47,62 @@ KIND_TITLE_NO_ORDER = N_("Charge from your prepaid balance")
 
 def format_number(year: int, seq: int) -> str:
     return f"R-{year}-{seq:06d}"
+
+
+class SellerSettings(Protocol):
+    seller_name: str
+    seller_name_zh: str
+    seller_address_en: str
+    seller_address_zh: str
+    seller_tax_id: str
+
+
+def seller_from(settings: SellerSettings) -> Seller:
+    return Seller(
+        name=settings.seller_name,
+        name_zh=settings.seller_name_zh,
+        address_en=settings.seller_address_en,
+        address_zh=settings.seller_address_zh,
+        tax_id=settings.seller_tax_id,
+    )
+
+
+# Who issues documents in this process: set once by ``create_app`` and the worker from
+# their settings (``use_seller``); a process that sets none (a CLI, the simulator) reads
+# the settings of its environment the first time it issues a document.
+_seller: list[Seller] = []
+
+
+def use_seller(settings: SellerSettings) -> None:
+    _seller[:] = [seller_from(settings)]
+
+
+def current_seller() -> Seller:
+    if not _seller:
+        use_seller(Settings())
+    return _seller[0]
+
+
+def seller_fields(seller: Seller) -> dict[str, Any]:
+    """The seller's block as the snapshot columns of a receipt or a credit note."""
+    return {
+        "seller_name": seller.name[:200],
+        "seller_name_zh": seller.name_zh[:200],
+        "seller_address_en": seller.address_en[:500],
+        "seller_address_zh": seller.address_zh[:500],
+        "seller_tax_id": seller.tax_id[:64],
+    }
+
+
+def seller_of(doc: Receipt | CreditNote) -> Seller:
+    """The seller an issued document names: its own snapshot, never today's settings."""
+    return Seller(
+        name=doc.seller_name,
+        name_zh=doc.seller_name_zh,
+        address_en=doc.seller_address_en,
+        address_zh=doc.seller_address_zh,
+        tax_id=doc.seller_tax_id,
+    )
 
 
 def next_seq(session: Session, year: int, counter: Any = ReceiptCounter) -> int:
@@ -117,6 +174,7 @@ def issue_for_entry(
         bill_company=user.company if user else "",
         bill_address=(user.billing_address if user else "")[:500],
         bill_tax_id=user.tax_id if user else "",
+        **seller_fields(current_seller()),
         created_at=now,
     )
     session.add(receipt)
@@ -189,6 +247,18 @@ def receipt_numbers_by_entry(session: Session, entry_ids: list[int]) -> dict[int
         select(Receipt.entry_id, Receipt.number).where(col(Receipt.entry_id).in_(entry_ids))
     ).all()
     return {int(e): n for e, n in rows}
+
+
+def receipt_of_entry(session: Session, entry_id: int | None) -> str | None:
+    """The number of the receipt an entry issued (None: it issued none)."""
+    if entry_id is None:
+        return None
+    return receipt_numbers_by_entry(session, [entry_id]).get(entry_id)
+
+
+def receipt_path(number: str) -> str:
+    """Where the customer reads a receipt (relative to the site's address)."""
+    return f"/receipts/{number}"
 
 
 def get_receipt(session: Session, viewer: User, number: str) -> Receipt:

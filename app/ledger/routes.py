@@ -14,12 +14,10 @@ from app.errors import N_
 from app.ledger import credit_notes, receipts
 from app.ledger import service as ledger
 from app.ledger.documents_pdf import billing_lines, line_views, seller_lines
-from app.ledger.invoicing import Seller
 from app.ledger.receipt_pdf import render_credit_note_pdf, render_receipt_pdf
 from app.payments import service as payments
 from app.payments.rates import CURRENCIES, format_units_for_reading
-from app.settings import Settings
-from app.web.deps import SessionDep, SettingsDep
+from app.web.deps import SessionDep
 from app.web.i18n import current_locale, translations_for
 from app.web.routing import AppRoute
 from app.web.templating import pdf_datetime_formatter, render
@@ -130,7 +128,6 @@ def receipt_page(
     request: Request,
     session: SessionDep,
     user: CurrentUser,
-    settings: SettingsDep,
 ) -> Response:
     receipt = receipts.get_receipt(session, user, number)
     assert receipt.id is not None
@@ -141,7 +138,7 @@ def receipt_page(
             "r": receipt,
             "receipt_title": receipts.title_msgid,
             "coin": coin,
-            **_parties(settings, receipt),
+            **_parties(receipt),
             "line_views": line_views(
                 receipts.lines_of(session, receipt.id), _gettext(), current_locale()
             ),
@@ -156,13 +153,12 @@ def receipt_pdf(
     request: Request,
     session: SessionDep,
     user: CurrentUser,
-    settings: SettingsDep,
     lang: Annotated[str, Query(pattern="^(en|zh_CN)$")] = "",
 ) -> Response:
     receipt = receipts.get_receipt(session, user, number)
     assert receipt.id is not None
     lines = receipts.lines_of(session, receipt.id)
-    seller = seller_of(settings)
+    seller = receipts.seller_of(receipt)
     language = lang or current_locale()
     language = "zh_CN" if language == "zh_CN" else "en"
     fmt_datetime = pdf_datetime_formatter(request, language)
@@ -173,7 +169,6 @@ def receipt_pdf(
             {
                 "receipt": receipt.model_dump(),
                 "lines": [x.model_dump() for x in lines],
-                "seller": seller,
             }
         ),
         language,
@@ -201,25 +196,16 @@ def receipt_pdf(
     )
 
 
-def seller_of(settings: Settings) -> Seller:
-    return Seller(
-        name=settings.seller_name,
-        name_zh=settings.seller_name_zh,
-        address_en=settings.seller_address_en,
-        address_zh=settings.seller_address_zh,
-        tax_id=settings.seller_tax_id,
-    )
-
-
 def _gettext() -> Any:
     return translations_for(current_locale()).gettext
 
 
-def _parties(settings: Settings, doc: Any) -> dict[str, list[str]]:
-    """The seller's and the buyer's blocks in the page's language."""
+def _parties(doc: Any) -> dict[str, list[str]]:
+    """The seller's and the buyer's blocks in the page's language, both as the document
+    recorded them when it was issued."""
     lang = current_locale()
     return {
-        "seller_lines": seller_lines(seller_of(settings), _gettext(), lang),
+        "seller_lines": seller_lines(receipts.seller_of(doc), _gettext(), lang),
         "billing_lines": billing_lines(doc, _gettext(), lang),
     }
 
@@ -230,7 +216,6 @@ def credit_note_page(
     request: Request,
     session: SessionDep,
     user: CurrentUser,
-    settings: SettingsDep,
 ) -> Response:
     note = credit_notes.get_credit_note(session, user, number)
     assert note.id is not None
@@ -240,7 +225,7 @@ def credit_note_page(
         {
             "n": note,
             "reason": credit_notes.reason_msgid(note),
-            **_parties(settings, note),
+            **_parties(note),
             "line_views": line_views(
                 credit_notes.lines_of(session, note.id), _gettext(), current_locale()
             ),
@@ -254,20 +239,17 @@ def credit_note_pdf(
     request: Request,
     session: SessionDep,
     user: CurrentUser,
-    settings: SettingsDep,
     lang: Annotated[str, Query(pattern="^(en|zh_CN)$")] = "",
 ) -> Response:
     note = credit_notes.get_credit_note(session, user, number)
     assert note.id is not None
     lines = credit_notes.lines_of(session, note.id)
-    seller = seller_of(settings)
+    seller = receipts.seller_of(note)
     language = "zh_CN" if (lang or current_locale()) == "zh_CN" else "en"
     fmt_datetime = pdf_datetime_formatter(request, language)
     key = (
         "credit_note",
-        pdfdoc.version_of(
-            {"note": note.model_dump(), "lines": [x.model_dump() for x in lines], "seller": seller}
-        ),
+        pdfdoc.version_of({"note": note.model_dump(), "lines": [x.model_dump() for x in lines]}),
         language,
         fmt_datetime(note.created_at),
     )

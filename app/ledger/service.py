@@ -41,7 +41,7 @@ the commands and reads they call; the work lives in ``moves`` (the one write pat
 from __future__ import annotations
 
 from app.ledger.commands import adjust, charge, credit_topup, credit_unused_days, grant_promotion
-from app.ledger.credit_notes import credit_notes_for_order
+from app.ledger.credit_notes import credit_note_of_entry, credit_note_path, credit_notes_for_order
 from app.ledger.holds import (
     HOLD_IN_ONE,
     HoldInOne,
@@ -80,7 +80,7 @@ from app.ledger.queries import (
     statement_count,
     topup_credits,
 )
-from app.ledger.receipts import receipts_for_order
+from app.ledger.receipts import receipt_of_entry, receipt_path, receipts_for_order, use_seller
 
 __all__ = [
     "HOLD_IN_ONE",
@@ -101,6 +101,8 @@ __all__ = [
     "balance_summary",
     "charge",
     "credit_topup",
+    "credit_note_of_entry",
+    "credit_note_path",
     "credit_notes_for_order",
     "credit_unused_days",
     "declined_attempts",
@@ -116,6 +118,8 @@ __all__ = [
     "place_hold",
     "place_hold_id",
     "post_hold",
+    "receipt_of_entry",
+    "receipt_path",
     "receipts_for_order",
     "recognised_revenue_cents",
     "record_declined_hold",
@@ -123,5 +127,6 @@ __all__ = [
     "statement_count",
     "system_account",
     "topup_credits",
+    "use_seller",
     "void_hold",
 ]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import logging
 import smtplib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from email.message import EmailMessage
 from typing import Any, cast
@@ -21,6 +23,17 @@ from app.errors import N_
 from app.notifications.models import Notification, OutboxEmail
 
 log = logging.getLogger("app.mail")
+
+
+@dataclass(frozen=True)
+class EmailLink:
+    """One more page an email links to, after the console link: ``msgid`` (an English
+    message id with ``{url}`` and any of ``params``) in the recipient's language, with
+    ``path`` made a full URL on the site's public address."""
+
+    msgid: str
+    path: str
+    params: dict[str, Any] = field(default_factory=dict)
 
 
 def enqueue_email(
@@ -56,6 +69,7 @@ def _rows(
     email_subject: str | None,
     params: dict[str, Any] | None,
     locale: str | None = None,
+    links: Sequence[EmailLink] = (),
 ) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """The notification's column values, and the email's (None without ``email_to``).
     ``locale``: the recipient's language, when the caller has their account at hand."""
@@ -80,7 +94,7 @@ def _rows(
     email = {
         "to_addr": email_to.strip(),
         "subject": email_subject_line(email_subject, text, params, locale, zone),
-        "body": email_body(text, link, locale),
+        "body": email_body(text, link, locale, links),
         "kind": kind,
         "created_at": now,
     }
@@ -150,13 +164,29 @@ def email_subject_line(
     return shorten(single_line(line, limit=len(line)), SUBJECT_LIMIT)
 
 
-def email_body(text: str, link: str, locale: str) -> str:
-    """The message (every fact it states) and the page that acts on it, as a full URL."""
-    if not link:
+def absolute_url(path: str) -> str:
+    return BASE_URL + path if path.startswith("/") else path
+
+
+def email_body(text: str, link: str, locale: str, links: Sequence[EmailLink] = ()) -> str:
+    """The message (every fact it states), the page that acts on it and any document it
+    concerns (``links``: a receipt, a credit note), each as a full URL."""
+    more = []
+    if link:
+        more.append(
+            messages.render(
+                N_("Open it in your console: {url}"), {"url": absolute_url(link)}, locale=locale
+            )
+        )
+    for extra in links:
+        more.append(
+            messages.render(
+                extra.msgid, {**extra.params, "url": absolute_url(extra.path)}, locale=locale
+            )
+        )
+    if not more:
         return text
-    url = BASE_URL + link if link.startswith("/") else link
-    more = messages.render(N_("Open it in your console: {url}"), {"url": url}, locale=locale)
-    return f"{text}\n\n{more}"
+    return text + "\n\n" + "\n".join(more)
 
 
 def notify(
@@ -171,12 +201,14 @@ def notify(
     email_subject: str | None = None,
     params: dict[str, Any] | None = None,
     flush: bool = True,
+    links: Sequence[EmailLink] = (),
 ) -> Notification:
     """A console notification, and the same text by email when ``email_to`` is given.
 
     ``message`` (and ``email_subject``) are English msgids with ``{name}`` parameters: the
     notification is stored as that code and shown in the reader's language; the email is
-    written in the recipient's language (their account's language)."""
+    written in the recipient's language (their account's language). ``links``: documents
+    the email links to after the console link (a receipt, a credit note)."""
     note, email = _rows(
         session,
         user_id=user_id,
@@ -187,6 +219,7 @@ def notify(
         email_to=email_to,
         email_subject=email_subject,
         params=params,
+        links=links,
     )
     n = Notification(**note)
     session.add(n)

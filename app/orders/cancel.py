@@ -19,7 +19,7 @@ from app.errors import N_
 from app.ledger import service as ledger
 from app.notifications.service import notify
 from app.orders.errors import NotCancellable, OrderChangedMeanwhile
-from app.orders.invoice_lines import month_line
+from app.orders.invoice_lines import credit_note_links, month_line
 from app.orders.lifecycle import LEASE_ACTIVE, PRE_DELIVERY, OrderStatus, check_transition
 from app.orders.models import Order
 from app.orders.queries import get_order_for, is_order_late, order_link
@@ -83,8 +83,9 @@ def cancel_order(
         check_transition(order.status, OrderStatus.cancelled.value)
         late = is_order_late(order, now)
         with session.begin_nested():
+            refund = None
             if order.first_hold_id is not None:
-                ledger.void_hold(
+                refund = ledger.void_hold(
                     session,
                     order.first_hold_id,
                     now=now,
@@ -132,6 +133,7 @@ def cancel_order(
                 link=order_link(order),
                 email_to=user.email,
                 email_subject=N_("Order #{id} cancelled and refunded"),
+                links=credit_note_links(session, refund),
             )
         return order
 

@@ -11,13 +11,17 @@ days (``ledger.postings.unused_days_credit``), to the cent.
 from __future__ import annotations
 
 from datetime import date, datetime
+from typing import Any
 
 from sqlmodel import Session
 
 from app.catalog import specs
 from app.clock import utc
+from app.errors import N_
+from app.ledger import service as ledger
 from app.ledger.postings import days_in_period
 from app.ledger.service import InvoiceLine
+from app.notifications.service import EmailLink
 from app.orders.models import Order
 from app.quotes import service as quotes
 
@@ -79,3 +83,21 @@ def unused_days_line(session: Session, order: Order, *, now: datetime, days: int
         days=days,
         days_of=days_in_period(start, end),
     )
+
+
+def receipt_links(session: Session, entry: Any) -> list[EmailLink]:
+    """The receipt a charge issued, as a link for the email that tells of the charge."""
+    number = ledger.receipt_of_entry(session, getattr(entry, "id", None))
+    if number is None:
+        return []
+    return [EmailLink(N_("Your receipt {number}: {url}"), ledger.receipt_path(number),
+                      {"number": number})]  # fmt: skip
+
+
+def credit_note_links(session: Session, entry: Any) -> list[EmailLink]:
+    """The credit note a refund issued, as a link for the email that tells of the refund."""
+    number = ledger.credit_note_of_entry(session, getattr(entry, "id", None))
+    if number is None:
+        return []
+    return [EmailLink(N_("Your credit note {number}: {url}"), ledger.credit_note_path(number),
+                      {"number": number})]  # fmt: skip

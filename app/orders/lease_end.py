@@ -16,7 +16,7 @@ from app.clock import utc
 from app.errors import N_, InvalidInput
 from app.ledger import service as ledger
 from app.ledger.postings import unused_days_credit
-from app.orders.invoice_lines import unused_days_line
+from app.orders.invoice_lines import credit_note_links, unused_days_line
 from app.orders.lifecycle import LEASE_ACTIVE, OrderStatus
 from app.orders.models import Order
 from app.orders.ops import audit_action, event, load_order, move_to, require, tell
@@ -92,8 +92,9 @@ def end_lease(
         raise InvalidInput(errors=errors)
     credit = early_end_credit(order, now)
     shown = reason.rstrip(" .。!！")
+    refund = None
     if credit.cents > 0:
-        ledger.credit_unused_days(
+        refund = ledger.credit_unused_days(
             session,
             user_id=order.user_id,
             order_id=order.id or 0,
@@ -123,7 +124,16 @@ def end_lease(
     }
     order.end_reason = reason
     finish_lease(session, order, now, why=why, actor=actor, params=params)
-    tell(session, order, "order.ended", message, now, email=True, **params)
+    tell(
+        session,
+        order,
+        "order.ended",
+        message,
+        now,
+        email=True,
+        links=credit_note_links(session, refund),
+        **params,
+    )
     audit_action(
         session,
         "lease_ended",

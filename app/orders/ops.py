@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any
@@ -22,8 +23,8 @@ from app.catalog import service as catalog
 from app.catalog.service import Node, NodeState
 from app.errors import N_, Conflict, InvalidInput, NotFound
 from app.ledger import service as ledger
-from app.notifications.service import notify
-from app.orders.invoice_lines import month_line
+from app.notifications.service import EmailLink, notify
+from app.orders.invoice_lines import month_line, receipt_links
 from app.orders.lifecycle import (
     LEASE_ACTIVE,
     PRE_DELIVERY,
@@ -128,8 +129,11 @@ def tell(
     now: datetime,
     *,
     email: bool = False,
+    links: Sequence[EmailLink] = (),
     **params: Any,
 ) -> None:
+    """Tell the order's customer (console; by email with ``email``, linking to the order
+    and to ``links``: the receipt or credit note the event issued)."""
     customer = customer_of(session, order)
     notify(
         session,
@@ -141,6 +145,7 @@ def tell(
         link=f"/console/orders/{order.id}",
         email_to=customer.email if email else None,
         email_subject=N_("Order #{id}: {what}") if email else None,
+        links=links,
     )
 
 
@@ -458,7 +463,7 @@ def mark_delivered(
         raise OrderStateConflict(N_("This order has no payment hold to post."))
     late = order.promised_date is not None and now.date() > order.promised_date
     move_to(order, OrderStatus.delivered)
-    ledger.post_hold(
+    charged = ledger.post_hold(
         session,
         order.first_hold_id,
         now=now,
@@ -480,6 +485,7 @@ def mark_delivered(
         N_("Order #{id} is delivered. Your lease runs until {end}; it renews monthly."),
         now,
         email=True,
+        links=receipt_links(session, charged),
         end=messages.day(order.period_end),
     )
     audit_action(session, "delivered", order, actor, now, ip, late=late)

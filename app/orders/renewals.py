@@ -35,7 +35,7 @@ from app.db import is_postgres, transaction
 from app.errors import N_, InsufficientBalance
 from app.ledger import service as ledger
 from app.orders import lease_end, ops
-from app.orders.invoice_lines import month_line
+from app.orders.invoice_lines import month_line, receipt_links
 from app.orders.lifecycle import GRACE_DAYS, PRE_DELIVERY, OrderStatus
 from app.orders.models import Order, RenewalCharge, RenewalReminder
 from app.orders.periods import add_months
@@ -304,6 +304,7 @@ def _renew_one(session: Session, order: Order, now: datetime) -> str:
         N_("Order #{id}: the lease is renewed until {end}; {amount} was charged to your balance."),
         now,
         email=was_short,
+        links=receipt_links(session, entry),
         end=messages.day(utc(order.period_end) if order.period_end else now),
         amount=messages.money(order.monthly_total_cents),
     )

@@ -2,7 +2,7 @@
 
 Revision ID: 0001
 Revises: 
-Create Date: 2026-12-03 19:36:16.691258
+Create Date: 2026-12-03 20:12:50.533883
 """
 from collections.abc import Sequence
 
@@ -210,6 +210,11 @@ def upgrade() -> None:
     sa.Column('bill_company', sqlmodel.sql.sqltypes.AutoString(length=120), nullable=False),
     sa.Column('bill_address', sqlmodel.sql.sqltypes.AutoString(length=500), nullable=False),
     sa.Column('bill_tax_id', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
+    sa.Column('seller_name', sqlmodel.sql.sqltypes.AutoString(length=200), nullable=False),
+    sa.Column('seller_name_zh', sqlmodel.sql.sqltypes.AutoString(length=200), nullable=False),
+    sa.Column('seller_address_en', sqlmodel.sql.sqltypes.AutoString(length=500), nullable=False),
+    sa.Column('seller_address_zh', sqlmodel.sql.sqltypes.AutoString(length=500), nullable=False),
+    sa.Column('seller_tax_id', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
     sa.Column('created_at', sa.DateTime(timezone=True), nullable=False),
     sa.ForeignKeyConstraint(['user_id'], ['users.id'], name=op.f('fk_credit_notes_user_id_users')),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_credit_notes')),
@@ -562,6 +567,11 @@ def upgrade() -> None:
     sa.Column('bill_company', sqlmodel.sql.sqltypes.AutoString(length=120), nullable=False),
     sa.Column('bill_address', sqlmodel.sql.sqltypes.AutoString(length=500), nullable=False),
     sa.Column('bill_tax_id', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
+    sa.Column('seller_name', sqlmodel.sql.sqltypes.AutoString(length=200), nullable=False),
+    sa.Column('seller_name_zh', sqlmodel.sql.sqltypes.AutoString(length=200), nullable=False),
+    sa.Column('seller_address_en', sqlmodel.sql.sqltypes.AutoString(length=500), nullable=False),
+    sa.Column('seller_address_zh', sqlmodel.sql.sqltypes.AutoString(length=500), nullable=False),
+    sa.Column('seller_tax_id', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
     sa.Column('created_at', sa.DateTime(timezone=True), nullable=False),
     sa.ForeignKeyConstraint(['user_id'], ['users.id'], name=op.f('fk_receipts_user_id_users')),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_receipts')),
