@@ -29,8 +29,6 @@ def charge(
     actor_id: int | None = None,
 ) -> JournalEntry:
     """A direct debit (available → revenue), e.g. a monthly renewal."""
-    check_amount(amount_cents)
-    check_key(idempotency_key)
     entry, _made = keyed_command(
         session,
         command="charge",
@@ -39,7 +37,7 @@ def charge(
         key=idempotency_key,
         amount_cents=amount_cents,
         now=now,
-        params={"amount": amount_cents, "order_id": order_id},
+        params={"order_id": order_id},
         entry={"reason": reason[:300], "order_id": order_id, "actor_id": actor_id},
         order_id=order_id,
         reason=reason,
@@ -101,8 +99,6 @@ def grant_promotion(
     actor_id: int | None = None,
 ) -> JournalEntry:
     """Credit from the promotions account (demo balance, goodwill credits)."""
-    check_amount(amount_cents)
-    check_key(idempotency_key)
     entry, _made = keyed_command(
         session,
         command="promotion",
@@ -111,7 +107,7 @@ def grant_promotion(
         key=idempotency_key,
         amount_cents=amount_cents,
         now=now,
-        params={"amount": amount_cents},
+        params={},
         entry={"reason": reason[:300], "actor_id": actor_id},
     )
     return entry
@@ -130,7 +126,6 @@ def credit_unused_days(
     """Give back the unused whole days of a lease that ops ended early (revenue →
     available), as an entry named for the order. Once per order: a replay returns the
     first entry; a different amount for the same order is an IdempotencyConflict."""
-    check_amount(amount_cents)
     entry, _made = keyed_command(
         session,
         command="lease_credit",
@@ -139,7 +134,7 @@ def credit_unused_days(
         key=f"lease-credit:{order_id}",
         amount_cents=amount_cents,
         now=now,
-        params={"amount": amount_cents, "order_id": order_id},
+        params={"order_id": order_id},
         entry={
             "reason": f"order #{order_id}: {days} unused days credited (lease ended early)",
             "order_id": order_id,
@@ -183,7 +178,7 @@ def adjust(
         key=idempotency_key,
         amount_cents=amount_cents,
         now=now,
-        params={"amount": amount_cents, "reason": reason, "corrects": corrects_entry_id},
+        params={"reason": reason, "corrects": corrects_entry_id},
         entry={
             "reason": reason[:300],
             "actor_id": actor.id,
@@ -191,6 +186,7 @@ def adjust(
         },
         declined_cents=-amount_cents,
         reason=reason,
+        signed=True,
     )
     if made:
         audit.record(

@@ -43,6 +43,7 @@ from __future__ import annotations
 from app.ledger.commands import adjust, charge, credit_topup, credit_unused_days, grant_promotion
 from app.ledger.holds import (
     HOLD_IN_ONE,
+    HoldCommand,
     HoldInOne,
     hold_in_one_params,
     hold_in_one_result,
@@ -100,6 +101,7 @@ __all__ = [
     "get_hold",
     "grant_promotion",
     "held_cents",
+    "HoldCommand",
     "hold_in_one_params",
     "hold_in_one_result",
     "journal",

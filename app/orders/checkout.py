@@ -270,7 +270,7 @@ def _pay_in_savepoint(
     session.flush()  # anything pending: written before any lock is taken
     changes = _paid_changes(now, attempts, told, seen)
     msgs = _message_params(session, order, user, told, now) if told is not None else None
-    hold: dict[str, Any] = {
+    hold: ledger.HoldCommand = {
         "user_id": user.id,
         "amount_cents": amount,
         "idempotency_key": _first_month_key(order),
