@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from datetime import date, datetime
 from typing import Any
 
-from sqlalchemy import Integer, bindparam
+from sqlalchemy.orm.attributes import set_committed_value
 from sqlmodel import Session
 
 from app import messages
@@ -44,7 +44,6 @@ from app.orders.writes import (
     event_values,
     paid_update,
     paid_update_params,
-    show_written,
     update_order_now,
 )
 from app.quotes import service as quotes
@@ -202,16 +201,11 @@ def _pay_held(
     and the lock) the messages carry the date made under the lock."""
 
     assert order.id is not None and user.id is not None
-    before: dict[str, Any] = {}
-    try:
-        with _pay_savepoint(session):
-            return _pay_in_savepoint(
-                session, order, user, amount, now, expected_promise, attempts,
-                seen=seen, early=early, new_order=new_order, before=before,
-            )  # fmt: skip
-    except BaseException:
-        show_written(order, before, {})  # rolled back with the savepoint: the object too
-        raise
+    with _pay_savepoint(session):
+        return _pay_in_savepoint(
+            session, order, user, amount, now, expected_promise, attempts,
+            seen=seen, early=early, new_order=new_order,
+        )  # fmt: skip
 
 
 @contextmanager
@@ -253,7 +247,6 @@ def _pay_in_savepoint(
     seen: Any,
     early: bool,
     new_order: bool,
-    before: dict[str, Any],
 ) -> Order:
     assert order.id is not None and user.id is not None
     told: date | None = None
@@ -291,15 +284,22 @@ def _pay_in_savepoint(
             session, session.connection().execute(stmt, params).one()
         )
         if hold_id is not None:
-            show_written(order, {**changes, "first_hold_id": hold_id}, before)
+            _show_paid(order, {**changes, "first_hold_id": hold_id})
     if hold_id is None:  # SQLite; PostgreSQL when short, replayed or a new customer
         hold_id = ledger.place_hold_id(session, **hold)
-        params = paid_update_params(order.id, changes) | {"o_first_hold_id": hold_id}
-        session.connection().execute(_paid_update_alone(tuple(changes)), params)
-        show_written(order, {**changes, "first_hold_id": hold_id}, before)
+        update_order_now(session, order, {**changes, "first_hold_id": hold_id})
         if msgs is not None:
             _write_messages(session, msgs)
-    return _reserve(session, order, user, now, expected_promise, told, new_order, before)
+    return _reserve(session, order, user, now, expected_promise, told, new_order)
+
+
+def _show_paid(order: Order, written: dict[str, Any]) -> None:
+    """The order's row was paid inside the one composed statement: the object shows what
+    that statement wrote as loaded, so the answer needs no read under the SKU lock and
+    the next flush writes no second UPDATE. A rolled-back savepoint expires every object
+    (``_pay_savepoint``), these values with them."""
+    for k, v in written.items():
+        set_committed_value(order, k, v)
 
 
 def _paid_changes(now: datetime, attempts: int, told: date | None, seen: Any) -> dict[str, Any]:
@@ -387,17 +387,6 @@ def _paid_statement(changes: tuple[str, ...], with_messages: bool, email: bool) 
     return stmt
 
 
-_ALONE: dict[tuple[str, ...], Any] = {}
-
-
-def _paid_update_alone(changes: tuple[str, ...]) -> Any:
-    """The order's paid UPDATE on its own, the hold's id a parameter (``o_first_hold_id``)."""
-    stmt = _ALONE.get(changes)
-    if stmt is None:
-        stmt = _ALONE[changes] = paid_update(changes, bindparam("o_first_hold_id", type_=Integer))
-    return stmt
-
-
 def _reserve(
     session: Session,
     order: Order,
@@ -406,7 +395,6 @@ def _reserve(
     expected_promise: date | None,
     told: date | None,
     new_order: bool,
-    before: dict[str, Any],
 ) -> Order:
     """Under the SKU lock (taken last): the promise confirmed, the nodes reserved."""
 
@@ -433,7 +421,7 @@ def _reserve(
         "promise_explanation": (promise.explanation or "")[:300],
     }
     if any(getattr(order, k) != v for k, v in frozen.items()):
-        update_order_now(session, order, frozen, before)
+        update_order_now(session, order, frozen)
     if told is None:
         _write_messages(session, _message_params(session, order, user, promise.date, now))
     return order

@@ -15,8 +15,7 @@ from sqlalchemy import update as sa_update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import make_transient_to_detached
-from sqlalchemy.orm.attributes import set_committed_value
-from sqlmodel import Session
+from sqlmodel import Session, col
 
 from app import messages
 from app.accounts.models import User
@@ -134,26 +133,12 @@ def insert_new_order(session: Session, order: Order, created: dict[str, Any]) ->
 
 # --- the order's own UPDATE -------------------------------------------------------------
 
-_ORDER_UPDATE = sa_update(ORDERS).where(ORDERS.c.id == bindparam("order_pk"))
 
-
-def update_order_now(
-    session: Session, order: Order, changes: dict[str, Any], before: dict[str, Any]
-) -> None:
-    """One plain UPDATE of the order's row (the SET clause is the parameters' columns;
-    statement built once), then ``show_written``."""
-    session.connection().execute(_ORDER_UPDATE, {"order_pk": order.id, **changes})
-    show_written(order, changes, before)
-
-
-def show_written(order: Order, changes: dict[str, Any], before: dict[str, Any]) -> None:
-    """The order's row was written by a statement of this domain (perhaps composed into the
-    paid checkout's): the object shows the new values as loaded, so the next flush writes
-    no second UPDATE and the answer needs no read. ``before`` keeps the old values, to be
-    put back if the savepoint is rolled back."""
-    for k, v in changes.items():
-        before.setdefault(k, getattr(order, k))
-        set_committed_value(order, k, v)
+def update_order_now(session: Session, order: Order, changes: dict[str, Any]) -> None:
+    """One UPDATE of the order's row now (an ORM UPDATE: the loaded object takes the new
+    values without a read and without a second UPDATE at the next flush, and a rolled-back
+    savepoint expires them)."""
+    session.execute(sa_update(Order).where(col(Order.id) == order.id).values(changes))
 
 
 # --- builders the paid checkout composes --------------------------------------------------
