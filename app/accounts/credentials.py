@@ -8,6 +8,7 @@ from __future__ import annotations
 import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from sqlmodel import Session, col, select
 
@@ -366,24 +367,23 @@ def set_active(
         raise NotFound()
     if user.id == actor.id and not active:
         raise Conflict(N_("You cannot disable your own account."))
+    switch_active(session, user, active, now, actor=actor, ip=ip)
+    return user
+
+
+def switch_active(session: Session, user: User, active: bool, now: datetime, **how: Any) -> None:
+    """Disable or re-enable ``user`` (ops on the staff page, or the CLI): disabling signs it
+    out everywhere and revokes its API tokens. ``how``: the audit record's actor, ip or via."""
+    assert user.id is not None
     user.is_active = active
     session.add(user)
     if not active:
-        assert user.id is not None
         revoke_all_sessions(session, user.id, now)
         for tok in api_tokens_for(session, user.id):
             tok.revoked_at = now
             session.add(tok)
-    audit(
-        session,
-        "user.enabled" if active else "user.disabled",
-        now,
-        actor=actor,
-        target=f"user:{user.id}",
-        ip=ip,
-        email=user.email,
-    )
-    return user
+    action = "user.enabled" if active else "user.disabled"
+    audit(session, action, now, target=f"user:{user.id}", email=user.email, **how)
 
 
 def is_domain_error(exc: BaseException) -> bool:
