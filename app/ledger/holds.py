@@ -44,16 +44,15 @@ from app.ledger.models import Hold, IdempotencyRecord, JournalEntry, LedgerAccou
 from app.ledger.moves import (
     HoldAlreadyResolved,
     IdempotencyConflict,
-    InsufficientBalance,
     Short,
     check_amount,
     check_key,
     code_of,
-    decline,
     fingerprint,
     forget_loaded,
     lock_customer,
     move,
+    record_declined,
 )
 from app.ledger.postings import AccountKind, EntryKind, HoldStatus, legs_for, resolve_transition
 
@@ -67,32 +66,6 @@ _IDEM = _table(IdempotencyRecord)
 _HOLDS = _table(Hold)
 _ENTRIES = _table(JournalEntry)
 _POSTINGS = _table(Posting)
-
-
-def record_declined_hold(
-    session: Session,
-    *,
-    user_id: int,
-    key: str,
-    amount_cents: int,
-    available: int,
-    now: datetime,
-    order_id: int | None,
-    reason: str,
-) -> InsufficientBalance:
-    """Record a hold refused for want of money (when the attempt itself was rolled back with
-    a savepoint) and return the error to raise. Writes no hold and moves no money."""
-    return decline(
-        session,
-        user_id=user_id,
-        key=key,
-        command="hold",
-        amount_cents=amount_cents,
-        available=available,
-        now=now,
-        order_id=order_id,
-        reason=reason,
-    )
 
 
 class HoldCommand(TypedDict):
@@ -185,7 +158,7 @@ def place_hold_id(
         prior = _replay_hold(session, user_id, idempotency_key, fp)
         if prior is not None:  # a replay is answered, not declined
             return prior
-        raise decline(
+        raise record_declined(
             session,
             user_id=user_id,
             key=idempotency_key,

@@ -294,7 +294,7 @@ def open_command(
     return avail, held, fp, replay(session, user_id, key, command, fp)
 
 
-def decline(
+def record_declined(
     session: Session,
     *,
     user_id: int,
@@ -306,6 +306,9 @@ def decline(
     order_id: int | None,
     reason: str,
 ) -> InsufficientBalance:
+    """Record a command refused for want of money and return the error to raise. Writes
+    no hold and moves no money (the checkout records its refused hold again with this
+    after the savepoint that held the attempt was rolled back)."""
     session.add(
         DeclinedAttempt(
             user_id=user_id,
@@ -357,7 +360,7 @@ def keyed_command(
             session, kind, amount_cents, user_id=user_id, now=now, avail=avail, held=held, **entry
         )
     except Short as s:
-        raise decline(
+        raise record_declined(
             session,
             user_id=user_id,
             key=key,

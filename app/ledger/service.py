@@ -50,7 +50,6 @@ from app.ledger.holds import (
     place_hold,
     place_hold_id,
     post_hold,
-    record_declined_hold,
     void_hold,
 )
 from app.ledger.moves import (
@@ -59,6 +58,7 @@ from app.ledger.moves import (
     HoldAlreadyResolved,
     IdempotencyConflict,
     InsufficientBalance,
+    record_declined,
     system_account,
 )
 from app.ledger.queries import (
@@ -112,7 +112,7 @@ __all__ = [
     "place_hold_id",
     "post_hold",
     "recognised_revenue_cents",
-    "record_declined_hold",
+    "record_declined",
     "statement",
     "statement_count",
     "system_account",

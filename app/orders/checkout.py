@@ -117,10 +117,11 @@ def pay_order(
         # failed), so the caller may commit it; the same key works again after a top-up.
         order.pay_attempts = attempts
         session.add(order)
-        raise ledger.record_declined_hold(
+        raise ledger.record_declined(
             session,
             user_id=user.id,
             key=_first_month_key(order),
+            command="hold",
             amount_cents=amount,
             available=short.available_cents,
             now=now,
