@@ -191,8 +191,8 @@ def adjust(
     if made:
         audit.record(
             session,
-            action="ledger.adjust",
-            now=now,
+            "ledger.adjust",
+            now,
             actor=actor,
             target=f"user:{user_id}",
             ip=ip,
