@@ -209,14 +209,8 @@ def account_email(
             db, user, new_email=new_email, password=email_password, now=now, ip=client_ip(request)
         )
     except DomainError as e:
-        return _account_refused(
-            request,
-            db,
-            user,
-            now,
-            e,
-            form={"new_email": new_email[:254]},
-        )
+        form = {"new_email": new_email[:254]}
+        return _account_refused(request, db, user, now, e, form=form)
     flash(request, _("Email changed. Use the new address to log in."), "success")
     return _redirect("/account")
 
@@ -287,14 +281,8 @@ def account_add_key(
     except DomainError as e:
         # Never echo a pasted private key back into the page.
         kept = "" if looks_private(public_key) else public_key[:16384]
-        return _account_refused(
-            request,
-            db,
-            user,
-            now,
-            e,
-            form={"key_name": name[:80], "public_key": kept},
-        )
+        form = {"key_name": name[:80], "public_key": kept}
+        return _account_refused(request, db, user, now, e, form=form)
     flash(request, _("Key “{name}” saved.").format(name=key.name), "success")
     return _redirect(safe_next(next, "/account#ssh-keys"))
 
@@ -334,14 +322,8 @@ def account_new_token(
     try:
         new = service.new_api_token(db, user, token_name, now, ip=client_ip(request))
     except DomainError as e:
-        return _account_refused(
-            request,
-            db,
-            user,
-            now,
-            e,
-            form={"token_name": token_name[:80]},
-        )
+        form = {"token_name": token_name[:80]}
+        return _account_refused(request, db, user, now, e, form=form)
     # Shown once, in this response only (not via a redirect/cookie), never cached.
     return _account_page(request, db, user, now, status_code=201, new_token=new)
 
