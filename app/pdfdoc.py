@@ -26,7 +26,6 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
-import unicodedata
 from collections.abc import Callable, Hashable
 from functools import cache
 from pathlib import Path
@@ -125,10 +124,6 @@ def describe(chars: list[str], limit: int = 5) -> str:
     return ", ".join(f'"{c}" (U+{ord(c):04X})' for c in chars[:limit]) + (
         " …" if len(chars) > limit else ""
     )
-
-
-def plain_name(ch: str) -> str:
-    return unicodedata.name(ch, f"U+{ord(ch):04X}")
 
 
 # --- cache and concurrency cap -------------------------------------------------------------

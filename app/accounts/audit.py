@@ -26,16 +26,25 @@ class AuditEvent(SQLModel, table=True):
 
 def record(
     session: Session,
-    *,
     action: str,
     now: datetime,
+    *,
     actor: Any = None,
     target: str = "",
     ip: str = "",
     **details: Any,
 ) -> AuditEvent:
     """Write one audit event in the caller's transaction. Never put secrets in ``details``."""
-    ev = AuditEvent(
+    ev = event(action, now, actor=actor, target=target, ip=ip, **details)
+    session.add(ev)
+    return ev
+
+
+def event(
+    action: str, now: datetime, *, actor: Any = None, target: str = "", ip: str = "", **details: Any
+) -> AuditEvent:
+    """One audit event's row, not added to any session (``record`` adds it)."""
+    return AuditEvent(
         at=now,
         actor_id=getattr(actor, "id", None),
         actor_email=getattr(actor, "email", "") or "",
@@ -44,8 +53,6 @@ def record(
         ip=ip[:64],
         details=json.dumps(details, default=str, ensure_ascii=False, sort_keys=True),
     )
-    session.add(ev)
-    return ev
 
 
 def client_ip(request: Any) -> str:

@@ -26,7 +26,6 @@ Choices worth knowing:
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from typing import Any
 
@@ -34,7 +33,8 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
 from app.accounts import throttle
-from app.accounts.audit import AuditEvent, record
+from app.accounts.audit import event as audit_event
+from app.accounts.audit import record as audit
 from app.accounts.emails import EmailError, looks_like_email, normalise_email
 from app.accounts.models import Role, User, UserSession
 from app.accounts.security import (
@@ -217,42 +217,10 @@ def authenticate(
     return user
 
 
-def audit(
-    session: Session,
-    action: str,
-    now: datetime,
-    *,
-    actor: Any = None,
-    target: str = "",
-    ip: str = "",
-    **details: Any,
-) -> None:
-    record(session, action=action, now=now, actor=actor, target=target, ip=ip, **details)
-
-
-def audit_durably(
-    session: Session,
-    action: str,
-    now: datetime,
-    *,
-    actor: Any = None,
-    target: str = "",
-    ip: str = "",
-    **details: Any,
-) -> None:
-    """An audit event that is kept even when the caller's transaction rolls back."""
-    throttle.add_durably(
-        session,
-        AuditEvent(
-            at=now,
-            actor_id=getattr(actor, "id", None),
-            actor_email=getattr(actor, "email", "") or "",
-            action=action,
-            target=target,
-            ip=ip[:64],
-            details=json.dumps(details, default=str, ensure_ascii=False, sort_keys=True),
-        ),
-    )
+def audit_durably(session: Session, action: str, now: datetime, **fields: Any) -> None:
+    """An audit event (``fields`` as ``audit.event`` takes them) that is kept even when the
+    caller's transaction rolls back."""
+    throttle.add_durably(session, audit_event(action, now, **fields))
 
 
 # --- Sessions ------------------------------------------------------------------------

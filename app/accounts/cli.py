@@ -8,8 +8,17 @@ from __future__ import annotations
 import argparse
 import getpass
 import sys
+from typing import TYPE_CHECKING
 
-from app.accounts.models import Role
+from sqlmodel import Session, select
+
+from app.accounts.models import Role, User
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
+
+    from app.clock import Clock
+    from app.settings import Settings
 
 ROLES = [r.value for r in Role]
 
@@ -61,13 +70,29 @@ def _password(args: argparse.Namespace) -> str | None:
     return None
 
 
-def cmd_create(args: argparse.Namespace) -> int:
-    from app.accounts import service
+def _open() -> tuple[Settings, Engine, Clock]:
+    """The settings, an engine on their database (dispose it when done) and the app's
+    clock (simulated when the settings say so)."""
     from app.clock import SimulatedClock, SystemClock
-    from app.db import make_engine, transaction
-    from app.errors import DomainError
+    from app.db import make_engine
     from app.settings import Settings
     from app.tables import import_models
+
+    import_models()
+    settings = Settings()
+    engine = make_engine(settings.database_url)
+    clock = SimulatedClock(engine) if settings.simulation else SystemClock()
+    return settings, engine, clock
+
+
+def _user_by_email(session: Session, email: str) -> User | None:
+    return session.exec(select(User).where(User.email == email)).first()
+
+
+def cmd_create(args: argparse.Namespace) -> int:
+    from app.accounts import service
+    from app.db import transaction
+    from app.errors import DomainError
 
     if args.role not in ROLES:
         print(
@@ -77,10 +102,7 @@ def cmd_create(args: argparse.Namespace) -> int:
     password = _password(args)
     if password is None:
         return 2
-    import_models()
-    settings = Settings()
-    engine = make_engine(settings.database_url)
-    clock = SimulatedClock(engine) if settings.simulation else SystemClock()
+    _settings, engine, clock = _open()
     try:
         with transaction(engine) as session:
             user = service.register(
@@ -108,44 +130,19 @@ def cmd_create(args: argparse.Namespace) -> int:
 
 
 def cmd_set_active(args: argparse.Namespace) -> int:
-    from sqlmodel import select
-
     from app.accounts.emails import looks_like_email
-    from app.accounts.models import User
-    from app.accounts.security import revoke_all_sessions
-    from app.accounts.service import api_tokens_for, audit
-    from app.clock import SimulatedClock, SystemClock
-    from app.db import make_engine, transaction
-    from app.settings import Settings
-    from app.tables import import_models
+    from app.accounts.service import switch_active
+    from app.db import transaction
 
-    import_models()
-    settings = Settings()
-    engine = make_engine(settings.database_url)
-    clock = SimulatedClock(engine) if settings.simulation else SystemClock()
+    _settings, engine, clock = _open()
     email = looks_like_email(args.email) or args.email
     try:
         with transaction(engine) as session:
-            user = session.exec(select(User).where(User.email == email)).first()
-            if user is None or user.id is None:
+            user = _user_by_email(session, email)
+            if user is None:
                 print(f"error: no account with email {email}", file=sys.stderr)
                 return 1
-            now = clock.now()
-            user.is_active = bool(args.active)
-            session.add(user)
-            if not args.active:
-                revoke_all_sessions(session, user.id, now)
-                for tok in api_tokens_for(session, user.id):
-                    tok.revoked_at = now
-                    session.add(tok)
-            audit(
-                session,
-                "user.enabled" if args.active else "user.disabled",
-                now,
-                target=f"user:{user.id}",
-                via="cli",
-                email=user.email,
-            )
+            switch_active(session, user, bool(args.active), clock.now(), via="cli")
     finally:
         engine.dispose()
     print(f"{email} {'enabled' if args.active else 'disabled'}")
@@ -153,25 +150,16 @@ def cmd_set_active(args: argparse.Namespace) -> int:
 
 
 def cmd_enrol_link(args: argparse.Namespace) -> int:
-    from sqlmodel import select
-
     from app.accounts import twofactor
     from app.accounts.emails import looks_like_email
-    from app.accounts.models import User
     from app.accounts.service import audit
-    from app.clock import SimulatedClock, SystemClock
-    from app.db import make_engine, transaction
-    from app.settings import Settings
-    from app.tables import import_models
+    from app.db import transaction
 
-    import_models()
-    settings = Settings()
-    engine = make_engine(settings.database_url)
-    clock = SimulatedClock(engine) if settings.simulation else SystemClock()
+    settings, engine, clock = _open()
     email = looks_like_email(args.email) or args.email
     try:
         with transaction(engine) as session:
-            user = session.exec(select(User).where(User.email == email)).first()
+            user = _user_by_email(session, email)
             if user is None or not user.is_active:
                 print(f"error: no active account with email {email}", file=sys.stderr)
                 return 1

@@ -8,6 +8,7 @@ from __future__ import annotations
 import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from sqlmodel import Session, col, select
 
@@ -72,15 +73,32 @@ def change_password(
         # Check the current password first only if given, so a typo there is reported too.
         raise InvalidInput(errors={"new_password": problem})
     _check_current_password(session, user, current_password, now, "current_password", ip)
+    return _replace_password(
+        session, user, new_password, now, "password.changed", ip, keep_session_id
+    )
+
+
+def _replace_password(
+    session: Session,
+    user: User,
+    new_password: str,
+    now: datetime,
+    action: str,
+    ip: str,
+    keep_session_id: int | None = None,
+) -> int:
+    """Set the new password and end what the old one opened: the other sessions signed out,
+    every API token revoked, open reset links voided; audited as ``action``, and the owner
+    told by email. Returns how many sessions were signed out."""
+    assert user.id is not None
     user.password_hash = hash_password(new_password)
     session.add(user)
-    assert user.id is not None
+    void_reset_tokens(session, user.id, now)
     n = revoke_all_sessions(session, user.id, now, keep_id=keep_session_id)
     tokens = revoke_all_api_tokens(session, user.id, now)
-    void_reset_tokens(session, user.id, now)
     audit(
         session,
-        "password.changed",
+        action,
         now,
         actor=user,
         target=f"user:{user.id}",
@@ -239,31 +257,8 @@ def reset_password(
     problem = password_problem(new_password or "", user.email)
     if problem:
         raise InvalidInput(errors={"password": problem})
-    user.password_hash = hash_password(new_password)
-    session.add(user)
-    void_reset_tokens(session, user.id, now)
-    n = revoke_all_sessions(session, user.id, now)
-    tokens = revoke_all_api_tokens(session, user.id, now)
+    _replace_password(session, user, new_password, now, "password.reset", ip)
     throttle.clear(session, throttle.LOGIN_ACCOUNT, user.email)
-    audit(
-        session,
-        "password.reset",
-        now,
-        actor=user,
-        target=f"user:{user.id}",
-        ip=ip,
-        sessions_revoked=n,
-        api_tokens_revoked=tokens,
-    )
-    _mail(
-        session,
-        user.email,
-        N_("Your GPU Nodes password was changed"),
-        N_(
-            "The password of your GPU Nodes account was just changed. If this was not you, reset it now and contact support."
-        ),
-        now,
-    )
     return user
 
 
@@ -366,24 +361,21 @@ def set_active(
         raise NotFound()
     if user.id == actor.id and not active:
         raise Conflict(N_("You cannot disable your own account."))
+    switch_active(session, user, active, now, actor=actor, ip=ip)
+    return user
+
+
+def switch_active(session: Session, user: User, active: bool, now: datetime, **how: Any) -> None:
+    """Disable or re-enable ``user`` (ops on the staff page, or the CLI): disabling signs it
+    out everywhere and revokes its API tokens. ``how``: the audit record's actor, ip or via."""
+    assert user.id is not None
     user.is_active = active
     session.add(user)
     if not active:
-        assert user.id is not None
         revoke_all_sessions(session, user.id, now)
-        for tok in api_tokens_for(session, user.id):
-            tok.revoked_at = now
-            session.add(tok)
-    audit(
-        session,
-        "user.enabled" if active else "user.disabled",
-        now,
-        actor=actor,
-        target=f"user:{user.id}",
-        ip=ip,
-        email=user.email,
-    )
-    return user
+        revoke_all_api_tokens(session, user.id, now)
+    action = "user.enabled" if active else "user.disabled"
+    audit(session, action, now, target=f"user:{user.id}", email=user.email, **how)
 
 
 def is_domain_error(exc: BaseException) -> bool:

@@ -16,8 +16,8 @@ The rules:
   made by ops on the server (``python -m app users enrol-link --email …``), so a phished
   staff password alone can neither reach staff powers nor enrol the phisher's own
   authenticator (``twofactor.enrolment_needs_link``).
-* Customers see and change only their own things (``may_see``); ops may act on a
-  customer's object where a route allows it (``may_act_for``).
+* Customers see and change only their own things: each domain reads a customer's objects
+  for the signed-in user (e.g. ``orders.get_order_for``), and 404s anyone else's.
 
 Framework-free: the web layer calls :func:`admit` once per request when it resolves the
 user (``app.accounts.deps``).
@@ -63,17 +63,3 @@ def acts_as(user: User, *roles: str) -> bool:
     return user.role in roles and not (
         user.role in STAFF_ROLE_NAMES and staff_powers_withheld(user)
     )
-
-
-def may_see(viewer: User | None, owner_id: int | None) -> bool:
-    """A customer's object: its owner, and staff with their powers."""
-    if viewer is None:
-        return False
-    return viewer.id == owner_id or acts_as(viewer, *STAFF_ROLE_NAMES)
-
-
-def may_act_for(viewer: User | None, owner_id: int | None) -> bool:
-    """Change a customer's object on their behalf: its owner, and ops with their powers."""
-    if viewer is None:
-        return False
-    return viewer.id == owner_id or acts_as(viewer, "ops")

@@ -16,6 +16,7 @@ from app.accounts.sshkeys import looks_private
 from app.errors import DomainError, InvalidInput
 from app.web.deps import NowDep, SessionDep, SettingsDep
 from app.web.flash import flash
+from app.web.forms import FormModel
 from app.web.i18n import gettext as _
 from app.web.routes import safe_next
 from app.web.routing import AppRoute
@@ -46,33 +47,48 @@ def _redirect(url: str) -> RedirectResponse:
 # --- Login / sign-up / logout ---------------------------------------------------------
 
 
+class EntryForm(FormModel):
+    """The login and sign-up forms (the same three fields)."""
+
+    email: str = ""
+    password: str = ""
+    next: str = ""
+
+
+def _entry_page(request: Request, user: User | None, template: str, target: str) -> Response:
+    """The login or sign-up form; someone signed in already goes straight to ``target``."""
+    if user is not None:
+        return _redirect(target)
+    return render(request, template, {"next": target, "errors": {}, "email": ""})
+
+
+def _entry_refused(
+    request: Request, template: str, target: str, email: str, exc: DomainError
+) -> Response:
+    """The login or sign-up form again with why it was refused (the password not echoed)."""
+    ctx = {"next": target, "errors": _errors(exc), "email": email[:254]}
+    return render(request, template, ctx, status_code=_status(exc), headers=NO_STORE)
+
+
 @router.get("/login", response_class=HTMLResponse)
 def login_page(
     request: Request, user: OptionalUser, next: Annotated[str | None, Query()] = None
 ) -> Response:
-    target = safe_next(next, "/console")  # signed in: straight to the orders
-    if user is not None:
-        return _redirect(target)
-    return render(request, "accounts/login.html", {"next": target, "errors": {}, "email": ""})
+    # signed in: straight to the orders
+    return _entry_page(request, user, "accounts/login.html", safe_next(next, "/console"))
 
 
 @router.post("/login", response_class=HTMLResponse)
 def login_submit(
-    request: Request,
-    db: SessionDep,
-    now: NowDep,
-    email: FormStr = "",
-    password: FormStr = "",
-    next: FormStr = "",
+    request: Request, db: SessionDep, now: NowDep, form: Annotated[EntryForm, Form()]
 ) -> Response:
-    target = safe_next(next, "/console")
+    target = safe_next(form.next, "/console")
     try:
         user = service.authenticate(
-            db, email=email, password=password, now=now, ip=client_ip(request)
+            db, email=form.email, password=form.password, now=now, ip=client_ip(request)
         )
     except DomainError as e:
-        ctx = {"next": target, "errors": _errors(e), "email": email[:254]}
-        return render(request, "accounts/login.html", ctx, status_code=_status(e), headers=NO_STORE)
+        return _entry_refused(request, "accounts/login.html", target, form.email, e)
     if twofactor.enabled(user):
         return twofactor_routes.second_step(request, db, user, target)
     response = _redirect(target)
@@ -84,29 +100,20 @@ def login_submit(
 def signup_page(
     request: Request, user: OptionalUser, next: Annotated[str | None, Query()] = None
 ) -> Response:
-    target = safe_next(next, "/account")
-    if user is not None:
-        return _redirect(target)
-    return render(request, "accounts/signup.html", {"next": target, "errors": {}, "email": ""})
+    return _entry_page(request, user, "accounts/signup.html", safe_next(next, "/account"))
 
 
 @router.post("/signup", response_class=HTMLResponse)
 def signup_submit(
-    request: Request,
-    db: SessionDep,
-    now: NowDep,
-    email: FormStr = "",
-    password: FormStr = "",
-    next: FormStr = "",
+    request: Request, db: SessionDep, now: NowDep, form: Annotated[EntryForm, Form()]
 ) -> Response:
-    target = safe_next(next, "/account")
+    target = safe_next(form.next, "/account")
     try:
-        user = service.register(db, email=email, password=password, now=now, ip=client_ip(request))
-    except DomainError as e:
-        ctx = {"next": target, "errors": _errors(e), "email": email[:254]}
-        return render(
-            request, "accounts/signup.html", ctx, status_code=_status(e), headers=NO_STORE
+        user = service.register(
+            db, email=form.email, password=form.password, now=now, ip=client_ip(request)
         )
+    except DomainError as e:
+        return _entry_refused(request, "accounts/signup.html", target, form.email, e)
     response = _redirect(target)
     login.start_session(request, response, db, user)
     flash(request, _("Welcome! Your account is ready."), "success")
@@ -149,6 +156,15 @@ def _account_page(
     )
 
 
+def _account_refused(
+    request: Request, db: Any, user: User, now: Any, exc: DomainError, **ctx: Any
+) -> Response:
+    """The account page again with why a form was refused next to it."""
+    return _account_page(
+        request, db, user, now, status_code=_status(exc), errors=_errors(exc), **ctx
+    )
+
+
 @router.get("/account", response_class=HTMLResponse)
 def account(request: Request, db: SessionDep, user: CurrentUser, now: NowDep) -> Response:
     return _account_page(request, db, user, now)
@@ -174,7 +190,7 @@ def account_password(
             ip=client_ip(request),
         )
     except DomainError as e:
-        return _account_page(request, db, user, now, status_code=_status(e), errors=_errors(e))
+        return _account_refused(request, db, user, now, e)
     flash(request, _("Password changed. Other sessions signed out: {n}.").format(n=n), "success")
     return _redirect("/account")
 
@@ -193,15 +209,8 @@ def account_email(
             db, user, new_email=new_email, password=email_password, now=now, ip=client_ip(request)
         )
     except DomainError as e:
-        return _account_page(
-            request,
-            db,
-            user,
-            now,
-            status_code=_status(e),
-            errors=_errors(e),
-            form={"new_email": new_email[:254]},
-        )
+        form = {"new_email": new_email[:254]}
+        return _account_refused(request, db, user, now, e, form=form)
     flash(request, _("Email changed. Use the new address to log in."), "success")
     return _redirect("/account")
 
@@ -228,9 +237,7 @@ def account_billing(
         )
     except DomainError as e:
         form = {"company": company, "billing_address": billing_address, "tax_id": tax_id}
-        return _account_page(
-            request, db, user, now, status_code=_status(e), errors=_errors(e), billing_form=form
-        )
+        return _account_refused(request, db, user, now, e, billing_form=form)
     flash(request, _("Billing details saved. New receipts will show them."), "success")
     return _redirect("/account#billing")
 
@@ -274,15 +281,8 @@ def account_add_key(
     except DomainError as e:
         # Never echo a pasted private key back into the page.
         kept = "" if looks_private(public_key) else public_key[:16384]
-        return _account_page(
-            request,
-            db,
-            user,
-            now,
-            status_code=_status(e),
-            errors=_errors(e),
-            form={"key_name": name[:80], "public_key": kept},
-        )
+        form = {"key_name": name[:80], "public_key": kept}
+        return _account_refused(request, db, user, now, e, form=form)
     flash(request, _("Key “{name}” saved.").format(name=key.name), "success")
     return _redirect(safe_next(next, "/account#ssh-keys"))
 
@@ -322,15 +322,8 @@ def account_new_token(
     try:
         new = service.new_api_token(db, user, token_name, now, ip=client_ip(request))
     except DomainError as e:
-        return _account_page(
-            request,
-            db,
-            user,
-            now,
-            status_code=_status(e),
-            errors=_errors(e),
-            form={"token_name": token_name[:80]},
-        )
+        form = {"token_name": token_name[:80]}
+        return _account_refused(request, db, user, now, e, form=form)
     # Shown once, in this response only (not via a redirect/cookie), never cached.
     return _account_page(request, db, user, now, status_code=201, new_token=new)
 

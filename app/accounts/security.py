@@ -94,11 +94,6 @@ def session_from_cookie(
     return row
 
 
-def revoke_session(session: Session, row: UserSession, now: datetime) -> None:
-    row.revoked_at = now
-    session.add(row)
-
-
 def revoke_all_sessions(
     session: Session, user_id: int, now: datetime, keep_id: int | None = None
 ) -> int:

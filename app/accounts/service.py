@@ -44,6 +44,7 @@ from app.accounts.credentials import (
     revoke_all_api_tokens,
     revoke_api_token,
     set_active,
+    switch_active,
     void_reset_tokens,
 )
 from app.accounts.profile import (
@@ -95,6 +96,7 @@ __all__ = [
     "revoke_other_sessions",
     "revoke_session_of",
     "set_active",
+    "switch_active",
     "ssh_key_choices",
     "ssh_key_of",
     "ssh_keys_for",

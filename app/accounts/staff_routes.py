@@ -10,7 +10,7 @@ from urllib.parse import urlencode
 
 from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
-from sqlmodel import col, func, or_, select
+from sqlmodel import Session, col, func, or_, select
 
 from app.accounts import service
 from app.accounts.audit import AuditEvent, client_ip
@@ -40,6 +40,17 @@ def _parse_day(text: str | None) -> datetime | None:
         return None
 
 
+def _paged(
+    db: Session, model: Any, conds: list[Any], order: tuple[Any, ...], page: int
+) -> tuple[list[Any], int, int]:
+    """Page ``page`` (``PAGE_SIZE`` rows) of ``model`` rows meeting every condition, in
+    ``order``; with how many meet them and how many pages that makes."""
+    total = int(db.exec(select(func.count()).select_from(model).where(*conds)).one())
+    stmt = select(model).where(*conds).order_by(*order)
+    rows = list(db.exec(stmt.offset((page - 1) * PAGE_SIZE).limit(PAGE_SIZE)).all())
+    return rows, total, max(1, (total + PAGE_SIZE - 1) // PAGE_SIZE)
+
+
 @router.get("/audit", response_class=HTMLResponse)
 def audit_log(
     request: Request,
@@ -53,8 +64,6 @@ def audit_log(
     until: Annotated[str, Query(max_length=10)] = "",
     page: Annotated[int, Query(ge=1, le=100000)] = 1,
 ) -> Response:
-    stmt = select(AuditEvent)
-    count = select(func.count()).select_from(AuditEvent)
     conds: list[Any] = []
     if action.strip():
         conds.append(col(AuditEvent.action).like(action.strip().lower() + "%"))
@@ -69,15 +78,8 @@ def audit_log(
         conds.append(col(AuditEvent.at) >= start)
     if end:
         conds.append(col(AuditEvent.at) < end + timedelta(days=1))
-    for c in conds:
-        stmt = stmt.where(c)
-        count = count.where(c)
-    total = int(db.exec(count).one())
-    rows = db.exec(
-        stmt.order_by(col(AuditEvent.at).desc(), col(AuditEvent.id).desc())
-        .offset((page - 1) * PAGE_SIZE)
-        .limit(PAGE_SIZE)
-    ).all()
+    newest = (col(AuditEvent.at).desc(), col(AuditEvent.id).desc())
+    rows, total, pages = _paged(db, AuditEvent, conds, newest, page)
     filters = {
         "action": action,
         "actor": actor,
@@ -86,7 +88,6 @@ def audit_log(
         "since": since,
         "until": until,
     }
-    pages = max(1, (total + PAGE_SIZE - 1) // PAGE_SIZE)
     return render(
         request,
         "accounts/staff_audit.html",
@@ -103,8 +104,6 @@ def users(
     role: Annotated[str, Query(max_length=16)] = "",
     page: Annotated[int, Query(ge=1, le=100000)] = 1,
 ) -> Response:
-    stmt = select(User)
-    count = select(func.count()).select_from(User)
     conds: list[Any] = []
     if q.strip():
         pattern = _like(q.strip().lower())
@@ -117,16 +116,8 @@ def users(
         )
     if role in {r.value for r in Role}:
         conds.append(col(User.role) == role)
-    for c in conds:
-        stmt = stmt.where(c)
-        count = count.where(c)
-    total = int(db.exec(count).one())
-    rows = db.exec(
-        stmt.order_by(col(User.created_at).desc(), col(User.id).desc())
-        .offset((page - 1) * PAGE_SIZE)
-        .limit(PAGE_SIZE)
-    ).all()
-    pages = max(1, (total + PAGE_SIZE - 1) // PAGE_SIZE)
+    newest = (col(User.created_at).desc(), col(User.id).desc())
+    rows, total, pages = _paged(db, User, conds, newest, page)
     return render(
         request,
         "accounts/staff_users.html",

@@ -57,18 +57,6 @@ def failures(session: Session, limit: Limit, value: str, now: datetime) -> int:
     return int(session.exec(stmt).one())
 
 
-def is_blocked(session: Session, limit: Limit, value: str, now: datetime) -> bool:
-    if not value:
-        return False
-    return failures(session, limit, value, now) >= limit.max_failures
-
-
-def add_failure(session: Session, limit: Limit, value: str, now: datetime) -> None:
-    if value:
-        session.add(AuthFailure(key=key_for(limit, value), at=now))
-        session.flush()
-
-
 def clear(session: Session, limit: Limit, value: str) -> None:
     if value:
         session.exec(delete(AuthFailure).where(col(AuthFailure.key) == key_for(limit, value)))  # type: ignore[call-overload]
@@ -131,11 +119,6 @@ def _rewrite(session: Session) -> None:
             other.commit()
     except Exception:  # noqa: BLE001 - never turn a refused login into a server error
         log.exception("could not record %d throttling/audit rows", len(pending))
-
-
-def add_failure_durably(session: Session, limit: Limit, value: str, now: datetime) -> None:
-    if value:
-        add_durably(session, AuthFailure(key=key_for(limit, value), at=now))
 
 
 # --- Reserve, then check ----------------------------------------------------------------

@@ -122,8 +122,8 @@ def add_node(
     session.flush()
     audit.record(
         session,
-        action="catalog.node_added",
-        now=now,
+        "catalog.node_added",
+        now,
         actor=actor,
         target=f"node:{node.id}",
         ip=ip,
@@ -184,8 +184,8 @@ def update_node(
     session.add(node)
     audit.record(
         session,
-        action="catalog.node_changed",
-        now=now,
+        "catalog.node_changed",
+        now,
         actor=actor,
         target=f"node:{node.id}",
         ip=ip,
@@ -228,8 +228,8 @@ def add_batch(
     session.flush()
     audit.record(
         session,
-        action="catalog.batch_added",
-        now=now,
+        "catalog.batch_added",
+        now,
         actor=actor,
         target=f"batch:{b.id}",
         ip=ip,
@@ -278,8 +278,8 @@ def update_batch(
     session.add(b)
     audit.record(
         session,
-        action="catalog.batch_changed",
-        now=now,
+        "catalog.batch_changed",
+        now,
         actor=actor,
         target=f"batch:{b.id}",
         ip=ip,
@@ -330,8 +330,8 @@ def mark_batch_arrived(
     session.add(b)
     audit.record(
         session,
-        action="catalog.batch_arrived",
-        now=now,
+        "catalog.batch_arrived",
+        now,
         actor=actor,
         target=f"batch:{b.id}",
         ip=ip,
@@ -354,8 +354,8 @@ def set_lead_time(
     session.add(row)
     audit.record(
         session,
-        action="catalog.lead_time_changed",
-        now=now,
+        "catalog.lead_time_changed",
+        now,
         actor=actor,
         target=f"sku:{sku_id}",
         ip=ip,

@@ -180,8 +180,8 @@ def set_list_price(
     bump_price_version(session)
     audit.record(
         session,
-        action="catalog.price_changed",
-        now=now,
+        "catalog.price_changed",
+        now,
         actor=actor,
         target=f"sku:{sku_id}",
         ip=ip,

@@ -20,7 +20,6 @@ from sqlalchemy import (
 )
 from sqlalchemy import insert as sa_insert
 from sqlalchemy import select as sa_select
-from sqlalchemy.orm.attributes import set_committed_value
 from sqlmodel import Session, col, select
 
 from app.catalog import promise as pr
@@ -131,15 +130,21 @@ def _take_batches_and_reserve_pg(
         expected=BatchStatus.expected.value,
     )
     made = 0
-    for bid, reserved, n in session.connection().execute(_RESERVE_PG, params):
+    for bid, _reserved, n in session.connection().execute(_RESERVE_PG, params):
         if bid is None:
             made = int(n)
             continue
-        loaded = session.identity_map.get(session.identity_key(IncomingBatch, int(bid)))
-        if loaded is not None:  # a copy read earlier in this session shows the new count
-            set_committed_value(loaded, "reserved", int(reserved))
+        _forget_loaded(session, int(bid))
     if not made:  # a batch no longer had the units: nothing reserved
         raise StockChanged(p)
+
+
+def _forget_loaded(session: Session, batch_id: int | None) -> None:
+    """A copy of the batch read earlier in this session reads its reserved count again (a
+    plain UPDATE changed it behind the ORM)."""
+    loaded = session.identity_map.get(session.identity_key(IncomingBatch, batch_id))
+    if loaded is not None:
+        session.expire(loaded, ["reserved"])
 
 
 def open_reservations(session: Session, sku_id: str) -> list[StockReservation]:
@@ -280,9 +285,7 @@ def reserve_for_order(
         )
         if took is None:
             raise StockChanged(p)
-        loaded = session.identity_map.get(session.identity_key(IncomingBatch, batch_id))
-        if loaded is not None:  # a copy read earlier in this session shows the new count
-            set_committed_value(loaded, "reserved", int(took))
+        _forget_loaded(session, batch_id)
     if not mine:  # the usual case: one plain INSERT, no ORM object
         session.connection().execute(sa_insert(_RESERVATIONS), {"order_id": order_id, **frozen})
         return p

@@ -133,6 +133,12 @@ def _date(value: str, field: str) -> date:
         raise InvalidInput(errors={field: N_("Enter a date (YYYY-MM-DD).")}) from None
 
 
+def _batch_numbers(f: dict[str, str]) -> tuple[int, date]:
+    """A batch form's node count and expected day (refused with a message by each field)."""
+    qty = _int(f.get("quantity", ""), "quantity", N_("Enter a whole number of nodes."))
+    return qty, _date(f.get("expected_on", ""), "expected_on")
+
+
 @router.get("/nodes", response_class=HTMLResponse)
 def stock_page(request: Request, session: SessionDep, now: NowDep, user: StaffUser) -> Response:
     return _page(request, session, now)
@@ -201,8 +207,7 @@ def batch_add(
 ) -> Response:
     f = _echo(form)
     with refused(session) as failed:
-        qty = _int(f.get("quantity", ""), "quantity", N_("Enter a whole number of nodes."))
-        when = _date(f.get("expected_on", ""), "expected_on")
+        qty, when = _batch_numbers(f)
         svc.add_batch(
             session,
             sku_id=f.get("sku_id", ""),
@@ -230,8 +235,7 @@ def batch_change(
 ) -> Response:
     f = _echo(form)
     with refused(session) as failed:
-        qty = _int(f.get("quantity", ""), "quantity", N_("Enter a whole number of nodes."))
-        when = _date(f.get("expected_on", ""), "expected_on")
+        qty, when = _batch_numbers(f)
         svc.update_batch(
             session,
             batch_id,

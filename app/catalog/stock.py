@@ -1,6 +1,6 @@
 """What can be promised: nodes available, expected batches, the lead time, as one read.
 
-``current_promise`` / ``promise_and_list_price`` read and promise in one round trip. A
+``current_promise`` reads and promises in one round trip. A
 caller that reads more in the same round trip (the checkout) composes the statement
 itself: ``promise_reads()`` is the catalog's part (rows of the kinds in
 ``PROMISE_KINDS``), ``promise_from_rows`` turns those rows into the promise. The catalog
@@ -241,7 +241,7 @@ def promise_from_rows(
     return p, cents if cents is not None else s.list_price_cents_month
 
 
-def _promise_and_price(
+def _promise(
     session: Session,
     sku_id: str,
     quantity: int,
@@ -249,35 +249,27 @@ def _promise_and_price(
     tz: str | None,
     *,
     lead_days: int | None = None,
-    price: bool = False,
-) -> tuple[pr.Promise, int]:
+) -> pr.Promise:
     get_spec(sku_id)  # before any read: an unknown SKU, then a bad quantity
     if quantity < 1:
         raise InvalidInput(N_("Choose at least one node."), field="quantity")
-    stmt = promise_reads(lead=lead_days is None, price=price)
+    stmt = promise_reads(lead=lead_days is None, price=False)
     rows = session.connection().execute(stmt, {"sku": sku_id}).all()
-    return promise_from_rows(sku_id, quantity, now, rows, tz=tz, lead_days=lead_days)
+    return promise_from_rows(sku_id, quantity, now, rows, tz=tz, lead_days=lead_days)[0]
 
 
 def promise_with_lead(
     session: Session, sku_id: str, quantity: int, now: datetime, tz: str | None, lead_days: int
 ) -> pr.Promise:
     """The promise with the lead time already read (under the SKU lock): one read."""
-    return _promise_and_price(session, sku_id, quantity, now, tz, lead_days=lead_days)[0]
+    return _promise(session, sku_id, quantity, now, tz, lead_days=lead_days)
 
 
 def current_promise(
     session: Session, sku_id: str, quantity: int, now: datetime, tz: str | None = "UTC"
 ) -> pr.Promise:
     """What we would promise right now (nothing is held). One round trip."""
-    return _promise_and_price(session, sku_id, quantity, now, tz)[0]
-
-
-def promise_and_list_price(
-    session: Session, sku_id: str, quantity: int, now: datetime, tz: str | None = "UTC"
-) -> tuple[pr.Promise, int]:
-    """``current_promise`` and ``list_price_cents`` in one round trip."""
-    return _promise_and_price(session, sku_id, quantity, now, tz, price=True)
+    return _promise(session, sku_id, quantity, now, tz)
 
 
 def promises_for_all(

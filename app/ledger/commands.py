@@ -33,8 +33,6 @@ def charge(
 ) -> JournalEntry:
     """A direct debit (available → revenue), e.g. a monthly renewal. ``lines``: what it
     pays for, printed on its receipt (they add up to ``amount_cents``)."""
-    check_amount(amount_cents)
-    check_key(idempotency_key)
     entry, _made = keyed_command(
         session,
         command="charge",
@@ -43,7 +41,7 @@ def charge(
         key=idempotency_key,
         amount_cents=amount_cents,
         now=now,
-        params={"amount": amount_cents, "order_id": order_id},
+        params={"order_id": order_id},
         entry={"reason": reason[:300], "order_id": order_id, "actor_id": actor_id},
         order_id=order_id,
         reason=reason,
@@ -106,8 +104,6 @@ def grant_promotion(
     actor_id: int | None = None,
 ) -> JournalEntry:
     """Credit from the promotions account (demo balance, goodwill credits)."""
-    check_amount(amount_cents)
-    check_key(idempotency_key)
     entry, _made = keyed_command(
         session,
         command="promotion",
@@ -116,7 +112,7 @@ def grant_promotion(
         key=idempotency_key,
         amount_cents=amount_cents,
         now=now,
-        params={"amount": amount_cents},
+        params={},
         entry={"reason": reason[:300], "actor_id": actor_id},
     )
     return entry
@@ -137,7 +133,6 @@ def credit_unused_days(
     available), as an entry named for the order. Once per order: a replay returns the
     first entry; a different amount for the same order is an IdempotencyConflict. Issues
     the credit note (``lines``: what is credited, for which days) with the entry."""
-    check_amount(amount_cents)
     entry, _made = keyed_command(
         session,
         command="lease_credit",
@@ -146,7 +141,7 @@ def credit_unused_days(
         key=f"lease-credit:{order_id}",
         amount_cents=amount_cents,
         now=now,
-        params={"amount": amount_cents, "order_id": order_id},
+        params={"order_id": order_id},
         entry={
             "reason": f"order #{order_id}: {days} unused days credited (lease ended early)",
             "order_id": order_id,
@@ -192,7 +187,7 @@ def adjust(
         key=idempotency_key,
         amount_cents=amount_cents,
         now=now,
-        params={"amount": amount_cents, "reason": reason, "corrects": corrects_entry_id},
+        params={"reason": reason, "corrects": corrects_entry_id},
         entry={
             "reason": reason[:300],
             "actor_id": actor.id,
@@ -200,12 +195,13 @@ def adjust(
         },
         declined_cents=-amount_cents,
         reason=reason,
+        signed=True,
     )
     if made:
         audit.record(
             session,
-            action="ledger.adjust",
-            now=now,
+            "ledger.adjust",
+            now,
             actor=actor,
             target=f"user:{user_id}",
             ip=ip,

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, cast
+from typing import Any, NotRequired, TypedDict, Unpack, cast
 
 from sqlalchemy import (
     CTE,
@@ -45,15 +45,15 @@ from app.ledger.models import Hold, IdempotencyRecord, JournalEntry, LedgerAccou
 from app.ledger.moves import (
     HoldAlreadyResolved,
     IdempotencyConflict,
-    InsufficientBalance,
     Short,
     check_amount,
     check_key,
     code_of,
-    decline,
     fingerprint,
+    forget_loaded,
     lock_customer,
     move,
+    record_declined,
 )
 from app.ledger.postings import AccountKind, EntryKind, HoldStatus, legs_for, resolve_transition
 
@@ -69,55 +69,22 @@ _ENTRIES = _table(JournalEntry)
 _POSTINGS = _table(Posting)
 
 
-def record_declined_hold(
-    session: Session,
-    *,
-    user_id: int,
-    key: str,
-    amount_cents: int,
-    available: int,
-    now: datetime,
-    order_id: int | None,
-    reason: str,
-) -> InsufficientBalance:
-    """Record a hold refused for want of money (when the attempt itself was rolled back with
-    a savepoint) and return the error to raise. Writes no hold and moves no money."""
-    return decline(
-        session,
-        user_id=user_id,
-        key=key,
-        command="hold",
-        amount_cents=amount_cents,
-        available=available,
-        now=now,
-        order_id=order_id,
-        reason=reason,
-    )
+class HoldCommand(TypedDict):
+    """What a hold names: ``place_hold``, ``place_hold_id`` and ``hold_in_one_params``
+    take these keywords."""
+
+    user_id: int
+    amount_cents: int
+    idempotency_key: str
+    now: datetime
+    reason: str
+    order_id: NotRequired[int | None]
+    actor_id: NotRequired[int | None]
 
 
-def place_hold(
-    session: Session,
-    *,
-    user_id: int,
-    amount_cents: int,
-    idempotency_key: str,
-    now: datetime,
-    reason: str,
-    order_id: int | None = None,
-    actor_id: int | None = None,
-) -> Hold:
+def place_hold(session: Session, **command: Unpack[HoldCommand]) -> Hold:
     """Reserve money: it leaves *available* at once. Raises ``InsufficientBalance``."""
-    hold_id = place_hold_id(
-        session,
-        user_id=user_id,
-        amount_cents=amount_cents,
-        idempotency_key=idempotency_key,
-        now=now,
-        reason=reason,
-        order_id=order_id,
-        actor_id=actor_id,
-    )
-    hold = session.get(Hold, hold_id)
+    hold = session.get(Hold, place_hold_id(session, **command))
     assert hold is not None
     return hold
 
@@ -157,13 +124,6 @@ _SET_HOLD_ENTRY = (
 )
 
 
-def _forget_loaded(session: Session, account_id: int) -> None:
-    """A copy of the account loaded earlier in this session reads its balance again."""
-    loaded = session.identity_map.get(session.identity_key(LedgerAccount, account_id))
-    if loaded is not None:
-        session.expire(loaded, ["balance_cents"])
-
-
 def place_hold_id(
     session: Session,
     *,
@@ -199,7 +159,7 @@ def place_hold_id(
         prior = _replay_hold(session, user_id, idempotency_key, fp)
         if prior is not None:  # a replay is answered, not declined
             return prior
-        raise decline(
+        raise record_declined(
             session,
             user_id=user_id,
             key=idempotency_key,
@@ -230,7 +190,7 @@ def place_hold_id(
     if set(after) != {avail_code, held_code}:  # pragma: no cover - the locked row had enough
         raise errors.Conflict()
     for account_id, _balance in after.values():
-        _forget_loaded(session, account_id)
+        forget_loaded(session, account_id)
     legs = {leg.account: leg.amount_cents for leg in legs_for(EntryKind.hold, amount_cents)}
     hold_id = int(
         conn.execute(
@@ -425,27 +385,20 @@ def _hold_in_one() -> HoldInOne:
 HOLD_IN_ONE = _hold_in_one()
 
 
-def hold_in_one_params(
-    *,
-    user_id: int,
-    amount_cents: int,
-    idempotency_key: str,
-    now: datetime,
-    reason: str,
-    order_id: int | None = None,
-    actor_id: int | None = None,
-) -> dict[str, Any]:
+def hold_in_one_params(**command: Unpack[HoldCommand]) -> dict[str, Any]:
     """``HOLD_IN_ONE``'s parameters (the amount and key checked as ``place_hold`` does)."""
+    user_id, amount_cents = command["user_id"], command["amount_cents"]
+    order_id = command.get("order_id")
     check_amount(amount_cents)
-    check_key(idempotency_key)
+    check_key(command["idempotency_key"])
     return {
         "h_user_id": user_id,
         "h_amount": amount_cents,
-        "h_key": idempotency_key,
-        "h_now": now,
-        "h_reason": reason[:300],
+        "h_key": command["idempotency_key"],
+        "h_now": command["now"],
+        "h_reason": command["reason"][:300],
         "h_order_id": order_id,
-        "h_actor_id": actor_id,
+        "h_actor_id": command.get("actor_id"),
         "h_avail_code": code_of(user_id, AccountKind.available),
         "h_held_code": code_of(user_id, AccountKind.held),
         "h_fp": fingerprint("hold", amount=amount_cents, order_id=order_id),
@@ -463,8 +416,8 @@ def hold_in_one_result(session: Session, row: Sequence[Any]) -> int | None:
         if debited:  # pragma: no cover - the held account is made with the available one
             raise errors.Conflict()
         return None
-    _forget_loaded(session, int(a_id))
-    _forget_loaded(session, int(h_id))
+    forget_loaded(session, int(a_id))
+    forget_loaded(session, int(h_id))
     return int(hold_id)
 
 

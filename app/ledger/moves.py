@@ -237,10 +237,16 @@ def credit_by_code(
         .execution_options(synchronize_session=False)
     ).one()
     account_id, after = int(row[0]), int(row[1])
-    loaded = session.identity_map.get(session.identity_key(LedgerAccount, account_id))
-    if loaded is not None:  # a copy loaded earlier in this session reads it again when asked
-        session.expire(loaded, ["balance_cents"])
+    forget_loaded(session, account_id)
     return account_id, amount_cents, after
+
+
+def forget_loaded(session: Session, account_id: int) -> None:
+    """A copy of the account loaded earlier in this session reads its balance again (a
+    plain UPDATE changed it behind the ORM)."""
+    loaded = session.identity_map.get(session.identity_key(LedgerAccount, account_id))
+    if loaded is not None:
+        session.expire(loaded, ["balance_cents"])
 
 
 def check_amount(amount_cents: int, *, signed: bool = False) -> None:
@@ -296,7 +302,7 @@ def open_command(
     return avail, held, fp, replay(session, user_id, key, command, fp)
 
 
-def decline(
+def record_declined(
     session: Session,
     *,
     user_id: int,
@@ -308,6 +314,9 @@ def decline(
     order_id: int | None,
     reason: str,
 ) -> InsufficientBalance:
+    """Record a command refused for want of money and return the error to raise. Writes
+    no hold and moves no money (the checkout records its refused hold again with this
+    after the savepoint that held the attempt was rolled back)."""
     session.add(
         DeclinedAttempt(
             user_id=user_id,
@@ -340,13 +349,17 @@ def keyed_command(
     reason: str = "",
     lines: Sequence[InvoiceLine] = (),
     credit_reason: CreditReason | None = None,
+    signed: bool = False,
 ) -> tuple[JournalEntry, bool]:
-    """Every keyed command's sequence: lock the customer, answer a replay of ``key`` with
-    its first entry (other ``params`` → ``IdempotencyConflict``), move the money (a short
-    balance is recorded as declined, ``declined_cents`` asked, and raised as
+    """Every keyed command's sequence: check the amount (``signed``: either sign, not
+    zero) and the key, lock the customer, answer a replay of ``key`` with its first entry
+    (another amount or other ``params`` → ``IdempotencyConflict``), move the money (a
+    short balance is recorded as declined, ``declined_cents`` asked, and raised as
     ``InsufficientBalance``), bind the key to the new entry. Returns (entry, made now)."""
+    check_amount(amount_cents, signed=signed)
+    check_key(key)
     avail, held, fp, prior = open_command(
-        session, user_id=user_id, key=key, now=now, command=command, **params
+        session, user_id=user_id, key=key, now=now, command=command, amount=amount_cents, **params
     )
     if prior is not None:
         first = session.get(JournalEntry, prior.entry_id)
@@ -366,7 +379,7 @@ def keyed_command(
             **entry,
         )
     except Short as s:
-        raise decline(
+        raise record_declined(
             session,
             user_id=user_id,
             key=key,

@@ -44,13 +44,13 @@ from app.ledger.commands import adjust, charge, credit_topup, credit_unused_days
 from app.ledger.credit_notes import credit_note_of_entry, credit_note_path, credit_notes_for_order
 from app.ledger.holds import (
     HOLD_IN_ONE,
+    HoldCommand,
     HoldInOne,
     hold_in_one_params,
     hold_in_one_result,
     place_hold,
     place_hold_id,
     post_hold,
-    record_declined_hold,
     void_hold,
 )
 from app.ledger.invoicing import CreditReason, InvoiceLine, LineError
@@ -60,6 +60,7 @@ from app.ledger.moves import (
     HoldAlreadyResolved,
     IdempotencyConflict,
     InsufficientBalance,
+    record_declined,
     system_account,
 )
 from app.ledger.queries import (
@@ -109,6 +110,7 @@ __all__ = [
     "get_hold",
     "grant_promotion",
     "held_cents",
+    "HoldCommand",
     "hold_in_one_params",
     "hold_in_one_result",
     "journal",
@@ -122,7 +124,7 @@ __all__ = [
     "receipt_path",
     "receipts_for_order",
     "recognised_revenue_cents",
-    "record_declined_hold",
+    "record_declined",
     "statement",
     "statement_count",
     "system_account",

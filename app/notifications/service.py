@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from email.message import EmailMessage
-from typing import Any, cast
+from typing import Any, NotRequired, TypedDict, Unpack, cast
 
 from sqlalchemy import FromClause, Table, bindparam, or_, update
 from sqlalchemy import insert as sa_insert
@@ -57,22 +57,29 @@ def enqueue_email(
     return row
 
 
-def _rows(
-    session: Session,
-    *,
-    user_id: int,
-    kind: str,
-    message: str,
-    now: datetime,
-    link: str,
-    email_to: str | None,
-    email_subject: str | None,
-    params: dict[str, Any] | None,
-    locale: str | None = None,
-    links: Sequence[EmailLink] = (),
-) -> tuple[dict[str, Any], dict[str, Any] | None]:
-    """The notification's column values, and the email's (None without ``email_to``).
+class Notice(TypedDict):
+    """What ``notify`` and ``notify_params`` take: ``message`` (and ``email_subject``) are
+    English msgids with ``{name}`` ``params``; ``email_to``: also send it by email;
     ``locale``: the recipient's language, when the caller has their account at hand."""
+
+    user_id: int
+    kind: str
+    message: str
+    now: datetime
+    link: NotRequired[str]
+    email_to: NotRequired[str | None]
+    email_subject: NotRequired[str | None]
+    params: NotRequired[dict[str, Any] | None]
+    locale: NotRequired[str | None]
+    links: NotRequired[Sequence[EmailLink]]
+
+
+def _rows(session: Session, notice: Notice) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """The notification's column values, and the email's (None without ``email_to``)."""
+    user_id, kind, message, now = (
+        notice["user_id"], notice["kind"], notice["message"], notice["now"]
+    )  # fmt: skip
+    link, params, locale = notice.get("link", ""), notice.get("params"), notice.get("locale")
     user = session.get(User, user_id)
     if locale is None:
         locale = user.locale if user is not None and user.locale else "en"
@@ -89,12 +96,13 @@ def _rows(
         "link": link,
         "created_at": now,
     }
+    email_to = notice.get("email_to")
     if not email_to:
         return note, None
     email = {
         "to_addr": email_to.strip(),
-        "subject": email_subject_line(email_subject, text, params, locale, zone),
-        "body": email_body(text, link, locale, links),
+        "subject": email_subject_line(notice.get("email_subject"), text, params, locale, zone),
+        "body": email_body(text, link, locale, notice.get("links", ())),
         "kind": kind,
         "created_at": now,
     }
@@ -189,38 +197,14 @@ def email_body(text: str, link: str, locale: str, links: Sequence[EmailLink] = (
     return text + "\n\n" + "\n".join(more)
 
 
-def notify(
-    session: Session,
-    *,
-    user_id: int,
-    kind: str,
-    message: str,
-    now: datetime,
-    link: str = "",
-    email_to: str | None = None,
-    email_subject: str | None = None,
-    params: dict[str, Any] | None = None,
-    flush: bool = True,
-    links: Sequence[EmailLink] = (),
-) -> Notification:
+def notify(session: Session, *, flush: bool = True, **notice: Unpack[Notice]) -> Notification:
     """A console notification, and the same text by email when ``email_to`` is given.
 
     ``message`` (and ``email_subject``) are English msgids with ``{name}`` parameters: the
     notification is stored as that code and shown in the reader's language; the email is
     written in the recipient's language (their account's language). ``links``: documents
     the email links to after the console link (a receipt, a credit note)."""
-    note, email = _rows(
-        session,
-        user_id=user_id,
-        kind=kind,
-        message=message,
-        now=now,
-        link=link,
-        email_to=email_to,
-        email_subject=email_subject,
-        params=params,
-        links=links,
-    )
+    note, email = _rows(session, notice)
     n = Notification(**note)
     session.add(n)
     if email is not None:
@@ -238,33 +222,10 @@ _EMAIL_COLUMNS = (
 )  # fmt: skip
 
 
-def notify_params(
-    session: Session,
-    *,
-    user_id: int,
-    kind: str,
-    message: str,
-    now: datetime,
-    link: str = "",
-    email_to: str | None = None,
-    email_subject: str | None = None,
-    params: dict[str, Any] | None = None,
-    locale: str | None = None,
-) -> dict[str, Any]:
+def notify_params(session: Session, **notice: Unpack[Notice]) -> dict[str, Any]:
     """``notify``'s rows as the parameters of ``notify_statements`` (``n_<column>`` for the
     notification, ``e_<column>`` for the email when ``email_to`` is given)."""
-    note, email = _rows(
-        session,
-        user_id=user_id,
-        kind=kind,
-        message=message,
-        now=now,
-        link=link,
-        email_to=email_to,
-        email_subject=email_subject,
-        params=params,
-        locale=locale,
-    )
+    note, email = _rows(session, notice)
     out = {f"n_{k}": v for k, v in note.items()}
     if email is not None:
         email = {**email, "attempts": 0, "last_error": "", "sent_at": None}

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any
 
-from sqlalchemy import Integer, bindparam
+from sqlalchemy.orm.attributes import set_committed_value
 from sqlmodel import Session
 
 from app import messages
@@ -44,7 +45,6 @@ from app.orders.writes import (
     event_values,
     paid_update,
     paid_update_params,
-    show_written,
     update_order_now,
 )
 from app.quotes import service as quotes
@@ -107,10 +107,9 @@ def pay_order(
     assert order.id is not None and user.id is not None
     amount = order.monthly_total_cents
     attempts = order.pay_attempts + 1
+    pay = _Payment(order, user, amount, now, expected_promise, attempts, new_order)
     try:
-        return _pay_twice(
-            session, order, user, amount, now, expected_promise, attempts, seen_promise, new_order
-        )
+        return _pay_twice(session, pay, seen_promise)
     except ledger.InsufficientBalance as short:
         # Short: the savepoint took the ledger's record of the refused attempt with it.
         # Record the refusal again outside it (no new attempt at a hold: one that succeeded
@@ -118,10 +117,11 @@ def pay_order(
         # failed), so the caller may commit it; the same key works again after a top-up.
         order.pay_attempts = attempts
         session.add(order)
-        raise ledger.record_declined_hold(
+        raise ledger.record_declined(
             session,
             user_id=user.id,
             key=_first_month_key(order),
+            command="hold",
             amount_cents=amount,
             available=short.available_cents,
             now=now,
@@ -134,29 +134,28 @@ def pay_order(
         raise
 
 
-def _pay_twice(
-    session: Session,
-    order: Order,
-    user: User,
-    amount: int,
-    now: datetime,
-    expected_promise: date | None,
-    attempts: int,
-    seen: Any,
-    new_order: bool,
-) -> Order:
+@dataclass(frozen=True)
+class _Payment:
+    """One attempt at paying an order: who pays how much, when, the promise they were shown
+    (``expected_promise``), this attempt's number, and whether the order is new in this
+    transaction."""
+
+    order: Order
+    user: User
+    amount: int
+    now: datetime
+    expected_promise: date | None
+    attempts: int
+    new_order: bool
+
+
+def _pay_twice(session: Session, pay: _Payment, seen: Any) -> Order:
     try:
-        return _pay_held(
-            session, order, user, amount, now, expected_promise, attempts,
-            seen=seen, new_order=new_order,
-        )  # fmt: skip
+        return _pay_held(session, pay, seen=seen)
     except _DateMoved:
         # Another order took the stock between the read and the lock (rare): everything of
         # the first try was rolled back with its savepoint; write the messages after the lock.
-        return _pay_held(
-            session, order, user, amount, now, expected_promise, attempts,
-            early=False, new_order=new_order,
-        )  # fmt: skip
+        return _pay_held(session, pay, early=False)
 
 
 def _first_month_key(order: Order) -> str:
@@ -167,19 +166,7 @@ class _DateMoved(Exception):
     """The promise read before the SKU lock differs from the one made under it."""
 
 
-def _pay_held(
-    session: Session,
-    order: Order,
-    user: User,
-    amount: int,
-    now: datetime,
-    expected_promise: date | None,
-    attempts: int,
-    *,
-    seen: Any = None,
-    early: bool = True,
-    new_order: bool = False,
-) -> Order:
+def _pay_held(session: Session, pay: _Payment, *, seen: Any = None, early: bool = True) -> Order:
     """The savepoint of a payment: messages, money held, the order paid, nodes reserved.
 
     Every buyer of the SKU waits on its stock row, and every payment of this customer on
@@ -201,17 +188,8 @@ def _pay_held(
     Without ``early`` (the second try after ``_DateMoved``: stock taken between the read
     and the lock) the messages carry the date made under the lock."""
 
-    assert order.id is not None and user.id is not None
-    before: dict[str, Any] = {}
-    try:
-        with _pay_savepoint(session):
-            return _pay_in_savepoint(
-                session, order, user, amount, now, expected_promise, attempts,
-                seen=seen, early=early, new_order=new_order, before=before,
-            )  # fmt: skip
-    except BaseException:
-        show_written(order, before, {})  # rolled back with the savepoint: the object too
-        raise
+    with _pay_savepoint(session):
+        return _pay_in_savepoint(session, pay, seen=seen, early=early)
 
 
 @contextmanager
@@ -241,20 +219,8 @@ def _pay_savepoint(session: Session) -> Iterator[None]:
         raise
 
 
-def _pay_in_savepoint(
-    session: Session,
-    order: Order,
-    user: User,
-    amount: int,
-    now: datetime,
-    expected_promise: date | None,
-    attempts: int,
-    *,
-    seen: Any,
-    early: bool,
-    new_order: bool,
-    before: dict[str, Any],
-) -> Order:
+def _pay_in_savepoint(session: Session, pay: _Payment, *, seen: Any, early: bool) -> Order:
+    order, user, now, expected_promise = pay.order, pay.user, pay.now, pay.expected_promise
     assert order.id is not None and user.id is not None
     told: date | None = None
     if early and seen is None:
@@ -268,11 +234,11 @@ def _pay_in_savepoint(
     ):
         told = seen.date
     session.flush()  # anything pending: written before any lock is taken
-    changes = _paid_changes(now, attempts, told, seen)
+    changes = _paid_changes(now, pay.attempts, told, seen)
     msgs = _message_params(session, order, user, told, now) if told is not None else None
-    hold: dict[str, Any] = {
+    hold: ledger.HoldCommand = {
         "user_id": user.id,
-        "amount_cents": amount,
+        "amount_cents": pay.amount,
         "idempotency_key": _first_month_key(order),
         "now": now,
         "order_id": order.id,
@@ -291,15 +257,22 @@ def _pay_in_savepoint(
             session, session.connection().execute(stmt, params).one()
         )
         if hold_id is not None:
-            show_written(order, {**changes, "first_hold_id": hold_id}, before)
+            _show_paid(order, {**changes, "first_hold_id": hold_id})
     if hold_id is None:  # SQLite; PostgreSQL when short, replayed or a new customer
         hold_id = ledger.place_hold_id(session, **hold)
-        params = paid_update_params(order.id, changes) | {"o_first_hold_id": hold_id}
-        session.connection().execute(_paid_update_alone(tuple(changes)), params)
-        show_written(order, {**changes, "first_hold_id": hold_id}, before)
+        update_order_now(session, order, {**changes, "first_hold_id": hold_id})
         if msgs is not None:
             _write_messages(session, msgs)
-    return _reserve(session, order, user, now, expected_promise, told, new_order, before)
+    return _reserve(session, pay, told)
+
+
+def _show_paid(order: Order, written: dict[str, Any]) -> None:
+    """The order's row was paid inside the one composed statement: the object shows what
+    that statement wrote as loaded, so the answer needs no read under the SKU lock and
+    the next flush writes no second UPDATE. A rolled-back savepoint expires every object
+    (``_pay_savepoint``), these values with them."""
+    for k, v in written.items():
+        set_committed_value(order, k, v)
 
 
 def _paid_changes(now: datetime, attempts: int, told: date | None, seen: Any) -> dict[str, Any]:
@@ -387,29 +360,9 @@ def _paid_statement(changes: tuple[str, ...], with_messages: bool, email: bool) 
     return stmt
 
 
-_ALONE: dict[tuple[str, ...], Any] = {}
-
-
-def _paid_update_alone(changes: tuple[str, ...]) -> Any:
-    """The order's paid UPDATE on its own, the hold's id a parameter (``o_first_hold_id``)."""
-    stmt = _ALONE.get(changes)
-    if stmt is None:
-        stmt = _ALONE[changes] = paid_update(changes, bindparam("o_first_hold_id", type_=Integer))
-    return stmt
-
-
-def _reserve(
-    session: Session,
-    order: Order,
-    user: User,
-    now: datetime,
-    expected_promise: date | None,
-    told: date | None,
-    new_order: bool,
-    before: dict[str, Any],
-) -> Order:
+def _reserve(session: Session, pay: _Payment, told: date | None) -> Order:
     """Under the SKU lock (taken last): the promise confirmed, the nodes reserved."""
-
+    order, user, now, expected_promise = pay.order, pay.user, pay.now, pay.expected_promise
     assert order.id is not None
     try:
         promise = catalog.reserve_for_order(
@@ -418,7 +371,7 @@ def _reserve(
             sku_id=order.sku_id,
             quantity=order.quantity,
             now=now,
-            new_order=new_order,
+            new_order=pay.new_order,
         )
     except catalog.TalkToSales:
         raise NotPromisable() from None
@@ -433,7 +386,7 @@ def _reserve(
         "promise_explanation": (promise.explanation or "")[:300],
     }
     if any(getattr(order, k) != v for k, v in frozen.items()):
-        update_order_now(session, order, frozen, before)
+        update_order_now(session, order, frozen)
     if told is None:
         _write_messages(session, _message_params(session, order, user, promise.date, now))
     return order

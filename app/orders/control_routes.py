@@ -9,6 +9,7 @@ from typing import Annotated
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import RedirectResponse, Response
 from pydantic import Field
+from sqlmodel import Session
 
 from app.accounts.audit import client_ip
 from app.accounts.deps import CurrentUser, OpsUser
@@ -67,6 +68,19 @@ def _order_page(request: Request, order_id: int) -> RedirectResponse:
     )
 
 
+def _ops_order_page(request: Request, order_id: int | str, anchor: str) -> RedirectResponse:
+    return RedirectResponse(
+        request.app.url_path_for("ops_order", order_id=order_id) + anchor, status_code=303
+    )
+
+
+def _refused(request: Request, session: Session, e: DomainError, back: Response) -> Response:
+    """A refused change: nothing of it stays, and why shows on the page it goes back to."""
+    session.rollback()
+    flash(request, e.render_message(_), "error")
+    return back
+
+
 @router.post("/orders/{order_id}/tasks")
 def request_task(
     order_id: int,
@@ -96,9 +110,7 @@ def request_task(
     except NotFound:
         raise
     except DomainError as e:
-        session.rollback()
-        flash(request, e.render_message(_), "error")
-        return _order_page(request, order_id)
+        return _refused(request, session, e, _order_page(request, order_id))
     flash(request, _("Request sent to our operations team. Its status shows below."), "success")
     return _order_page(request, order_id)
 
@@ -128,14 +140,9 @@ def update_task(
         session.rollback()
         flash(request, e.render_message(_), "error")
         row = session.get(controls.OrderTask, task_id)
-        return RedirectResponse(
-            request.app.url_path_for("ops_order", order_id=row.order_id if row else "") + "#tasks",
-            status_code=303,
-        )
+        return _ops_order_page(request, row.order_id if row else "", "#tasks")
     flash(request, _("Request updated; the customer sees it on their order."), "success")
-    return RedirectResponse(
-        request.app.url_path_for("ops_order", order_id=task.order_id) + "#tasks", status_code=303
-    )
+    return _ops_order_page(request, task.order_id, "#tasks")
 
 
 @router.post("/staff/ops/orders/{order_id}/network")
@@ -160,12 +167,6 @@ def set_network(
     except NotFound:
         raise
     except DomainError as e:
-        session.rollback()
-        flash(request, e.render_message(_), "error")
-        return RedirectResponse(
-            request.app.url_path_for("ops_order", order_id=order_id) + "#network", status_code=303
-        )
+        return _refused(request, session, e, _ops_order_page(request, order_id, "#network"))
     flash(request, _("Private network status saved."), "success")
-    return RedirectResponse(
-        request.app.url_path_for("ops_order", order_id=order_id) + "#network", status_code=303
-    )
+    return _ops_order_page(request, order_id, "#network")

@@ -238,8 +238,8 @@ def request_task(
     )
     audit.record(
         session,
-        action=f"order.task.{kind}.requested",
-        now=now,
+        f"order.task.{kind}.requested",
+        now,
         actor=user,
         target=f"order:{order.id}",
         ip=ip,
@@ -316,8 +316,8 @@ def update_task(
         )
     audit.record(
         session,
-        action=f"order.task.{task.kind}.{status}",
-        now=now,
+        f"order.task.{task.kind}.{status}",
+        now,
         actor=actor,
         target=f"order:{order.id}",
         ip=ip,
@@ -391,8 +391,8 @@ def set_network(
         )
     audit.record(
         session,
-        action="order.network",
-        now=now,
+        "order.network",
+        now,
         actor=actor,
         target=f"order:{order.id}",
         ip=ip,

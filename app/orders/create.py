@@ -251,17 +251,17 @@ def create_order_for_checkout(
     created = event_values(
         order, "created", N_("Order placed; waiting for payment."), now, user, True, None
     )
-    new_id = insert_new_order(session, order, created)
-    if new_id is None:
+    new = insert_new_order(session, order, created)
+    if new is None:
         # A concurrent submit with the same key won the race: answer with its order.
         again = find_existing(session, user, key, draft)
         if again is None:  # pragma: no cover - the conflict was on this very key
             raise IdempotencyConflict()
         return Created(again, False)
-    if order.quote_id is not None:
-        assert order.id is not None
-        quotes.mark_used(session, order.quote_id, order.id, now)
-    return Created(order, True, seen)
+    if new.quote_id is not None:
+        assert new.id is not None
+        quotes.mark_used(session, new.quote_id, new.id, now)
+    return Created(new, True, seen)
 
 
 def _claim_quote(

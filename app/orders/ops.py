@@ -154,8 +154,8 @@ def audit_action(
 ) -> None:
     audit.record(
         session,
-        action=f"order.{action}",
-        now=now,
+        f"order.{action}",
+        now,
         actor=actor,
         target=f"order:{order.id}",
         ip=ip,

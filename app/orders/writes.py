@@ -14,9 +14,7 @@ from sqlalchemy import select as sa_select
 from sqlalchemy import update as sa_update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-from sqlalchemy.orm import make_transient_to_detached
-from sqlalchemy.orm.attributes import set_committed_value
-from sqlmodel import Session
+from sqlmodel import Session, col, select
 
 from app import messages
 from app.accounts.models import User
@@ -82,12 +80,12 @@ _NEW_ORDER = (
     pg_insert(ORDERS)
     .values({c.key: bindparam(f"o_{c.key}", type_=c.type) for c in ORDERS.columns if c.key != "id"})
     .on_conflict_do_nothing(index_elements=["user_id", "idempotency_key"])
-    .returning(ORDERS.c.id)
+    .returning(*ORDERS.columns)
     .cte("new_order")
 )
 
 
-_ORDER_AND_EVENT_PG = sa_select(_NEW_ORDER.c.id).add_cte(
+_ORDER_AND_EVENT_PG = sa_select(*_NEW_ORDER.c).add_cte(
     sa_insert(EVENTS)
     .from_select(
         ["order_id", *(c.key for c in _EVENT_COLUMNS)],
@@ -103,57 +101,37 @@ _ORDER_AND_EVENT_PG = sa_select(_NEW_ORDER.c.id).add_cte(
 _ORDER_INSERT_SQLITE = (
     sqlite_insert(ORDERS)
     .on_conflict_do_nothing(index_elements=["user_id", "idempotency_key"])
-    .returning(ORDERS.c.id)
+    .returning(*ORDERS.columns)
 )
 
 
-def insert_new_order(session: Session, order: Order, created: dict[str, Any]) -> int | None:
-    """INSERT … ON CONFLICT (user, key) DO NOTHING RETURNING id, and the order's "created"
-    timeline event (``created``: its values, the order id aside): the new order's id, or
-    None when an order with this key exists (no savepoint, no retry; no event either). On
-    PostgreSQL both rows are one statement (a data-modifying WITH: the event is inserted
-    only for an order this statement inserted). ``order`` (new, not in the session)
-    becomes the session's copy of the row, as if loaded."""
+def insert_new_order(session: Session, order: Order, created: dict[str, Any]) -> Order | None:
+    """INSERT … ON CONFLICT (user, key) DO NOTHING RETURNING the row, and the order's
+    "created" timeline event (``created``: its values, the order id aside): the new order
+    as the session loads it from what the INSERT returned, or None when an order with this
+    key exists (no savepoint, no retry; no event either). On PostgreSQL both rows are one
+    statement (a data-modifying WITH: the event is inserted only for an order this
+    statement inserted). ``order``: the values, a new object never added to the session."""
     values = {c.key: getattr(order, c.key) for c in ORDERS.columns if c.key != "id"}
-    conn = session.connection()
     if is_postgres(session):
         params = {f"o_{k}": v for k, v in values.items()}
         params.update({f"e_{k}": v for k, v in created.items() if k != "order_id"})
-        new_id = conn.execute(_ORDER_AND_EVENT_PG, params).scalar()
-    else:
-        new_id = conn.execute(_ORDER_INSERT_SQLITE, values).scalar()
-        if new_id is not None:
-            conn.execute(sa_insert(EVENTS), {**created, "order_id": int(new_id)})
-    if new_id is None:
-        return None
-    order.id = int(new_id)
-    make_transient_to_detached(order)  # the row exists: the session knows it as loaded
-    session.add(order)
-    return order.id
+        loaded = select(Order).from_statement(_ORDER_AND_EVENT_PG)
+        return session.scalars(loaded, params).one_or_none()
+    new = session.scalars(select(Order).from_statement(_ORDER_INSERT_SQLITE), values).one_or_none()
+    if new is not None:
+        session.connection().execute(sa_insert(EVENTS), {**created, "order_id": new.id})
+    return new
 
 
 # --- the order's own UPDATE -------------------------------------------------------------
 
-_ORDER_UPDATE = sa_update(ORDERS).where(ORDERS.c.id == bindparam("order_pk"))
 
-
-def update_order_now(
-    session: Session, order: Order, changes: dict[str, Any], before: dict[str, Any]
-) -> None:
-    """One plain UPDATE of the order's row (the SET clause is the parameters' columns;
-    statement built once), then ``show_written``."""
-    session.connection().execute(_ORDER_UPDATE, {"order_pk": order.id, **changes})
-    show_written(order, changes, before)
-
-
-def show_written(order: Order, changes: dict[str, Any], before: dict[str, Any]) -> None:
-    """The order's row was written by a statement of this domain (perhaps composed into the
-    paid checkout's): the object shows the new values as loaded, so the next flush writes
-    no second UPDATE and the answer needs no read. ``before`` keeps the old values, to be
-    put back if the savepoint is rolled back."""
-    for k, v in changes.items():
-        before.setdefault(k, getattr(order, k))
-        set_committed_value(order, k, v)
+def update_order_now(session: Session, order: Order, changes: dict[str, Any]) -> None:
+    """One UPDATE of the order's row now (an ORM UPDATE: the loaded object takes the new
+    values without a read and without a second UPDATE at the next flush, and a rolled-back
+    savepoint expires them)."""
+    session.execute(sa_update(Order).where(col(Order.id) == order.id).values(changes))
 
 
 # --- builders the paid checkout composes --------------------------------------------------

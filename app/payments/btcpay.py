@@ -94,20 +94,13 @@ class BTCPayProvider:
                 return m
         raise ProviderUnavailable()
 
-    def create(
-        self,
-        session: Session,
-        *,
-        amount_cents: int,
-        currency: str,
-        now: datetime,
-        reference: str,
-    ) -> dict[str, Any]:
+    def create(self, session: Session, wanted: rules.InvoiceRequest) -> dict[str, Any]:
+        currency, amount_cents = wanted.currency, wanted.amount_cents
         cur = CURRENCIES[currency]
         body = {
             "amount": f"{amount_cents // 100}.{amount_cents % 100:02d}",
             "currency": "USD",
-            "metadata": {"orderId": reference},
+            "metadata": {"orderId": wanted.reference},
             "checkout": {
                 "paymentMethods": [PAYMENT_METHODS[currency]],
                 "expirationMinutes": int(rules.RATE_LOCK.total_seconds() // 60),

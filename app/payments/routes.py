@@ -253,8 +253,8 @@ def simulate(
     if inv.user_id != user.id:
         audit.record(
             session,
-            action="topup.simulated",
-            now=now,
+            "topup.simulated",
+            now,
             actor=user,
             target=f"invoice:{inv.id}",
             ip=audit.client_ip(request),

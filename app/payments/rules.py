@@ -48,6 +48,17 @@ class Exception_(StrEnum):
 
 
 @dataclass(frozen=True)
+class InvoiceRequest:
+    """What a provider is asked to invoice: US$ ``amount_cents`` paid in ``currency``;
+    ``reference`` names the customer on the provider's side."""
+
+    amount_cents: int
+    currency: str
+    now: datetime
+    reference: str
+
+
+@dataclass(frozen=True)
 class Payment:
     units: int  # smallest unit of the invoice currency
     seen_at: datetime

@@ -50,15 +50,7 @@ class BadSignature(errors.DomainError):
 
 
 class Provider(Protocol):
-    def create(
-        self,
-        session: Session,
-        *,
-        amount_cents: int,
-        currency: str,
-        now: datetime,
-        reference: str,
-    ) -> dict[str, Any]:
+    def create(self, session: Session, wanted: rules.InvoiceRequest) -> dict[str, Any]:
         """A new provider invoice: ``provider_id``, ``address``, ``payment_uri``,
         ``due_units`` (int), ``rate`` (US$ per whole coin), ``rate_source``."""
         ...
@@ -72,18 +64,10 @@ class SimulatedProvider:
     def __init__(self, rates: RateSource | None = None) -> None:
         self.rates = rates
 
-    def create(
-        self,
-        session: Session,
-        *,
-        amount_cents: int,
-        currency: str,
-        now: datetime,
-        reference: str,
-    ) -> dict[str, Any]:
-        cur = CURRENCIES[currency]
-        rate = (self.rates or default_source()).quote(currency, now)
-        due = crypto_due(amount_cents, rate.usd_per_unit, cur.decimals)
+    def create(self, session: Session, wanted: rules.InvoiceRequest) -> dict[str, Any]:
+        currency = wanted.currency
+        rate = (self.rates or default_source()).quote(currency, wanted.now)
+        due = crypto_due(wanted.amount_cents, rate.usd_per_unit, CURRENCIES[currency].decimals)
         provider_id = secrets.token_urlsafe(16).replace("-", "x").replace("_", "y")[:22]
         address = deposit_address(_wallet_secret(session), currency, provider_id)
         return {
@@ -173,11 +157,7 @@ def create_topup(
     if provider is None:
         provider = SimulatedProvider(rates) if rates is not None else PROVIDER
     made = provider.create(
-        session,
-        amount_cents=amount_cents,
-        currency=currency,
-        now=now,
-        reference=f"user-{user_id}",
+        session, rules.InvoiceRequest(amount_cents, currency, now, reference=f"user-{user_id}")
     )
     inv = Invoice(
         provider_id=made["provider_id"],

@@ -143,8 +143,8 @@ def _status_changed(
     session.add(row)
     audit.record(
         session,
-        action="cluster_request.status",
-        now=now,
+        "cluster_request.status",
+        now,
         actor=actor,
         target=f"cluster_request:{row.id}",
         ip=ip,

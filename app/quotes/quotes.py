@@ -140,9 +140,7 @@ def _saved(
     """Write the quote and its audit event (the share token never goes in the event)."""
     session.add(q)
     session.flush()
-    audit.record(
-        session, action=action, now=now, actor=actor, target=f"quote:{q.id}", ip=ip, **details
-    )
+    audit.record(session, action, now, actor=actor, target=f"quote:{q.id}", ip=ip, **details)
     return q
 
 
@@ -236,9 +234,7 @@ def withdraw_quote(
 def record_pdf_download(
     session: Session, q: Quote, *, actor: User, now: datetime, ip: str = ""
 ) -> None:
-    audit.record(
-        session, action="quote.pdf_downloaded", now=now, actor=actor, target=f"quote:{q.id}", ip=ip
-    )
+    audit.record(session, "quote.pdf_downloaded", now, actor=actor, target=f"quote:{q.id}", ip=ip)
 
 
 # ----------------------------------------------------------------------------- reads

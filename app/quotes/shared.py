@@ -55,7 +55,7 @@ def view_shared(
         q.viewed_at = now
         session.add(q)
         session.flush()
-        audit.record(session, action="quote.viewed", now=now, target=f"quote:{q.id}", ip=ip)
+        audit.record(session, "quote.viewed", now, target=f"quote:{q.id}", ip=ip)
     return q
 
 
@@ -75,7 +75,7 @@ def accept_shared(session: Session, token: str, now: datetime, ip: str = "") -> 
     q.viewed_at = q.viewed_at or now
     session.add(q)
     session.flush()
-    audit.record(session, action="quote.accepted", now=now, target=f"quote:{q.id}", ip=ip)
+    audit.record(session, "quote.accepted", now, target=f"quote:{q.id}", ip=ip)
     return q
 
 
@@ -174,4 +174,4 @@ def mark_used(session: Session, quote_id: int, order_id: int, now: datetime) -> 
     q.used_at = now
     session.add(q)
     session.flush()
-    audit.record(session, action="quote.used", now=now, target=f"quote:{q.id}", order_id=order_id)
+    audit.record(session, "quote.used", now, target=f"quote:{q.id}", order_id=order_id)

@@ -99,8 +99,8 @@ def clock_advance(
     after = before + delta
     audit.record(
         session,
-        action="clock.advanced",
-        now=after,
+        "clock.advanced",
+        after,
         actor=user,
         target="clock",
         ip=audit.client_ip(request),

@@ -92,8 +92,8 @@ class CountingProvider:
     def __init__(self) -> None:
         self.reads = 0
 
-    def create(self, session: Session, **kw: Any) -> dict[str, Any]:
-        return payments.SIMULATED.create(session, **kw)
+    def create(self, session: Session, wanted: rules.InvoiceRequest) -> dict[str, Any]:
+        return payments.SIMULATED.create(session, wanted)
 
     def payments(self, session: Session, invoice: Invoice) -> list[rules.Payment]:
         self.reads += 1
