@@ -26,7 +26,7 @@ from datetime import datetime
 from sqlmodel import Session, col, func, select
 
 from app.accounts.models import User
-from app.errors import N_, NotFound
+from app.errors import N_
 from app.ledger import receipts
 from app.ledger.invoicing import CreditReason, InvoiceLine, check_lines
 from app.ledger.models import CreditNote, CreditNoteCounter, CreditNoteLine, JournalEntry
@@ -90,12 +90,7 @@ def issue_for_entry(
         receipt_number=corrected.number if corrected else "",
         amount_cents=entry.amount_cents,
         order_id=entry.order_id,
-        bill_email=user.email if user else "",
-        bill_name=user.name if user else "",
-        bill_company=user.company if user else "",
-        bill_address=(user.billing_address if user else "")[:500],
-        bill_tax_id=user.tax_id if user else "",
-        **receipts.seller_fields(receipts.current_seller()),
+        **receipts.parties_fields(user),
         created_at=now,
     )
     session.add(note)
@@ -164,21 +159,16 @@ def credit_notes_correcting(session: Session, receipt_id: int) -> list[CreditNot
 
 
 def credit_note_numbers_by_entry(session: Session, entry_ids: list[int]) -> dict[int, str]:
-    if not entry_ids:
-        return {}
-    rows = session.exec(
-        select(CreditNote.entry_id, CreditNote.number).where(
-            col(CreditNote.entry_id).in_(entry_ids)
-        )
-    ).all()
-    return {int(e): n for e, n in rows}
+    return receipts.numbers_by_entry(session, CreditNote, entry_ids)
 
 
 def credit_note_of_entry(session: Session, entry_id: int | None) -> str | None:
     """The number of the credit note a refund entry issued (None: it issued none)."""
-    if entry_id is None:
-        return None
-    return credit_note_numbers_by_entry(session, [entry_id]).get(entry_id)
+    return (
+        None
+        if entry_id is None
+        else credit_note_numbers_by_entry(session, [entry_id]).get(entry_id)
+    )
 
 
 def credit_note_path(number: str) -> str:
@@ -188,10 +178,9 @@ def credit_note_path(number: str) -> str:
 
 def get_credit_note(session: Session, viewer: User, number: str) -> CreditNote:
     """The customer's own credit note, or any for staff; others get 404 (no probing)."""
-    note = session.exec(select(CreditNote).where(CreditNote.number == number[:20])).first()
-    if note is None or (note.user_id != viewer.id and not viewer.is_staff):
-        raise NotFound(N_("No credit note with that number."))
-    return note
+    return receipts.own_document(
+        session, viewer, CreditNote, number, N_("No credit note with that number.")
+    )
 
 
 def reason_msgid(note: CreditNote) -> str:

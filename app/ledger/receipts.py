@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from sqlalchemy import update
 from sqlalchemy.exc import IntegrityError
@@ -91,6 +91,19 @@ def seller_fields(seller: Seller) -> dict[str, Any]:
         "seller_address_en": seller.address_en[:500],
         "seller_address_zh": seller.address_zh[:500],
         "seller_tax_id": seller.tax_id[:64],
+    }
+
+
+def parties_fields(user: User | None) -> dict[str, Any]:
+    """The buyer's billing details and today's seller, as the snapshot columns a receipt
+    or a credit note is issued with (what it prints for ever after)."""
+    return {
+        "bill_email": user.email if user else "",
+        "bill_name": user.name if user else "",
+        "bill_company": user.company if user else "",
+        "bill_address": (user.billing_address if user else "")[:500],
+        "bill_tax_id": user.tax_id if user else "",
+        **seller_fields(current_seller()),
     }
 
 
@@ -169,12 +182,7 @@ def issue_for_entry(
         crypto_currency=entry.crypto_currency,
         crypto_amount=entry.crypto_amount,
         rate=entry.rate,
-        bill_email=user.email if user else "",
-        bill_name=user.name if user else "",
-        bill_company=user.company if user else "",
-        bill_address=(user.billing_address if user else "")[:500],
-        bill_tax_id=user.tax_id if user else "",
-        **seller_fields(current_seller()),
+        **parties_fields(user),
         created_at=now,
     )
     session.add(receipt)
@@ -240,20 +248,37 @@ def receipt_count(session: Session, user_id: int) -> int:
     )
 
 
-def receipt_numbers_by_entry(session: Session, entry_ids: list[int]) -> dict[int, str]:
+D = TypeVar("D", Receipt, CreditNote)
+
+
+def numbers_by_entry(
+    session: Session, doc: type[Receipt] | type[CreditNote], entry_ids: list[int]
+) -> dict[int, str]:
+    """The numbers of the documents of kind ``doc`` the entries issued, by entry id."""
     if not entry_ids:
         return {}
     rows = session.exec(
-        select(Receipt.entry_id, Receipt.number).where(col(Receipt.entry_id).in_(entry_ids))
+        select(doc.entry_id, doc.number).where(col(doc.entry_id).in_(entry_ids))
     ).all()
     return {int(e): n for e, n in rows}
 
 
+def own_document(session: Session, viewer: User, doc: type[D], number: str, missing: str) -> D:
+    """The viewer's own document of kind ``doc`` numbered ``number``, or any for staff;
+    others get 404 with ``missing`` (no probing)."""
+    found = session.exec(select(doc).where(doc.number == number[:20])).first()
+    if found is None or (found.user_id != viewer.id and not viewer.is_staff):
+        raise NotFound(missing)
+    return found
+
+
+def receipt_numbers_by_entry(session: Session, entry_ids: list[int]) -> dict[int, str]:
+    return numbers_by_entry(session, Receipt, entry_ids)
+
+
 def receipt_of_entry(session: Session, entry_id: int | None) -> str | None:
     """The number of the receipt an entry issued (None: it issued none)."""
-    if entry_id is None:
-        return None
-    return receipt_numbers_by_entry(session, [entry_id]).get(entry_id)
+    return None if entry_id is None else receipt_numbers_by_entry(session, [entry_id]).get(entry_id)
 
 
 def receipt_path(number: str) -> str:
@@ -263,10 +288,7 @@ def receipt_path(number: str) -> str:
 
 def get_receipt(session: Session, viewer: User, number: str) -> Receipt:
     """The customer's own receipt, or any receipt for staff; others get 404 (no probing)."""
-    receipt = session.exec(select(Receipt).where(Receipt.number == number[:20])).first()
-    if receipt is None or (receipt.user_id != viewer.id and not viewer.is_staff):
-        raise NotFound(N_("No receipt with that number."))
-    return receipt
+    return own_document(session, viewer, Receipt, number, N_("No receipt with that number."))
 
 
 def title_msgid(receipt: Receipt) -> tuple[str, dict[str, object]]:

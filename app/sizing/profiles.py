@@ -124,42 +124,24 @@ REFERENCE = StackProfile(
     range_fast=1.0,
 )
 
-FSDP2 = StackProfile(
+FSDP2 = replace(
+    REFERENCE,
     id="fsdp2",
-    nearest=None,
     elem_scale=EAGER_ELEM_SCALE,
-    elem_scale_compiled=1.0,
     # eager TP: every all-gather / reduce-scatter waits for its GEMM
     tp_exposed=1.0,
-    tp_exposed_compiled=REF_TP_EXPOSED,
     a2a_exposed=1.0,
-    dp_overlap=REF_DP_OVERLAP,
-    grouped_gemm=True,
-    tp=True,
-    pp=True,
-    cp=True,
-    ep=True,
     dualpipe=False,
     range_slow=0.74,
     range_fast=1.18,
 )
 
 PROFILES: dict[str, StackProfile] = {
-    "megatron": StackProfile(
+    # the hardware model's reference stack (fused kernels, TP/SP and EP overlap, DualPipe),
+    # with its own time range and low-precision GEMM shares
+    "megatron": replace(
+        REFERENCE,
         id="megatron",
-        nearest=None,
-        elem_scale=1.0,
-        elem_scale_compiled=1.0,
-        tp_exposed=REF_TP_EXPOSED,
-        tp_exposed_compiled=REF_TP_EXPOSED,
-        a2a_exposed=REF_A2A_EXPOSED,
-        dp_overlap=REF_DP_OVERLAP,
-        grouped_gemm=True,
-        tp=True,
-        pp=True,
-        cp=True,
-        ep=True,
-        dualpipe=True,
         range_slow=0.74,
         range_fast=1.14,
         # Transformer Engine 2.x FP8 (tensorwise current scaling on Hopper, MXFP8 on
