@@ -25,6 +25,16 @@ TEST_BYPASSES = {
     "payment_provider": "tests without the simulated clock still pay through the simulator",
     "public_webhook_secret": "test servers sign their own webhooks with the public default",
     "base_url": "test apps answer on http://testserver and 127.0.0.1",
+    "demo_seller": "test apps issue documents as the demo company",
+}
+# The demo seller (the defaults): any of it left is refused in production unless it is a
+# demo, so a real company's receipts never print the demo's Chinese name or address.
+DEMO_SELLER = {
+    "seller_name": "GPU Nodes Ltd.",
+    "seller_name_zh": "GPU 节点有限公司",
+    "seller_address_en": "Unit 1203, 12/F, Harbour Centre\n25 Harbour Road, Wan Chai\nHong Kong",
+    "seller_address_zh": "香港湾仔港湾道 25 号\n海港中心 12 楼 1203 室",
+    "seller_tax_id": "BR 7612 3456",
 }
 MIN_DISTINCT_SECRET_KEY = 10
 MIN_DISTINCT_WEBHOOK_SECRET = 8
@@ -101,11 +111,11 @@ class Settings(BaseSettings):
     # The seller printed on every receipt (invoice) and credit note, beside the buyer's
     # billing details: legal name, postal address in English and in Chinese (one line per
     # address line, "\n" between them in the environment), tax id. Demo defaults.
-    seller_name: str = "GPU Nodes Ltd."
-    seller_name_zh: str = "GPU 节点有限公司"
-    seller_address_en: str = "Unit 1203, 12/F, Harbour Centre\n25 Harbour Road, Wan Chai\nHong Kong"
-    seller_address_zh: str = "香港湾仔港湾道 25 号\n海港中心 12 楼 1203 室"
-    seller_tax_id: str = "BR 7612 3456"
+    seller_name: str = DEMO_SELLER["seller_name"]
+    seller_name_zh: str = DEMO_SELLER["seller_name_zh"]
+    seller_address_en: str = DEMO_SELLER["seller_address_en"]
+    seller_address_zh: str = DEMO_SELLER["seller_address_zh"]
+    seller_tax_id: str = DEMO_SELLER["seller_tax_id"]
 
     # Staff (sales, ops) need a second factor for any staff power: always in production;
     # elsewhere only when this is set (the authorization matrix and the probes set it).
@@ -174,6 +184,32 @@ class Settings(BaseSettings):
                     "the payment simulator. Set APP_SIMULATION=false and configure the BTCPay "
                     "provider (APP_PAYMENT_PROVIDER=btcpay), or set APP_FORCE_SIMULATION=true "
                     "for a demo that takes no real money.",
+                )
+            )
+        if not (
+            self.seller_name.strip()
+            and self.seller_tax_id.strip()
+            and (self.seller_address_en.strip() or self.seller_address_zh.strip())
+        ):
+            found.append(
+                (
+                    "seller_details",
+                    "APP_SELLER_NAME, APP_SELLER_TAX_ID and an address (APP_SELLER_ADDRESS_EN "
+                    "or APP_SELLER_ADDRESS_ZH) are printed on every receipt and credit note; "
+                    "none may be blank.",
+                )
+            )
+        elif not self.force_simulation and (
+            demo := [k for k, v in DEMO_SELLER.items() if getattr(self, k) == v]
+        ):
+            found.append(
+                (
+                    "demo_seller",
+                    "The seller on receipts is still the demo company ("
+                    + ", ".join(f"APP_{k.upper()}" for k in demo)
+                    + "); set your legal name, addresses and tax id (a Chinese name or "
+                    "address may be empty), or set APP_FORCE_SIMULATION=true for a demo "
+                    "that takes no real money.",
                 )
             )
         if self.webhook_secret in KNOWN_WEBHOOK_SECRETS:

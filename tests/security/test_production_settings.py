@@ -34,6 +34,11 @@ def prod(**kw: Any) -> Settings:
         "webhook_secret": "webhook-secret-0123456789-abcdef",
         "simulation": False,
         "base_url": "https://gpunodes.example",
+        "seller_name": "Example Compute Ltd.",
+        "seller_name_zh": "",
+        "seller_address_en": "1 Example Road, Singapore",
+        "seller_address_zh": "",
+        "seller_tax_id": "UEN 201912345K",
         **BTCPAY,
     }
     base.update(kw)
@@ -125,6 +130,7 @@ def test_the_test_environment_runs_production_checks_except_the_named_bypasses()
         "payment_provider",
         "public_webhook_secret",
         "base_url",
+        "demo_seller",
     }
     assert test_env(simulation=True, base_url="http://127.0.0.1:8000").simulation
     for bad, match in (
@@ -132,6 +138,7 @@ def test_the_test_environment_runs_production_checks_except_the_named_bypasses()
         ({"secret_key": "short"}, "APP_SECRET_KEY"),
         ({"webhook_secret": "a" * 20}, "APP_WEBHOOK_SECRET"),
         ({"trusted_proxies": "0.0.0.0/0"}, "APP_TRUSTED_PROXIES"),
+        ({"seller_tax_id": " "}, "APP_SELLER_TAX_ID"),
         ({**BTCPAY, "simulation": False, "btcpay_url": "http://btcpay.example"}, "https"),
     ):
         with pytest.raises(ValidationError, match=match):
@@ -232,6 +239,9 @@ def _compose_env() -> dict[str, str]:
         "APP_BTCPAY_URL": "https://btcpay.example.com",
         "APP_BTCPAY_STORE_ID": "Store123",
         "APP_BTCPAY_API_KEY": "apikey123",
+        "APP_SELLER_NAME": "Example Compute Ltd.",
+        "APP_SELLER_ADDRESS_EN": "1 Example Road, Singapore",
+        "APP_SELLER_TAX_ID": "UEN 201912345K",
     }
     doc = yaml.safe_load((ROOT / "compose.yaml").read_text())
     env = doc["services"]["app"]["environment"]
@@ -284,3 +294,20 @@ def test_dockerfile_and_makefile_leave_forwarding_headers_to_the_app() -> None:
         text = (ROOT / name).read_text()
         assert "forwarded-allow-ips" not in text, name
         assert "--proxy-headers" not in text, name
+
+
+def test_production_refuses_a_blank_or_demo_seller() -> None:
+    """Receipts and credit notes print the seller: blank details or the demo company's are
+    refused in production (the demo company stays allowed in a demo that takes no money)."""
+    for blank in ({"seller_name": ""}, {"seller_tax_id": "  "},
+                  {"seller_address_en": "", "seller_address_zh": ""}):  # fmt: skip
+        with pytest.raises(ValidationError, match="none may be blank"):
+            prod(**blank)
+    demo = {"seller_name": "GPU Nodes Ltd.", "seller_tax_id": "BR 7612 3456"}
+    with pytest.raises(ValidationError, match="still the demo company"):
+        prod(**demo)
+    assert prod(**demo, simulation=True, force_simulation=True).seller_tax_id
+    # a real company that left the demo's Chinese name in place is refused too
+    with pytest.raises(ValidationError, match="APP_SELLER_NAME_ZH"):
+        prod(seller_name_zh="GPU 节点有限公司")
+    assert prod(seller_address_en="", seller_address_zh="新加坡示例路 1 号").seller_address_zh
