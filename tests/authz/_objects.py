@@ -152,6 +152,26 @@ def receipt_of_a(ctx: Ctx) -> dict[str, Any]:
     return {"number": row.number}
 
 
+def credit_note_of_a(ctx: Ctx) -> dict[str, Any]:
+    from app.ledger.models import CreditNote
+
+    seq = secrets.randbelow(900_000) + 1
+    row = CreditNote(
+        number=f"CN-2099-{seq:06d}",
+        year=2099,
+        seq=seq,
+        user_id=ctx.a.id,
+        entry_id=secrets.randbelow(10**9),
+        kind="lease_credit",
+        amount_cents=100_00,
+        bill_email=ctx.a.email,
+        created_at=ctx.now,
+    )
+    ctx.session.add(row)
+    ctx.session.flush()
+    return {"number": row.number}
+
+
 def task_of_a(ctx: Ctx) -> dict[str, Any]:
     from app.orders.models import OrderTask
 
