@@ -12,7 +12,9 @@ The model prices one optimizer step on the busiest GPU of a (TP × CP × PP × D
 * **Memory-bound work** (norms, activations, residuals, rotary, router/permute, casts for
   FP8/FP4) as bytes per token over the HBM bandwidth.
 * **Host launch floor**: a micro-batch cannot finish faster than the CPU can launch its
-  kernels (fine-grained MoE layers launch several times more kernels).
+  kernels (fine-grained MoE layers launch several times more kernels); each dropless MoE
+  layer's dispatch also syncs the host, which then enqueues the rest of the layer while the
+  GPU waits (``MOE_SYNC_HOST_S``).
 * **Communication** over NVLink inside the node and the per-GPU NIC between nodes: TP/SP
   all-gathers and reduce-scatters, CP ring exchanges and EP all-to-all (each partly hidden
   behind compute), FSDP/ZeRO gathers and gradient reduce-scatters (hidden behind the step's
@@ -64,6 +66,16 @@ PERMUTE_HIDDEN = 9.2
 KERNELS_DENSE_LAYER = 60
 KERNELS_MOE_LAYER = 220
 LAUNCH_S = 4.5e-6
+# A dropless MoE layer's token dispatch reads how many tokens go to each expert on the host
+# (the all-to-all's split sizes: NCCL all-to-all and DeepEP alike; torchtitan's too), so the
+# host cannot run ahead of the GPU past it: after each dispatch the GPU waits while Python
+# enqueues the rest of the layer (~100 eager ops at ~15-20 µs each). Host seconds exposed per
+# MoE layer per micro-batch forward (a full recompute replays the forward and its sync).
+# Fitted once on the public Megatron-Core MoE rows (Megatron-MoE-ModelZoo H100 and Blackwell,
+# Pai-Megatron-Patch issues and xtuner's benchmark page on H800: 1.5-3 ms all cut every MoE
+# group's median error; 1.75 ms minimises the worst group's), checked on DeepSeek-V2/V3's
+# GPU-hours and DeepSeek-V3 MXFP8 on GB200 (docs/sizing-accuracy-time.md).
+MOE_SYNC_HOST_S = 1.75e-3
 # Achievable fraction of link bandwidth for collectives (NCCL bus bandwidth / wire rate).
 NVLINK_EFF = 0.75
 NIC_EFF = 0.80
@@ -463,7 +475,10 @@ def predict(
         moe_kernels += LAUNCHES_PER_EXPERT * moe.num_experts / ep
     kernels = (n_dense * KERNELS_DENSE_LAYER + n_moe * moe_kernels) / pp
     host_mb = kernels * LAUNCH_S
-    compute_mb = max(compute_mb, host_mb)
+    sync_mb = 0.0
+    if n_moe:  # the dispatch syncs the host each forward (a full recompute replays it)
+        sync_mb = n_moe / pp * MOE_SYNC_HOST_S * (2.0 if s.recompute == "full" else 1.0)
+    compute_mb = max(compute_mb, host_mb) + sync_mb
 
     act_bytes = 2.0  # BF16 activations on the wire
     tp_exposed = profile.tp_exp(compiled)
@@ -566,7 +581,7 @@ def predict(
             "gemm": m * t_gemm * tok_gpu_mb,
             "attention": m * t_attn * tok_gpu_mb,
             "memory_bound": m * t_mem * tok_gpu_mb,
-            "host_floor": m * max(0.0, host_mb - t_token * tok_gpu_mb),
+            "host_floor": m * (max(0.0, host_mb - t_token * tok_gpu_mb) + sync_mb),
             "collectives_exposed": m * (comm_mb - offload_mb),
             "activation_offload_exposed": m * offload_mb,
             "pipeline_bubble": pipe - m * (compute_mb + comm_mb),
