@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
 from datetime import date as _Date
 from functools import lru_cache
+from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 SITE_TZ = "UTC"
@@ -195,23 +196,21 @@ def promise(
     today = now.astimezone(site).date()
     extra = tuple(extra_holidays)
 
-    def done(msg: str, **params: object) -> str:
+    def made(msg: str, params: dict[str, object], **found: Any) -> Promise:
+        """The promise of what was ``found`` (when, from where), ``msg`` explaining it."""
         shown = {k: (format_day(v) if isinstance(v, date) else v) for k, v in params.items()}
-        return gettext(msg).format(**shown)
-
-    def sales(msg: str, **params: object) -> Promise:
         return Promise(
             sku_id=sku_id,
             quantity=quantity,
-            available=False,
-            in_stock=False,
-            date=None,
-            ready_at=None,
-            explanation=done(msg, **params),
+            explanation=gettext(msg).format(**shown),
             lead_business_days=lead_business_days,
             message=msg,
             params=tuple(params.items()),
+            **found,
         )
+
+    def sales(msg: str, **params: object) -> Promise:
+        return made(msg, params, available=False, in_stock=False, date=None, ready_at=None)
 
     if not self_serve:
         return sales(MSG_SALES_RACK)
@@ -224,18 +223,14 @@ def promise(
         ready_at = ready(today)
         msg = MSG_STOCK_1 if lead_business_days == 1 else MSG_STOCK_N
         params: dict[str, object] = {"stock": in_stock, "days": lead_business_days}
-        return Promise(
-            sku_id=sku_id,
-            quantity=quantity,
+        return made(
+            msg,
+            params,
             available=True,
             in_stock=True,
             date=ready_at.astimezone(customer).date(),
             ready_at=ready_at,
-            explanation=done(msg, **params),
             from_stock=quantity,
-            lead_business_days=lead_business_days,
-            message=msg,
-            params=tuple(params.items()),
         )
 
     need = quantity - in_stock
@@ -257,18 +252,14 @@ def promise(
     local = ready_at.astimezone(customer).date()
     msg = MSG_PART if in_stock > 0 else MSG_BATCH
     params = {"stock": in_stock, "arrival": arrival, "ready": local}
-    return Promise(
-        sku_id=sku_id,
-        quantity=quantity,
+    return made(
+        msg,
+        params,
         available=True,
         in_stock=False,
         date=local,
         ready_at=ready_at,
-        explanation=done(msg, **params),
         from_stock=in_stock,
         from_batches=tuple(used),
         arrival=arrival,
-        lead_business_days=lead_business_days,
-        message=msg,
-        params=tuple(params.items()),
     )

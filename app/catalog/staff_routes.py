@@ -6,6 +6,7 @@ Every change is audited (``app.accounts.audit.record``) by the service.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import date
 from typing import Annotated, Any
 
@@ -71,15 +72,35 @@ def _page(
     )
 
 
-def _again(
-    request: Request, session: Session, now: Any, form: str, errors: Any, values: Any
-) -> Response:
-    """The page again, the refused form's messages next to its fields (nothing changed)."""
-    return _page(request, session, now, form=form, errors=errors, values=values, status=422)
-
-
 def _back(anchor: str = "") -> Response:
     return RedirectResponse(f"/staff/nodes{anchor}", status_code=303)
+
+
+# What a form's work returns when it went through: the flash message and its category.
+Done = tuple[str, str]
+
+
+def _submit(
+    request: Request,
+    session: Session,
+    now: Any,
+    form: FormModel,
+    form_key: str,
+    work: Callable[[dict[str, str]], Done],
+    anchor: str,
+) -> Response:
+    """One ops form: ``work`` gets the typed values; on a refused input nothing changes and
+    the page comes again with the messages by the ``form_key`` form, else back to ``anchor``
+    with ``work``'s flash."""
+    f = {k: str(v) for k, v in form.model_dump(exclude_none=True).items()}
+    with refused(session) as failed:
+        message, category = work(f)
+    if failed.errors is not None:
+        return _page(
+            request, session, now, form=form_key, errors=failed.errors, values=f, status=422
+        )
+    flash(request, message, category)
+    return _back(anchor)
 
 
 class NodeAddForm(FormModel):
@@ -111,10 +132,6 @@ class PriceForm(FormModel):
 
 class LeadTimeForm(FormModel):
     days: str = ""
-
-
-def _echo(form: FormModel) -> dict[str, str]:
-    return {k: str(v) for k, v in form.model_dump(exclude_none=True).items()}
 
 
 def _int(value: str, field: str, message: str) -> int:
@@ -152,8 +169,7 @@ def node_add(
     user: OpsUser,
     form: Annotated[NodeAddForm, Form()],
 ) -> Response:
-    f = _echo(form)
-    with refused(session) as failed:
+    def work(f: dict[str, str]) -> Done:
         node = svc.add_node(
             session,
             sku_id=form.sku_id,
@@ -164,10 +180,9 @@ def node_add(
             actor=user,
             ip=client_ip(request),
         )
-    if failed.errors is not None:
-        return _again(request, session, now, "node-add", failed.errors, f)
-    flash(request, _("Node {name} added.").format(name=node.hostname), "success")
-    return _back("#nodes")
+        return _("Node {name} added.").format(name=node.hostname), "success"
+
+    return _submit(request, session, now, form, "node-add", work, "#nodes")
 
 
 @router.post("/nodes/{node_id}", response_class=HTMLResponse)
@@ -179,8 +194,7 @@ def node_change(
     user: OpsUser,
     form: Annotated[NodeChangeForm, Form()],
 ) -> Response:
-    f = _echo(form)
-    with refused(session) as failed:
+    def work(f: dict[str, str]) -> Done:
         node = svc.update_node(
             session,
             node_id,
@@ -191,10 +205,48 @@ def node_change(
             note=form.note,
             ip=client_ip(request),
         )
-    if failed.errors is not None:
-        return _again(request, session, now, f"node-{node_id}", failed.errors, f)
-    flash(request, _("Node {name} saved.").format(name=node.hostname), "success")
-    return _back(f"#node-{node_id}")
+        return _("Node {name} saved.").format(name=node.hostname), "success"
+
+    return _submit(request, session, now, form, f"node-{node_id}", work, f"#node-{node_id}")
+
+
+def _batch_save(
+    request: Request,
+    session: Session,
+    now: Any,
+    user: Any,
+    form: BatchForm,
+    batch_id: int | None,
+) -> Response:
+    """A new incoming batch (``batch_id`` None) or an expected one changed: the same form."""
+
+    def work(f: dict[str, str]) -> Done:
+        qty, when = _batch_numbers(f)
+        if batch_id is None:
+            svc.add_batch(
+                session,
+                sku_id=f.get("sku_id", ""),
+                quantity=qty,
+                expected_on=when,
+                now=now,
+                actor=user,
+                note=f.get("note", ""),
+                ip=client_ip(request),
+            )
+            return _("Incoming batch added."), "success"
+        svc.update_batch(
+            session,
+            batch_id,
+            now=now,
+            actor=user,
+            quantity=qty,
+            expected_on=when,
+            ip=client_ip(request),
+        )
+        return _("Batch saved."), "success"
+
+    key = "batch-add" if batch_id is None else f"batch-{batch_id}"
+    return _submit(request, session, now, form, key, work, "#batches")
 
 
 @router.post("/batches/add", response_class=HTMLResponse)
@@ -205,23 +257,7 @@ def batch_add(
     user: OpsUser,
     form: Annotated[BatchForm, Form()],
 ) -> Response:
-    f = _echo(form)
-    with refused(session) as failed:
-        qty, when = _batch_numbers(f)
-        svc.add_batch(
-            session,
-            sku_id=f.get("sku_id", ""),
-            quantity=qty,
-            expected_on=when,
-            now=now,
-            actor=user,
-            note=f.get("note", ""),
-            ip=client_ip(request),
-        )
-    if failed.errors is not None:
-        return _again(request, session, now, "batch-add", failed.errors, f)
-    flash(request, _("Incoming batch added."), "success")
-    return _back("#batches")
+    return _batch_save(request, session, now, user, form, None)
 
 
 @router.post("/batches/{batch_id}", response_class=HTMLResponse)
@@ -233,22 +269,7 @@ def batch_change(
     user: OpsUser,
     form: Annotated[BatchForm, Form()],
 ) -> Response:
-    f = _echo(form)
-    with refused(session) as failed:
-        qty, when = _batch_numbers(f)
-        svc.update_batch(
-            session,
-            batch_id,
-            now=now,
-            actor=user,
-            quantity=qty,
-            expected_on=when,
-            ip=client_ip(request),
-        )
-    if failed.errors is not None:
-        return _again(request, session, now, f"batch-{batch_id}", failed.errors, f)
-    flash(request, _("Batch saved."), "success")
-    return _back("#batches")
+    return _batch_save(request, session, now, user, form, batch_id)
 
 
 @router.post("/batches/{batch_id}/arrived", response_class=HTMLResponse)
@@ -269,8 +290,7 @@ def price_change(
     user: OpsUser,
     form: Annotated[PriceForm, Form()],
 ) -> Response:
-    f = _echo(form)
-    with refused(session) as failed:
+    def work(f: dict[str, str]) -> Done:
         try:
             cents = parse_amount(f.get("price", ""))
         except ValueError:
@@ -291,13 +311,11 @@ def price_change(
             if "cents" in e.errors:
                 e.errors["price"] = e.errors.pop("cents")
             raise
-    if failed.errors is not None:
-        return _again(request, session, now, f"price-{sku_id}", failed.errors, f)
-    if change is None:
-        flash(request, _("The price is unchanged."), "info")
-    else:
-        flash(request, _("List price changed; it applies to new orders and quotes."), "success")
-    return _back("#prices")
+        if change is None:
+            return _("The price is unchanged."), "info"
+        return _("List price changed; it applies to new orders and quotes."), "success"
+
+    return _submit(request, session, now, form, f"price-{sku_id}", work, "#prices")
 
 
 @router.post("/lead-times/{sku_id}", response_class=HTMLResponse)
@@ -309,11 +327,9 @@ def lead_time_change(
     user: OpsUser,
     form: Annotated[LeadTimeForm, Form()],
 ) -> Response:
-    f = _echo(form)
-    with refused(session) as failed:
+    def work(f: dict[str, str]) -> Done:
         days = _int(f.get("days", ""), "lead_time", N_("Enter a whole number of business days."))
         svc.set_lead_time(session, sku_id, days, now=now, actor=user, ip=client_ip(request))
-    if failed.errors is not None:
-        return _again(request, session, now, f"lead-{sku_id}", failed.errors, f)
-    flash(request, _("Lead time saved."), "success")
-    return _back("#prices")
+        return _("Lead time saved."), "success"
+
+    return _submit(request, session, now, form, f"lead-{sku_id}", work, "#prices")

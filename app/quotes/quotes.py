@@ -92,20 +92,8 @@ def create_quote(
         created_at=now,
         updated_at=now,
     )
-    apply_input(session, q, data, now)
-    return _saved(
-        session,
-        q,
-        "quote.created",
-        actor=actor,
-        now=now,
-        ip=ip,
-        sku=q.sku_id,
-        quantity=q.quantity,
-        months=q.months,
-        discount_bp=q.discount_bp,
-        total_cents=q.total_cents,
-    )
+    terms = {"sku": data.sku_id, "quantity": data.quantity, "months": data.months}
+    return _input_saved(session, q, data, "quote.created", actor=actor, now=now, ip=ip, **terms)
 
 
 def update_quote(
@@ -113,21 +101,10 @@ def update_quote(
 ) -> Quote:
     if q.status not in pricing.EDITABLE_STATUSES:
         raise QuoteStateError(N_("Only drafts and quotes waiting for approval can be edited."))
-    old_discount = q.discount_bp
-    apply_input(session, q, data, now)
-    if q.status == QuoteStatus.pending_approval and q.discount_bp != old_discount:
-        q.status = QuoteStatus.draft.value
+    if q.status == QuoteStatus.pending_approval and data.discount_bp != q.discount_bp:
+        q.status = QuoteStatus.draft.value  # a new discount needs a new approval
         q.approval_requested_at = None
-    return _saved(
-        session,
-        q,
-        "quote.updated",
-        actor=actor,
-        now=now,
-        ip=ip,
-        discount_bp=q.discount_bp,
-        total_cents=q.total_cents,
-    )
+    return _input_saved(session, q, data, "quote.updated", actor=actor, now=now, ip=ip)
 
 
 def approval_covers(q: Quote) -> bool:
@@ -142,6 +119,24 @@ def _saved(
     session.flush()
     audit.record(session, action, now, actor=actor, target=f"quote:{q.id}", ip=ip, **details)
     return q
+
+
+def _input_saved(
+    session: Session,
+    q: Quote,
+    data: QuoteInput,
+    action: str,
+    *,
+    actor: User,
+    now: datetime,
+    ip: str,
+    **details: Any,
+) -> Quote:
+    """The builder's input applied to the quote (live price, promise), then written; the
+    event tells the discount and the total it comes to."""
+    apply_input(session, q, data, now)
+    details.update(discount_bp=q.discount_bp, total_cents=q.total_cents)
+    return _saved(session, q, action, actor=actor, now=now, ip=ip, **details)
 
 
 def _mark_sent(session: Session, q: Quote, now: datetime) -> None:
@@ -167,56 +162,44 @@ def send_quote(session: Session, q: Quote, *, actor: User, now: datetime, ip: st
     return _saved(session, q, action, actor=actor, now=now, ip=ip, discount_bp=q.discount_bp)
 
 
-def _ops_decision(q: Quote, actor: User, reason: str, missing: str) -> str:
-    """The checks of an ops decision on a pending discount; the reason, on one line."""
+def decide_discount(
+    session: Session,
+    q: Quote,
+    *,
+    approve: bool,
+    actor: User,
+    reason: str,
+    now: datetime,
+    ip: str = "",
+) -> Quote:
+    """Ops decide on a discount above the sales limit: approved, the quote is sent;
+    declined, it goes back to draft. Either way with a reason, on one line."""
     if not actor.is_ops:
         raise Forbidden(N_("Only operations staff can approve a discount above 10 %."))
     if q.status != QuoteStatus.pending_approval:
         raise QuoteStateError()
     reason = single_line(reason, 500)
     if not reason:
+        missing = (
+            N_("Say why this discount is approved.")
+            if approve
+            else N_("Say why this discount is declined.")
+        )
         raise InvalidInput(missing, field="reason")
-    return reason
-
-
-def approve_quote(
-    session: Session, q: Quote, *, actor: User, reason: str, now: datetime, ip: str = ""
-) -> Quote:
-    """Ops approve a discount above the sales limit; the quote is then sent."""
-    reason = _ops_decision(q, actor, reason, N_("Say why this discount is approved."))
-    q.approved_by_id = actor.id
-    q.approved_at = now
-    q.approval_reason = reason
-    q.approved_discount_bp = q.discount_bp
-    _mark_sent(session, q, now)
+    if approve:
+        q.approved_by_id = actor.id
+        q.approved_at = now
+        q.approval_reason = reason
+        q.approved_discount_bp = q.discount_bp
+        _mark_sent(session, q, now)
+        action = "quote.approved"
+    else:
+        q.status = QuoteStatus.draft.value
+        q.approval_requested_at = None
+        q.updated_at = now
+        action = "quote.approval_declined"
     return _saved(
-        session,
-        q,
-        "quote.approved",
-        actor=actor,
-        now=now,
-        ip=ip,
-        discount_bp=q.discount_bp,
-        reason=reason,
-    )
-
-
-def decline_quote(
-    session: Session, q: Quote, *, actor: User, reason: str, now: datetime, ip: str = ""
-) -> Quote:
-    reason = _ops_decision(q, actor, reason, N_("Say why this discount is declined."))
-    q.status = QuoteStatus.draft.value
-    q.approval_requested_at = None
-    q.updated_at = now
-    return _saved(
-        session,
-        q,
-        "quote.approval_declined",
-        actor=actor,
-        now=now,
-        ip=ip,
-        discount_bp=q.discount_bp,
-        reason=reason,
+        session, q, action, actor=actor, now=now, ip=ip, discount_bp=q.discount_bp, reason=reason
     )
 
 

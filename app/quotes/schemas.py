@@ -6,7 +6,15 @@ import re
 from datetime import date, timedelta
 from typing import Annotated, Any, ClassVar
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+)
 
 from app.catalog.specs import all_specs, spec
 from app.errors import N_
@@ -35,6 +43,28 @@ def _typed_int(value: Any) -> Any:
 TypedInt = Annotated[int, BeforeValidator(_typed_int)]
 
 
+def _sku_id(message: str) -> AfterValidator:
+    """One of the catalog's SKU ids, else ``message``."""
+
+    def check(v: str) -> str:
+        if v not in {s.id for s in all_specs()}:
+            raise ValueError(message)
+        return v
+
+    return AfterValidator(check)
+
+
+def _email_address(message: str) -> AfterValidator:
+    """An email address (lower-cased), else ``message``."""
+
+    def check(v: str) -> str:
+        if not EMAIL_RE.match(v):
+            raise ValueError(message)
+        return v.lower()
+
+    return AfterValidator(check)
+
+
 class ClusterRequestIn(BaseModel):
     """A cluster request as typed into /cluster-request (any SKU, node count and term)."""
 
@@ -52,29 +82,17 @@ class ClusterRequestIn(BaseModel):
         "sizing": N_("The sizing link is too long."),
     }
 
-    sku: str
+    sku: Annotated[str, _sku_id(N_("Pick one of the nodes in the list."))]
     nodes: TypedInt = Field(ge=1, le=MAX_CLUSTER_NODES)
     months: TypedInt = Field(ge=1, le=MAX_CLUSTER_MONTHS)
     start_date: date
     workload: str
-    email: str = Field(max_length=254)
+    email: Annotated[
+        str, Field(max_length=254), _email_address(N_("Enter an email address we can reply to."))
+    ]
     name: str = Field(default="", max_length=120)
     company: str = Field(default="", max_length=120)
     sizing: str = Field(default="", max_length=2000)
-
-    @field_validator("sku")
-    @classmethod
-    def _known_sku(cls, v: str) -> str:
-        if v not in {s.id for s in all_specs()}:
-            raise ValueError(N_("Pick one of the nodes in the list."))
-        return v
-
-    @field_validator("email")
-    @classmethod
-    def _email(cls, v: str) -> str:
-        if not EMAIL_RE.match(v):
-            raise ValueError(N_("Enter an email address we can reply to."))
-        return v.lower()
 
     @field_validator("workload")
     @classmethod
@@ -136,9 +154,11 @@ class QuoteIn(BaseModel):
     }
 
     prospect_name: str = Field(default="", max_length=120)
-    prospect_email: str = Field(default="", max_length=254)
+    prospect_email: Annotated[
+        str, Field(max_length=254), _email_address(N_("Enter the prospect's email address."))
+    ] = ""
     prospect_company: str = Field(default="", max_length=120)
-    sku: str = ""
+    sku: Annotated[str, _sku_id(N_("Choose a node or the GB300 NVL72 rack."))] = ""
     quantity: TypedInt
     months: OptionalTypedInt = None
     # Typed as a percentage under the form field "discount"; held in basis points.
@@ -169,20 +189,6 @@ class QuoteIn(BaseModel):
     @classmethod
     def _notes(cls, v: Any) -> Any:
         return multi_line(printable_only(v)) if isinstance(v, str) else v
-
-    @field_validator("prospect_email")
-    @classmethod
-    def _prospect_email(cls, v: str) -> str:
-        if not EMAIL_RE.match(v):
-            raise ValueError(N_("Enter the prospect's email address."))
-        return v.lower()
-
-    @field_validator("sku")
-    @classmethod
-    def _quoted_sku(cls, v: str) -> str:
-        if v not in {s.id for s in all_specs()}:
-            raise ValueError(N_("Choose a node or the GB300 NVL72 rack."))
-        return v
 
     # The terms depend on the kind of SKU (validated above: fields run in order), so every
     # problem is reported at once, next to its field.

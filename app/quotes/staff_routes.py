@@ -379,16 +379,20 @@ def quote_approve(
     form: FormData,
 ) -> Response:
     q = _load(session, quote_id, now, lock=True)
-    if form.get("decision") == "decline":
-        service.decline_quote(
-            session, q, actor=user, reason=form.get("reason", ""), now=now, ip=client_ip(request)
-        )
-        flash(request, _("Discount declined; the quote is back to draft."), "warning")
-    else:
-        service.approve_quote(
-            session, q, actor=user, reason=form.get("reason", ""), now=now, ip=client_ip(request)
-        )
+    approve = form.get("decision") != "decline"
+    service.decide_discount(
+        session,
+        q,
+        approve=approve,
+        actor=user,
+        reason=form.get("reason", ""),
+        now=now,
+        ip=client_ip(request),
+    )
+    if approve:
         flash(request, _("Discount approved and the quote is sent."), "success")
+    else:
+        flash(request, _("Discount declined; the quote is back to draft."), "warning")
     return _to_quote(request, q)
 
 
