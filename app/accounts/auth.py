@@ -27,7 +27,7 @@ Choices worth knowing:
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
@@ -36,7 +36,7 @@ from app.accounts import throttle
 from app.accounts.audit import event as audit_event
 from app.accounts.audit import record as audit
 from app.accounts.emails import EmailError, looks_like_email, normalise_email
-from app.accounts.models import Role, User, UserSession
+from app.accounts.models import ApiToken, Role, User, UserSession
 from app.accounts.security import (
     create_session,
     hash_password,
@@ -292,16 +292,34 @@ def active_sessions(session: Session, user_id: int, now: datetime) -> list[UserS
     return [r for r in rows if not session_expired(r.expires_at, now)]
 
 
-def revoke_session_of(
-    session: Session, user: User, session_id: int, now: datetime, ip: str = ""
-) -> UserSession:
-    row = session.get(UserSession, session_id)
+Revocable = TypeVar("Revocable", UserSession, ApiToken)
+
+
+def revoke_own(
+    session: Session,
+    user: User,
+    model: type[Revocable],
+    row_id: int,
+    now: datetime,
+    *,
+    kind: str,
+    ip: str,
+) -> Revocable:
+    """Revoke one of the user's own live sessions or API tokens and audit it as
+    ``<kind>.revoked``; another user's, a revoked or a missing row is not found."""
+    row = session.get(model, row_id)
     if row is None or row.user_id != user.id or row.revoked_at is not None:
         raise NotFound()
     row.revoked_at = now
     session.add(row)
-    audit(session, "session.revoked", now, actor=user, target=f"session:{row.id}", ip=ip)
+    audit(session, f"{kind}.revoked", now, actor=user, target=f"{kind}:{row.id}", ip=ip)
     return row
+
+
+def revoke_session_of(
+    session: Session, user: User, session_id: int, now: datetime, ip: str = ""
+) -> UserSession:
+    return revoke_own(session, user, UserSession, session_id, now, kind="session", ip=ip)
 
 
 def revoke_other_sessions(

@@ -8,15 +8,16 @@ from __future__ import annotations
 import argparse
 import getpass
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from sqlmodel import Session, select
 
+from app.accounts.emails import looks_like_email
 from app.accounts.models import Role, User
 
 if TYPE_CHECKING:
-    from sqlalchemy.engine import Engine
-
     from app.clock import Clock
     from app.settings import Settings
 
@@ -70,11 +71,12 @@ def _password(args: argparse.Namespace) -> str | None:
     return None
 
 
-def _open() -> tuple[Settings, Engine, Clock]:
-    """The settings, an engine on their database (dispose it when done) and the app's
-    clock (simulated when the settings say so)."""
+@contextmanager
+def _transaction() -> Iterator[tuple[Settings, Session, Clock]]:
+    """The settings, one transaction on their database and the app's clock (simulated when
+    the settings say so); the engine is disposed afterwards."""
     from app.clock import SimulatedClock, SystemClock
-    from app.db import make_engine
+    from app.db import make_engine, transaction
     from app.settings import Settings
     from app.tables import import_models
 
@@ -82,16 +84,26 @@ def _open() -> tuple[Settings, Engine, Clock]:
     settings = Settings()
     engine = make_engine(settings.database_url)
     clock = SimulatedClock(engine) if settings.simulation else SystemClock()
-    return settings, engine, clock
+    try:
+        with transaction(engine) as session:
+            yield settings, session, clock
+    finally:
+        engine.dispose()
 
 
-def _user_by_email(session: Session, email: str) -> User | None:
-    return session.exec(select(User).where(User.email == email)).first()
+def _account(session: Session, email: str, *, active: bool = False) -> User | None:
+    """The account with ``email`` (only an active one if ``active``); None, said on stderr,
+    when there is none."""
+    email = looks_like_email(email) or email
+    user = session.exec(select(User).where(User.email == email)).first()
+    if user is None or (active and not user.is_active):
+        print(f"error: no {'active ' if active else ''}account with email {email}", file=sys.stderr)
+        return None
+    return user
 
 
 def cmd_create(args: argparse.Namespace) -> int:
     from app.accounts import service
-    from app.db import transaction
     from app.errors import DomainError
 
     if args.role not in ROLES:
@@ -102,9 +114,8 @@ def cmd_create(args: argparse.Namespace) -> int:
     password = _password(args)
     if password is None:
         return 2
-    _settings, engine, clock = _open()
     try:
-        with transaction(engine) as session:
+        with _transaction() as (_settings, session, clock):
             user = service.register(
                 session, email=args.email, password=password, now=clock.now(), role=args.role
             )
@@ -123,54 +134,35 @@ def cmd_create(args: argparse.Namespace) -> int:
         for field, message in errors.items():
             print(f"error: {field + ': ' if field else ''}{message}", file=sys.stderr)
         return 1
-    finally:
-        engine.dispose()
     print(f"created {args.role} account {email} (id {uid})")
     return 0
 
 
 def cmd_set_active(args: argparse.Namespace) -> int:
-    from app.accounts.emails import looks_like_email
     from app.accounts.service import switch_active
-    from app.db import transaction
 
-    _settings, engine, clock = _open()
-    email = looks_like_email(args.email) or args.email
-    try:
-        with transaction(engine) as session:
-            user = _user_by_email(session, email)
-            if user is None:
-                print(f"error: no account with email {email}", file=sys.stderr)
-                return 1
-            switch_active(session, user, bool(args.active), clock.now(), via="cli")
-    finally:
-        engine.dispose()
+    with _transaction() as (_settings, session, clock):
+        user = _account(session, args.email)
+        if user is None:
+            return 1
+        switch_active(session, user, bool(args.active), clock.now(), via="cli")
+        email = user.email
     print(f"{email} {'enabled' if args.active else 'disabled'}")
     return 0
 
 
 def cmd_enrol_link(args: argparse.Namespace) -> int:
     from app.accounts import twofactor
-    from app.accounts.emails import looks_like_email
     from app.accounts.service import audit
-    from app.db import transaction
 
-    settings, engine, clock = _open()
-    email = looks_like_email(args.email) or args.email
-    try:
-        with transaction(engine) as session:
-            user = _user_by_email(session, email)
-            if user is None or not user.is_active:
-                print(f"error: no active account with email {email}", file=sys.stderr)
-                return 1
-            if twofactor.enabled(user):
-                print(f"error: {email} already has two-factor sign-in on", file=sys.stderr)
-                return 1
-            token = twofactor.new_enrolment_link(session, user, settings.secret_key)
-            audit(
-                session, "account.2fa.enrol_link", clock.now(), target=f"user:{user.id}", via="cli"
-            )
-    finally:
-        engine.dispose()
+    with _transaction() as (settings, session, clock):
+        user = _account(session, args.email, active=True)
+        if user is None:
+            return 1
+        if twofactor.enabled(user):
+            print(f"error: {user.email} already has two-factor sign-in on", file=sys.stderr)
+            return 1
+        token = twofactor.new_enrolment_link(session, user, settings.secret_key)
+        audit(session, "account.2fa.enrol_link", clock.now(), target=f"user:{user.id}", via="cli")
     print(settings.base_url.rstrip("/") + "/account/2fa/enrol/" + token)
     return 0

@@ -19,6 +19,7 @@ from app.accounts.auth import (
     audit,
     audit_durably,
     password_problem,
+    revoke_own,
     user_by_email,
 )
 from app.accounts.emails import EmailError, looks_like_email, normalise_email
@@ -338,12 +339,7 @@ def new_api_token(session: Session, user: User, name: str, now: datetime, ip: st
 def revoke_api_token(
     session: Session, user: User, token_id: int, now: datetime, ip: str = ""
 ) -> None:
-    row = session.get(ApiToken, token_id)
-    if row is None or row.user_id != user.id or row.revoked_at is not None:
-        raise NotFound()
-    row.revoked_at = now
-    session.add(row)
-    audit(session, "apitoken.revoked", now, actor=user, target=f"apitoken:{row.id}", ip=ip)
+    revoke_own(session, user, ApiToken, token_id, now, kind="apitoken", ip=ip)
 
 
 # --- Staff ------------------------------------------------------------------------------

@@ -7,17 +7,20 @@ and revocation work across processes); API clients with ``Authorization: Bearer`
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Annotated
 
 from fastapi import Depends, Request
 from sqlmodel import Session
 
 from app.accounts import policy
+from app.accounts.audit import client_ip
 from app.accounts.models import Role, User
 from app.accounts.security import SESSION_COOKIE, session_from_cookie, user_for_api_token
 from app.db import reader
 from app.errors import N_, Forbidden, NotAuthenticated
-from app.web.deps import SessionDep
+from app.web.deps import NowDep, SessionDep
 
 
 def _resolve(request: Request, db: Session) -> User | None:
@@ -118,3 +121,32 @@ CurrentUser = Annotated[User, Depends(get_current_user)]
 StaffUser = Annotated[User, Depends(get_staff_user)]
 OpsUser = Annotated[User, Depends(get_ops_user)]
 SalesUser = Annotated[User, Depends(get_sales_user)]
+
+
+@dataclass(frozen=True)
+class AccountRequest:
+    """A signed-in user's request with what their own account's pages pass along: the
+    request, its database session, the user and the request's time."""
+
+    request: Request
+    db: Session
+    user: User
+    now: datetime
+
+    @property
+    def ip(self) -> str:
+        return client_ip(self.request)
+
+    @property
+    def session_id(self) -> int | None:
+        """The id of the session row this request came in on (None with an API token)."""
+        return getattr(self.request.state, "session_row_id", None)
+
+
+def get_account_request(
+    request: Request, db: SessionDep, user: CurrentUser, now: NowDep
+) -> AccountRequest:
+    return AccountRequest(request, db, user, now)
+
+
+AccountDep = Annotated[AccountRequest, Depends(get_account_request)]

@@ -47,12 +47,7 @@ def start_session(
         user.time_zone = zone
         session.add(user)
     request.state.session_row_id = row_id
-    request.state.user = user
-    request.state.user_loaded = True
-    request.state.auth_cookie = cookie
-    rotate(request)
-    if response is not None:
-        set_session_cookie(response, cookie, secure=_secure(request))
+    _switch_user(request, response, user, cookie)
 
 
 def set_session_cookie(response: Response, cookie: str | None, *, secure: bool) -> None:
@@ -82,12 +77,20 @@ def end_session(request: Request, response: Response | None, session: Session) -
         secret_key=request.app.state.settings.secret_key,
         ip=client_ip(request),
     )
-    request.state.user = None
+    _switch_user(request, response, None, None)
+
+
+def _switch_user(
+    request: Request, response: Response | None, user: User | None, cookie: str | None
+) -> None:
+    """The rest of the request runs as ``user`` (None: nobody) with a fresh CSRF token; the
+    session cookie is set to ``cookie`` (None: deleted) on ``response`` when given."""
+    request.state.user = user
     request.state.user_loaded = True
-    request.state.auth_cookie = None
+    request.state.auth_cookie = cookie
     rotate(request)
     if response is not None:
-        set_session_cookie(response, None, secure=_secure(request))
+        set_session_cookie(response, cookie, secure=_secure(request))
 
 
 def signup_or_login(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import StrEnum
+from typing import Any
 
 from sqlalchemy import BigInteger, Column, Index, String, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
@@ -60,12 +61,25 @@ class User(SQLModel, table=True):
         return policy.acts_as(self, Role.sales.value)
 
 
+def _sha256_digest() -> Any:
+    """A column for a SHA-256 hex digest (64 characters), unique: a secret is stored only as
+    its digest (a new column each call: a table cannot share another's)."""
+    return Field(sa_column=Column(String(64), unique=True, nullable=False))
+
+
+class UserOwned(SQLModel):
+    """The first two columns of a row that belongs to one user."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    user_id: int = Field(foreign_key="users.id", index=True)
+
+
 class UserSession(SQLModel, table=True):
     """A login. The cookie carries a signed random id; only its SHA-256 is stored."""
 
     __tablename__ = "user_sessions"
     id: int | None = Field(default=None, primary_key=True)
-    token_hash: str = Field(sa_column=Column(String(64), unique=True, nullable=False))
+    token_hash: str = _sha256_digest()
     user_id: int = Field(foreign_key="users.id", index=True)
     created_at: datetime = Field(sa_type=UTCDateTime)
     expires_at: datetime = Field(sa_type=UTCDateTime)
@@ -74,27 +88,23 @@ class UserSession(SQLModel, table=True):
     user_agent: str = Field(default="", max_length=256)
 
 
-class ApiToken(SQLModel, table=True):
+class ApiToken(UserOwned, table=True):
     """A bearer token for the JSON API. Shown once; only its SHA-256 is stored."""
 
     __tablename__ = "api_tokens"
-    id: int | None = Field(default=None, primary_key=True)
-    user_id: int = Field(foreign_key="users.id", index=True)
     name: str = Field(max_length=80)
     prefix: str = Field(max_length=12)
-    token_hash: str = Field(sa_column=Column(String(64), unique=True, nullable=False))
+    token_hash: str = _sha256_digest()
     created_at: datetime = Field(sa_type=UTCDateTime)
     last_used_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
     revoked_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
 
 
-class SshKey(SQLModel, table=True):
+class SshKey(UserOwned, table=True):
     """An SSH public key a customer saved for their nodes (never a private key)."""
 
     __tablename__ = "ssh_keys"
     __table_args__ = (UniqueConstraint("user_id", "fingerprint", name="uq_ssh_keys_user_fp"),)
-    id: int | None = Field(default=None, primary_key=True)
-    user_id: int = Field(foreign_key="users.id", index=True)
     name: str = Field(max_length=80)
     key_type: str = Field(max_length=40)  # e.g. "ssh-ed25519"
     bits: int
@@ -113,13 +123,11 @@ class SshKey(SQLModel, table=True):
         }.get(self.key_type, self.key_type)
 
 
-class PasswordResetToken(SQLModel, table=True):
+class PasswordResetToken(UserOwned, table=True):
     """A single-use, expiring password reset link. Only the SHA-256 of the token is stored."""
 
     __tablename__ = "password_reset_tokens"
-    id: int | None = Field(default=None, primary_key=True)
-    user_id: int = Field(foreign_key="users.id", index=True)
-    token_hash: str = Field(sa_column=Column(String(64), unique=True, nullable=False))
+    token_hash: str = _sha256_digest()
     created_at: datetime = Field(sa_type=UTCDateTime)
     expires_at: datetime = Field(sa_type=UTCDateTime)
     used_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
@@ -141,12 +149,10 @@ class AuthFailure(SQLModel, table=True):
     at: datetime = Field(sa_type=UTCDateTime)
 
 
-class RecoveryCode(SQLModel, table=True):
+class RecoveryCode(UserOwned, table=True):
     """One-time codes for signing in without the authenticator app. Only SHA-256 stored."""
 
     __tablename__ = "recovery_codes"
-    id: int | None = Field(default=None, primary_key=True)
-    user_id: int = Field(foreign_key="users.id", index=True)
-    code_hash: str = Field(sa_column=Column(String(64), unique=True, nullable=False))
+    code_hash: str = _sha256_digest()
     created_at: datetime = Field(sa_type=UTCDateTime)
     used_at: datetime | None = Field(default=None, sa_type=UTCDateTime)

@@ -10,6 +10,7 @@ from urllib.parse import urlencode
 
 from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from pydantic import Field
 from sqlmodel import Session, col, func, or_, select
 
 from app.accounts import service
@@ -19,6 +20,7 @@ from app.accounts.models import Role, User
 from app.web.deps import NowDep, SessionDep
 from app.web.flash import flash
 from app.web.i18n import gettext as _
+from app.web.params import Paged
 from app.web.routing import AppRoute
 from app.web.templating import render
 
@@ -51,62 +53,54 @@ def _paged(
     return rows, total, max(1, (total + PAGE_SIZE - 1) // PAGE_SIZE)
 
 
+class AuditFilters(Paged):
+    """The audit log's filters, as the form sends them back."""
+
+    action: str = Field("", max_length=64)
+    actor: str = Field("", max_length=254)
+    target: str = Field("", max_length=120)
+    ip: str = Field("", max_length=64)
+    since: str = Field("", max_length=10)
+    until: str = Field("", max_length=10)
+
+
 @router.get("/audit", response_class=HTMLResponse)
 def audit_log(
-    request: Request,
-    db: SessionDep,
-    user: OpsUser,
-    action: Annotated[str, Query(max_length=64)] = "",
-    actor: Annotated[str, Query(max_length=254)] = "",
-    target: Annotated[str, Query(max_length=120)] = "",
-    ip: Annotated[str, Query(max_length=64)] = "",
-    since: Annotated[str, Query(max_length=10)] = "",
-    until: Annotated[str, Query(max_length=10)] = "",
-    page: Annotated[int, Query(ge=1, le=100000)] = 1,
+    request: Request, db: SessionDep, user: OpsUser, f: Annotated[AuditFilters, Query()]
 ) -> Response:
     conds: list[Any] = []
-    if action.strip():
-        conds.append(col(AuditEvent.action).like(action.strip().lower() + "%"))
-    if actor.strip():
-        conds.append(col(AuditEvent.actor_email).like(_like(actor.strip().lower()), escape="\\"))
-    if target.strip():
-        conds.append(col(AuditEvent.target) == target.strip())
-    if ip.strip():
-        conds.append(col(AuditEvent.ip) == ip.strip())
-    start, end = _parse_day(since), _parse_day(until)
+    if f.action.strip():
+        conds.append(col(AuditEvent.action).like(f.action.strip().lower() + "%"))
+    if f.actor.strip():
+        conds.append(col(AuditEvent.actor_email).like(_like(f.actor.strip().lower()), escape="\\"))
+    if f.target.strip():
+        conds.append(col(AuditEvent.target) == f.target.strip())
+    if f.ip.strip():
+        conds.append(col(AuditEvent.ip) == f.ip.strip())
+    start, end = _parse_day(f.since), _parse_day(f.until)
     if start:
         conds.append(col(AuditEvent.at) >= start)
     if end:
         conds.append(col(AuditEvent.at) < end + timedelta(days=1))
     newest = (col(AuditEvent.at).desc(), col(AuditEvent.id).desc())
-    rows, total, pages = _paged(db, AuditEvent, conds, newest, page)
-    filters = {
-        "action": action,
-        "actor": actor,
-        "target": target,
-        "ip": ip,
-        "since": since,
-        "until": until,
-    }
-    return render(
-        request,
-        "accounts/staff_audit.html",
-        {"events": rows, "filters": filters, "page": page, "pages": pages, "total": total},
-    )
+    rows, total, pages = _paged(db, AuditEvent, conds, newest, f.page)
+    filters = f.model_dump(exclude={"page"})
+    ctx = {"events": rows, "filters": filters, "page": f.page, "pages": pages, "total": total}
+    return render(request, "accounts/staff_audit.html", ctx)
+
+
+class UserFilters(Paged):
+    q: str = Field("", max_length=254)
+    role: str = Field("", max_length=16)
 
 
 @router.get("/users", response_class=HTMLResponse)
 def users(
-    request: Request,
-    db: SessionDep,
-    user: StaffUser,
-    q: Annotated[str, Query(max_length=254)] = "",
-    role: Annotated[str, Query(max_length=16)] = "",
-    page: Annotated[int, Query(ge=1, le=100000)] = 1,
+    request: Request, db: SessionDep, user: StaffUser, f: Annotated[UserFilters, Query()]
 ) -> Response:
     conds: list[Any] = []
-    if q.strip():
-        pattern = _like(q.strip().lower())
+    if f.q.strip():
+        pattern = _like(f.q.strip().lower())
         conds.append(
             or_(
                 col(User.email).like(pattern, escape="\\"),
@@ -114,15 +108,12 @@ def users(
                 col(User.company).like(pattern, escape="\\"),
             )
         )
-    if role in {r.value for r in Role}:
-        conds.append(col(User.role) == role)
+    if f.role in {r.value for r in Role}:
+        conds.append(col(User.role) == f.role)
     newest = (col(User.created_at).desc(), col(User.id).desc())
-    rows, total, pages = _paged(db, User, conds, newest, page)
-    return render(
-        request,
-        "accounts/staff_users.html",
-        {"users": rows, "q": q, "role": role, "page": page, "pages": pages, "total": total},
-    )
+    rows, total, pages = _paged(db, User, conds, newest, f.page)
+    ctx = {"users": rows, "q": f.q, "role": f.role, "page": f.page, "pages": pages, "total": total}
+    return render(request, "accounts/staff_users.html", ctx)
 
 
 def _back(q: str) -> str:
@@ -131,25 +122,8 @@ def _back(q: str) -> str:
 
 
 @router.post("/users/{user_id}/disable")
-def disable_user(
-    request: Request,
-    db: SessionDep,
-    user: OpsUser,
-    now: NowDep,
-    user_id: int,
-    q: Annotated[str, Form()] = "",
-) -> Response:
-    target = service.set_active(db, user, user_id, False, now, ip=client_ip(request))
-    flash(
-        request,
-        _("{email} is disabled and signed out everywhere.").format(email=target.email),
-        "success",
-    )
-    return RedirectResponse(_back(q[:254]), status_code=303)
-
-
 @router.post("/users/{user_id}/enable")
-def enable_user(
+def switch_user(
     request: Request,
     db: SessionDep,
     user: OpsUser,
@@ -157,6 +131,12 @@ def enable_user(
     user_id: int,
     q: Annotated[str, Form()] = "",
 ) -> Response:
-    target = service.set_active(db, user, user_id, True, now, ip=client_ip(request))
-    flash(request, _("{email} can log in again.").format(email=target.email), "success")
+    """Disable (signed out everywhere) or re-enable an account, as the path says."""
+    active = request.url.path.endswith("/enable")
+    target = service.set_active(db, user, user_id, active, now, ip=client_ip(request))
+    if active:
+        done = _("{email} can log in again.")
+    else:
+        done = _("{email} is disabled and signed out everywhere.")
+    flash(request, done.format(email=target.email), "success")
     return RedirectResponse(_back(q[:254]), status_code=303)

@@ -19,12 +19,13 @@ from sqlmodel import func, select
 
 from app.accounts import login, service, twofactor
 from app.accounts.audit import client_ip
-from app.accounts.deps import CurrentUser
+from app.accounts.deps import AccountDep, AccountRequest
 from app.accounts.models import User, UserSession
 from app.clock import wall_now
 from app.errors import N_, DomainError, Forbidden, NotFound
 from app.web.deps import NowDep, SessionDep
 from app.web.flash import flash
+from app.web.forms import shown_errors
 from app.web.i18n import gettext as _
 from app.web.routes import safe_next
 from app.web.routing import AppRoute
@@ -47,9 +48,8 @@ def _password_tag(user: User) -> str:
     return hashlib.sha256(user.password_hash.encode()).hexdigest()[:16]
 
 
-def _errors(exc: DomainError) -> dict[str, str]:
-    errs: dict[str, str] = dict(getattr(exc, "errors", None) or {}) or {"form": exc.message}
-    return {k: _(v).format(**exc.params) if exc.params else _(v) for k, v in errs.items()}
+def _status(exc: DomainError) -> int:
+    return exc.status_code if exc.status_code in (422, 429) else 422
 
 
 def _newest_session(db: Any, user_id: int | None) -> int:
@@ -124,8 +124,8 @@ def login_code_submit(
     try:
         how = twofactor.check(db, user, code, now=now, wall=wall_now())
     except DomainError as e:
-        ctx = {"next": target, "errors": _errors(e)}
-        status = e.status_code if e.status_code in (422, 429) else 422
+        ctx = {"next": target, "errors": shown_errors(e)}
+        status = _status(e)
         return render(request, "accounts/login_2fa.html", ctx, status_code=status, headers=NO_STORE)
     service.audit(
         db,
@@ -145,15 +145,9 @@ def login_code_submit(
 
 
 def _page(
-    request: Request,
-    db: Any,
-    user: User,
-    *,
-    status_code: int = 200,
-    enrol_token: str = "",
-    **ctx: Any,
+    a: AccountRequest, *, status_code: int = 200, enrol_token: str = "", **ctx: Any
 ) -> Response:
-    settings = request.app.state.settings
+    user, settings = a.user, a.request.app.state.settings
     context: dict[str, Any] = {
         "errors": {},
         "codes": None,
@@ -164,7 +158,7 @@ def _page(
         "needs_link": False,
     }
     if twofactor.enabled(user):
-        context["remaining"] = twofactor.remaining_recovery_codes(db, user)
+        context["remaining"] = twofactor.remaining_recovery_codes(a.db, user)
     elif twofactor.enrolment_needs_link(user, settings) and not enrol_token:
         context["needs_link"] = True  # no QR code without the link ops made
     elif user.totp_pending_secret:
@@ -180,13 +174,22 @@ def _page(
     if context["codes"]:
         context["codes_text"] = "\n".join(context["codes"]) + "\n"
     return render(
-        request, "accounts/twofactor.html", context, status_code=status_code, headers=NO_STORE
+        a.request, "accounts/twofactor.html", context, status_code=status_code, headers=NO_STORE
     )
 
 
+def _refused(a: AccountRequest, exc: DomainError, **ctx: Any) -> Response:
+    """The two-factor page again with why the code (or password) was refused."""
+    return _page(a, status_code=_status(exc), errors=shown_errors(exc), **ctx)
+
+
+def _to_page() -> Response:
+    return RedirectResponse("/account/2fa", status_code=303)
+
+
 @router.get("/account/2fa", response_class=HTMLResponse)
-def twofactor_page(request: Request, db: SessionDep, user: CurrentUser) -> Response:
-    return _page(request, db, user)
+def twofactor_page(a: AccountDep) -> Response:
+    return _page(a)
 
 
 NEEDS_LINK = N_(
@@ -195,25 +198,22 @@ NEEDS_LINK = N_(
 
 
 @router.post("/account/2fa/start")
-def twofactor_start(request: Request, db: SessionDep, user: CurrentUser) -> Response:
-    if twofactor.enrolment_needs_link(user, request.app.state.settings):
+def twofactor_start(a: AccountDep) -> Response:
+    if twofactor.enrolment_needs_link(a.user, a.request.app.state.settings):
         raise Forbidden(NEEDS_LINK)
-    if not twofactor.enabled(user):
-        twofactor.start_enrolment(db, user)
-    return RedirectResponse("/account/2fa", status_code=303)
+    if not twofactor.enabled(a.user):
+        twofactor.start_enrolment(a.db, a.user)
+    return _to_page()
 
 
-def _confirm(
-    request: Request, db: Any, user: User, now: Any, code: str, enrol_token: str = ""
-) -> Response:
+def _confirm(a: AccountRequest, code: str, enrol_token: str = "") -> Response:
+    db, user, now = a.db, a.user, a.now
     try:
         codes = twofactor.confirm_enrolment(db, user, code, now=now, wall=wall_now())
     except DomainError as e:
-        return _page(request, db, user, status_code=422, errors=_errors(e), enrol_token=enrol_token)
-    ip = client_ip(request)
+        return _page(a, status_code=422, errors=shown_errors(e), enrol_token=enrol_token)
     # Whoever else held the account (a session, an API token) loses it now.
-    keep = getattr(request.state, "session_row_id", None)
-    sessions = service.revoke_other_sessions(db, user, keep, now, ip)
+    sessions = service.revoke_other_sessions(db, user, a.session_id, now, a.ip)
     assert user.id is not None
     tokens = service.revoke_all_api_tokens(db, user.id, now)
     service.audit(
@@ -222,25 +222,21 @@ def _confirm(
         now,
         actor=user,
         target=f"user:{user.id}",
-        ip=ip,
+        ip=a.ip,
         sessions_revoked=sessions,
         api_tokens_revoked=tokens,
         via="link" if enrol_token else "page",
     )
-    return _page(
-        request, db, user, codes=codes, just_enabled=True, signed_out=sessions, revoked=tokens
-    )
+    return _page(a, codes=codes, just_enabled=True, signed_out=sessions, revoked=tokens)
 
 
 @router.post("/account/2fa/confirm", response_class=HTMLResponse)
-def twofactor_confirm(
-    request: Request, db: SessionDep, user: CurrentUser, now: NowDep, code: CodeField = ""
-) -> Response:
-    if twofactor.enabled(user):
-        return RedirectResponse("/account/2fa", status_code=303)
-    if twofactor.enrolment_needs_link(user, request.app.state.settings):
+def twofactor_confirm(a: AccountDep, code: CodeField = "") -> Response:
+    if twofactor.enabled(a.user):
+        return _to_page()
+    if twofactor.enrolment_needs_link(a.user, a.request.app.state.settings):
         raise Forbidden(NEEDS_LINK)
-    return _confirm(request, db, user, now, code)
+    return _confirm(a, code)
 
 
 class InvalidEnrolmentLink(NotFound):
@@ -250,71 +246,53 @@ class InvalidEnrolmentLink(NotFound):
     )
 
 
-def _enrol_user(request: Request, user: User, token: str) -> User:
-    if not twofactor.enrolment_link_valid(user, token, request.app.state.settings.secret_key):
+def _enrol_user(a: AccountRequest, token: str) -> None:
+    secret = a.request.app.state.settings.secret_key
+    if not twofactor.enrolment_link_valid(a.user, token[:500], secret):
         raise InvalidEnrolmentLink()
-    return user
 
 
 @router.get("/account/2fa/enrol/{token}", response_class=HTMLResponse)
-def twofactor_enrol_page(
-    request: Request, db: SessionDep, user: CurrentUser, token: str
-) -> Response:
-    _enrol_user(request, user, token[:500])
-    return _page(request, db, user, enrol_token=token)
+def twofactor_enrol_page(a: AccountDep, token: str) -> Response:
+    _enrol_user(a, token)
+    return _page(a, enrol_token=token)
 
 
 @router.post("/account/2fa/enrol/{token}", response_class=HTMLResponse)
-def twofactor_enrol_confirm(
-    request: Request,
-    db: SessionDep,
-    user: CurrentUser,
-    now: NowDep,
-    token: str,
-    code: CodeField = "",
-) -> Response:
-    _enrol_user(request, user, token[:500])
-    return _confirm(request, db, user, now, code, enrol_token=token)
+def twofactor_enrol_confirm(a: AccountDep, token: str, code: CodeField = "") -> Response:
+    _enrol_user(a, token)
+    return _confirm(a, code, enrol_token=token)
 
 
 @router.post("/account/2fa/recovery-codes", response_class=HTMLResponse)
-def twofactor_new_codes(
-    request: Request, db: SessionDep, user: CurrentUser, now: NowDep, code: CodeField = ""
-) -> Response:
-    if not twofactor.enabled(user):
-        return RedirectResponse("/account/2fa", status_code=303)
+def twofactor_new_codes(a: AccountDep, code: CodeField = "") -> Response:
+    if not twofactor.enabled(a.user):
+        return _to_page()
     try:
-        codes = twofactor.regenerate_recovery_codes(db, user, code, now=now, wall=wall_now())
+        codes = twofactor.regenerate_recovery_codes(a.db, a.user, code, now=a.now, wall=wall_now())
     except DomainError as e:
-        status = e.status_code if e.status_code in (422, 429) else 422
-        return _page(request, db, user, status_code=status, errors=_errors(e))
-    service.audit(
-        db, "account.2fa.codes", now, actor=user, target=f"user:{user.id}", ip=client_ip(request)
-    )
-    return _page(request, db, user, codes=codes)
+        return _refused(a, e)
+    _audit(a, "account.2fa.codes")
+    return _page(a, codes=codes)
 
 
 @router.post("/account/2fa/disable", response_class=HTMLResponse)
 def twofactor_disable(
-    request: Request,
-    db: SessionDep,
-    user: CurrentUser,
-    now: NowDep,
-    password: Annotated[str, Form(max_length=1024)] = "",
-    code: CodeField = "",
+    a: AccountDep, password: Annotated[str, Form(max_length=1024)] = "", code: CodeField = ""
 ) -> Response:
-    if not twofactor.enabled(user):
-        return RedirectResponse("/account/2fa", status_code=303)
-    if twofactor.required(user, request.app.state.settings):
-        flash(request, _("Staff accounts must keep two-factor sign-in on."), "error")
-        return RedirectResponse("/account/2fa", status_code=303)
+    if not twofactor.enabled(a.user):
+        return _to_page()
+    if twofactor.required(a.user, a.request.app.state.settings):
+        flash(a.request, _("Staff accounts must keep two-factor sign-in on."), "error")
+        return _to_page()
     try:
-        twofactor.disable(db, user, password=password, code=code, now=now, wall=wall_now())
+        twofactor.disable(a.db, a.user, password=password, code=code, now=a.now, wall=wall_now())
     except DomainError as e:
-        status = e.status_code if e.status_code in (422, 429) else 422
-        return _page(request, db, user, status_code=status, errors=_errors(e))
-    service.audit(
-        db, "account.2fa.disabled", now, actor=user, target=f"user:{user.id}", ip=client_ip(request)
-    )
-    flash(request, _("Two-factor sign-in is off."), "success")
-    return RedirectResponse("/account/2fa", status_code=303)
+        return _refused(a, e)
+    _audit(a, "account.2fa.disabled")
+    flash(a.request, _("Two-factor sign-in is off."), "success")
+    return _to_page()
+
+
+def _audit(a: AccountRequest, action: str) -> None:
+    service.audit(a.db, action, a.now, actor=a.user, target=f"user:{a.user.id}", ip=a.ip)

@@ -14,7 +14,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from app.errors import N_, InvalidInput
+from app.errors import N_, DomainError, InvalidInput
+from app.i18n import gettext
 
 # pydantic error type → our message (an msgid, translated at render time).
 MESSAGES: dict[str, str] = {
@@ -78,6 +79,15 @@ def field_errors(
         else:
             out[name] = MESSAGES.get(str(e.get("type", "")), FALLBACK)
     return out
+
+
+def shown_errors(exc: DomainError) -> dict[str, str]:
+    """A refused form's messages by field (the whole form's under ``"form"``), translated and
+    their ``{params}`` filled in, ready for the page."""
+    errs = dict(getattr(exc, "errors", None) or {}) or {"form": exc.message}
+    return {
+        k: gettext(v).format(**exc.params) if exc.params else gettext(v) for k, v in errs.items()
+    }
 
 
 class Outcome:

@@ -317,14 +317,8 @@ class BodyLimit:
                 await _refuse(scope, send, 400, N_("The request could not be completed."))
                 return
             if n > limit:
-                log.info(
-                    "413 %s %s: declared %d bytes > %d",
-                    log_safe(scope["method"]),
-                    log_safe(redact_path(scope["path"])),
-                    n,
-                    limit,
-                )
-                await _refuse(scope, send, 413, TOO_LARGE)
+                why = f"declared {n} bytes > {limit}"
+                await _refuse_logged(scope, send, 413, TOO_LARGE, why)
                 return
         chunks: list[bytes] = []
         size = 0
@@ -339,24 +333,14 @@ class BodyLimit:
                     chunk = message.get("body", b"")
                     size += len(chunk)
                     if size > limit:
-                        log.info(
-                            "413 %s %s: body over %d bytes",
-                            log_safe(scope["method"]),
-                            log_safe(redact_path(scope["path"])),
-                            limit,
-                        )
-                        await _refuse(scope, send, 413, TOO_LARGE)
+                        why = f"body over {limit} bytes"
+                        await _refuse_logged(scope, send, 413, TOO_LARGE, why)
                         return
                     chunks.append(chunk)
                     more = message.get("more_body", False)
         except TimeoutError:
-            log.info(
-                "408 %s %s: body not complete in %ss",
-                log_safe(scope["method"]),
-                log_safe(redact_path(scope["path"])),
-                BODY_READ_TIMEOUT_S,
-            )
-            await _refuse(scope, send, 408, TOO_SLOW)
+            why = f"body not complete in {BODY_READ_TIMEOUT_S}s"
+            await _refuse_logged(scope, send, 408, TOO_SLOW, why)
             return
         body = b"".join(chunks)
         delivered = False
@@ -369,6 +353,13 @@ class BodyLimit:
             return await receive()
 
         await self.app(scope, replay, send)
+
+
+async def _refuse_logged(scope: Scope, send: Send, status: int, message: str, why: str) -> None:
+    """``_refuse``, logged with the method, the (redacted) path and why."""
+    method, path = log_safe(scope["method"]), log_safe(redact_path(scope["path"]))
+    log.info("%d %s %s: %s", status, method, path, why)
+    await _refuse(scope, send, status, message)
 
 
 async def _refuse(scope: Scope, send: Send, status: int, message: str) -> None:
