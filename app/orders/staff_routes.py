@@ -8,22 +8,21 @@ customers' "when is my node ready?"), and every action (POST) needs ``OpsUser`` 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import date
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Form, Request
+from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from sqlmodel import Session, col, select
 
-from app.accounts.audit import client_ip
-from app.accounts.deps import OpsUser, StaffUser
+from app.accounts.deps import StaffUser
 from app.accounts.models import User
 from app.catalog import service as catalog
 from app.catalog import specs
 from app.errors import N_, DomainError, InvalidInput, NotFound
 from app.numbers import parse_int
 from app.orders import controls, desk, lease_end, ops, service
+from app.orders.deps import DeskCall, OpsCall
 from app.orders.lifecycle import LEASE_ACTIVE, PRE_DELIVERY, OrderStatus, is_late
 from app.orders.models import Order, OrderEvent
 from app.orders.schemas import OpsCredentialsForm, OpsDelayForm, OpsEndForm, OpsNodesForm
@@ -165,23 +164,6 @@ def _order_page(request: Request, order_id: int) -> Response:
     )
 
 
-@dataclass(frozen=True)
-class DeskCall:
-    """What every desk action takes from its request: ops' user, the session and the time."""
-
-    request: Request
-    session: Session
-    user: User
-    now: datetime
-
-
-def _desk_call(request: Request, user: OpsUser, session: SessionDep, now: NowDep) -> DeskCall:
-    return DeskCall(request, session, user, now)
-
-
-OpsCall = Annotated[DeskCall, Depends(_desk_call)]
-
-
 def _failed(call: DeskCall, order_id: int, exc: DomainError, form: dict[str, Any]) -> Response:
     """Nothing of a refused action stays: roll back, then explain on the same page."""
     call.session.rollback()
@@ -222,14 +204,7 @@ def _act(
     order, when and from where); refused, ``_failed`` explains it with the ``form`` sent."""
     action, done = ACTIONS[name]
     try:
-        action(
-            call.session,
-            actor=call.user,
-            order_id=order_id,
-            now=call.now,
-            ip=client_ip(call.request),
-            **args,
-        )
+        call.run(action, order_id=order_id, **args)
     except DomainError as e:
         return _failed(call, order_id, e, form or {})
     flash(call.request, _(done), "success")
