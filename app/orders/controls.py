@@ -27,7 +27,6 @@ from typing import Any
 from sqlmodel import Session, col, select
 
 from app import messages
-from app.accounts import audit
 from app.accounts import service as accounts
 from app.accounts.models import SshKey, User
 from app.accounts.sshkeys import SshKeyError, parse_public_key
@@ -35,7 +34,7 @@ from app.catalog import specs
 from app.errors import N_, Conflict, InvalidInput, NotFound
 from app.orders.lifecycle import LEASE_ACTIVE, OrderStatus
 from app.orders.models import Order, OrderHost, OrderTask
-from app.orders.ops import load_order, tell
+from app.orders.ops import audit_order, load_order, tell
 from app.orders.queries import get_order_for, ssh_keys_of
 from app.orders.writes import add_event
 from app.text import multi_line
@@ -236,13 +235,13 @@ def request_task(
             "where": target or messages.msg(N_("all nodes")),
         },
     )
-    audit.record(
+    audit_order(
         session,
-        f"order.task.{kind}.requested",
+        f"task.{kind}.requested",
+        order,
+        user,
         now,
-        actor=user,
-        target=f"order:{order.id}",
-        ip=ip,
+        ip,
         task=task.id,
         host=host_id,
         image=params.get("image"),
@@ -311,15 +310,7 @@ def update_task(
         what=what,
         note=note,
     )
-    audit.record(
-        session,
-        f"order.task.{task.kind}.{status}",
-        now,
-        actor=actor,
-        target=f"order:{order.id}",
-        ip=ip,
-        task=task.id,
-    )
+    audit_order(session, f"task.{task.kind}.{status}", order, actor, now, ip, task=task.id)
     return task
 
 
@@ -374,14 +365,5 @@ def set_network(
         params={"subnet": cleaned, "state": label},
     )
     tell(session, order, f"network_{status}", msgid, now, subnet=cleaned, state=label)
-    audit.record(
-        session,
-        "order.network",
-        now,
-        actor=actor,
-        target=f"order:{order.id}",
-        ip=ip,
-        network_status=status,
-        subnet=cleaned,
-    )
+    audit_order(session, "network", order, actor, now, ip, network_status=status, subnet=cleaned)
     return order

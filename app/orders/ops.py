@@ -149,19 +149,20 @@ def tell(
     )
 
 
+def audit_order(
+    session: Session, action: str, order: Order, actor: User, now: datetime, ip: str, **d: Any
+) -> None:
+    """The audit record ``order.<action>`` of what ``actor`` did to the order."""
+    audit.record(
+        session, f"order.{action}", now, actor=actor, target=f"order:{order.id}", ip=ip, **d
+    )
+
+
 def audit_action(
     session: Session, action: str, order: Order, actor: User, now: datetime, ip: str, **d: Any
 ) -> None:
-    audit.record(
-        session,
-        f"order.{action}",
-        now,
-        actor=actor,
-        target=f"order:{order.id}",
-        ip=ip,
-        status=order.status,
-        **d,
-    )
+    """An ops action's audit record, with the status it left the order in."""
+    audit_order(session, action, order, actor, now, ip, status=order.status, **d)
 
 
 # The plain ops steps: what the order's timeline says, and what the customer is told.
