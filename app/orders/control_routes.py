@@ -12,10 +12,11 @@ from pydantic import Field
 from sqlmodel import Session
 
 from app.accounts.audit import client_ip
-from app.accounts.deps import CurrentUser, OpsUser
+from app.accounts.deps import CurrentUser
 from app.errors import N_, DomainError, InvalidInput, NotFound
 from app.numbers import NumberError, parse_int
 from app.orders import controls
+from app.orders.deps import OpsCall
 from app.web.deps import NowDep, SessionDep
 from app.web.flash import flash
 from app.web.forms import FormModel
@@ -116,57 +117,33 @@ def request_task(
 
 
 @router.post("/staff/ops/tasks/{task_id}")
-def update_task(
-    task_id: int,
-    request: Request,
-    session: SessionDep,
-    now: NowDep,
-    user: OpsUser,
-    form: Annotated[TaskUpdateForm, Form()],
-) -> Response:
+def update_task(task_id: int, call: OpsCall, form: Annotated[TaskUpdateForm, Form()]) -> Response:
     try:
-        task = controls.update_task(
-            session,
-            actor=user,
-            task_id=task_id,
-            status=form.status,
-            now=now,
-            ops_note=form.ops_note,
-            ip=client_ip(request),
-        )
+        call.run(controls.update_task, task_id=task_id, status=form.status, ops_note=form.ops_note)
     except NotFound:
         raise
     except DomainError as e:
-        session.rollback()
-        flash(request, e.render_message(_), "error")
-        row = session.get(controls.OrderTask, task_id)
-        return _ops_order_page(request, row.order_id if row else "", "#tasks")
-    flash(request, _("Request updated; the customer sees it on their order."), "success")
-    return _ops_order_page(request, task.order_id, "#tasks")
+        call.session.rollback()
+        flash(call.request, e.render_message(_), "error")
+    else:
+        flash(call.request, _("Request updated; the customer sees it on their order."), "success")
+    row = call.session.get(controls.OrderTask, task_id)
+    return _ops_order_page(call.request, row.order_id if row else "", "#tasks")
 
 
 @router.post("/staff/ops/orders/{order_id}/network")
-def set_network(
-    order_id: int,
-    request: Request,
-    session: SessionDep,
-    now: NowDep,
-    user: OpsUser,
-    form: Annotated[NetworkForm, Form()],
-) -> Response:
+def set_network(order_id: int, call: OpsCall, form: Annotated[NetworkForm, Form()]) -> Response:
     try:
-        controls.set_network(
-            session,
-            actor=user,
+        call.run(
+            controls.set_network,
             order_id=order_id,
             status=form.network_status,
             subnet=form.network_subnet,
-            now=now,
-            ip=client_ip(request),
         )
     except NotFound:
         raise
     except DomainError as e:
-        return _refused(request, session, e, _ops_order_page(request, order_id, "#network"))
-    flash(request, _("Private network status saved."), "success")
-    return _ops_order_page(request, order_id, "#network")
+        back = _ops_order_page(call.request, order_id, "#network")
+        return _refused(call.request, call.session, e, back)
+    flash(call.request, _("Private network status saved."), "success")
+    return _ops_order_page(call.request, order_id, "#network")

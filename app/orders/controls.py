@@ -27,15 +27,14 @@ from typing import Any
 from sqlmodel import Session, col, select
 
 from app import messages
-from app.accounts import audit
 from app.accounts import service as accounts
 from app.accounts.models import SshKey, User
 from app.accounts.sshkeys import SshKeyError, parse_public_key
 from app.catalog import specs
 from app.errors import N_, Conflict, InvalidInput, NotFound
-from app.notifications.service import notify
 from app.orders.lifecycle import LEASE_ACTIVE, OrderStatus
 from app.orders.models import Order, OrderHost, OrderTask
+from app.orders.ops import audit_order, load_order, tell
 from app.orders.queries import get_order_for, ssh_keys_of
 from app.orders.writes import add_event
 from app.text import multi_line
@@ -236,13 +235,13 @@ def request_task(
             "where": target or messages.msg(N_("all nodes")),
         },
     )
-    audit.record(
+    audit_order(
         session,
-        f"order.task.{kind}.requested",
+        f"task.{kind}.requested",
+        order,
+        user,
         now,
-        actor=user,
-        target=f"order:{order.id}",
-        ip=ip,
+        ip,
         task=task.id,
         host=host_id,
         image=params.get("image"),
@@ -265,7 +264,7 @@ def update_task(
     task = session.get(OrderTask, task_id)
     if task is None:
         raise NotFound(N_("No such request."))
-    order = session.exec(select(Order).where(Order.id == task.order_id).with_for_update()).one()
+    order = load_order(session, task.order_id)
     session.refresh(task)  # re-read under the order's lock
     if status not in NEXT.get(task.status, frozenset()):
         raise TaskStateConflict(status=STATUS_LABELS.get(task.status, task.status))
@@ -301,28 +300,17 @@ def update_task(
     add_event(
         session, order, f"task_{status}", msgid, now, actor, params={"what": what, "note": note}
     )
-    customer = session.get(User, order.user_id)
-    if customer is not None:
-        notify(
-            session,
-            user_id=customer.id or 0,
-            kind=f"task_{status}",
-            message=msgid,
-            params={"what": what, "note": note, "id": order.id},
-            now=now,
-            link=f"/console/orders/{order.id}",
-            email_to=customer.email if status in ("done", "failed") else None,
-            email_subject=N_("Order #{id}: {what}") if status in ("done", "failed") else None,
-        )
-    audit.record(
+    tell(
         session,
-        f"order.task.{task.kind}.{status}",
+        order,
+        f"task_{status}",
+        msgid,
         now,
-        actor=actor,
-        target=f"order:{order.id}",
-        ip=ip,
-        task=task.id,
+        email=status in ("done", "failed"),
+        what=what,
+        note=note,
     )
+    audit_order(session, f"task.{task.kind}.{status}", order, actor, now, ip, task=task.id)
     return task
 
 
@@ -337,9 +325,7 @@ def set_network(
     ip: str = "",
 ) -> Order:
     """Ops set the private network's status; ``ready`` needs its (private) subnet."""
-    order = session.exec(select(Order).where(Order.id == order_id).with_for_update()).first()
-    if order is None:
-        raise NotFound(N_("No order with that number."))
+    order = load_order(session, order_id)
     if status not in NETWORK_STATES:
         raise InvalidInput(N_("Choose a network status."), field="network_status")
     cleaned = ""
@@ -378,25 +364,6 @@ def set_network(
         actor,
         params={"subnet": cleaned, "state": label},
     )
-    customer = session.get(User, order.user_id)
-    if customer is not None:
-        notify(
-            session,
-            user_id=customer.id or 0,
-            kind=f"network_{status}",
-            message=msgid,
-            params={"subnet": cleaned, "state": label, "id": order.id},
-            now=now,
-            link=f"/console/orders/{order.id}",
-        )
-    audit.record(
-        session,
-        "order.network",
-        now,
-        actor=actor,
-        target=f"order:{order.id}",
-        ip=ip,
-        network_status=status,
-        subnet=cleaned,
-    )
+    tell(session, order, f"network_{status}", msgid, now, subnet=cleaned, state=label)
+    audit_order(session, "network", order, actor, now, ip, network_status=status, subnet=cleaned)
     return order

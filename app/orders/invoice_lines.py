@@ -10,6 +10,7 @@ days (``ledger.postings.unused_days_credit``), to the cent.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import date, datetime
 from typing import Any
 
@@ -85,19 +86,18 @@ def unused_days_line(session: Session, order: Order, *, now: datetime, days: int
     )
 
 
+def _document_link(number: str | None, text: str, path: Callable[[str], str]) -> list[EmailLink]:
+    """The document an entry issued (None: none), as a link for the email that tells of it."""
+    return [] if number is None else [EmailLink(text, path(number), {"number": number})]
+
+
 def receipt_links(session: Session, entry: Any) -> list[EmailLink]:
     """The receipt a charge issued, as a link for the email that tells of the charge."""
     number = ledger.receipt_of_entry(session, getattr(entry, "id", None))
-    if number is None:
-        return []
-    return [EmailLink(N_("Your receipt {number}: {url}"), ledger.receipt_path(number),
-                      {"number": number})]  # fmt: skip
+    return _document_link(number, N_("Your receipt {number}: {url}"), ledger.receipt_path)
 
 
 def credit_note_links(session: Session, entry: Any) -> list[EmailLink]:
     """The credit note a refund issued, as a link for the email that tells of the refund."""
     number = ledger.credit_note_of_entry(session, getattr(entry, "id", None))
-    if number is None:
-        return []
-    return [EmailLink(N_("Your credit note {number}: {url}"), ledger.credit_note_path(number),
-                      {"number": number})]  # fmt: skip
+    return _document_link(number, N_("Your credit note {number}: {url}"), ledger.credit_note_path)

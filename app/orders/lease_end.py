@@ -19,7 +19,7 @@ from app.ledger.postings import unused_days_credit
 from app.orders.invoice_lines import credit_note_links, unused_days_line
 from app.orders.lifecycle import LEASE_ACTIVE, OrderStatus
 from app.orders.models import Order
-from app.orders.ops import audit_action, event, load_order, move_to, require, tell
+from app.orders.ops import audit_action, load_order, move_to, require, step_done, tell
 from app.orders.writes import add_event
 
 
@@ -161,14 +161,4 @@ def confirm_wipe(
     order.wiped_at = now
     session.add(order)
     catalog.mark_nodes(session, order.id or 0, "available", now)
-    event(session, order, "wiped", N_("The disks were securely wiped."), now, actor)
-    tell(
-        session,
-        order,
-        "order.wiped",
-        N_("Order #{id}: the disks of your nodes have been securely wiped."),
-        now,
-    )
-    audit_action(session, "wiped", order, actor, now, ip)
-    session.flush()
-    return order
+    return step_done(session, order, actor, now, ip, "wiped")

@@ -149,19 +149,50 @@ def tell(
     )
 
 
+def audit_order(
+    session: Session, action: str, order: Order, actor: User, now: datetime, ip: str, **d: Any
+) -> None:
+    """The audit record ``order.<action>`` of what ``actor`` did to the order."""
+    audit.record(
+        session, f"order.{action}", now, actor=actor, target=f"order:{order.id}", ip=ip, **d
+    )
+
+
 def audit_action(
     session: Session, action: str, order: Order, actor: User, now: datetime, ip: str, **d: Any
 ) -> None:
-    audit.record(
-        session,
-        f"order.{action}",
-        now,
-        actor=actor,
-        target=f"order:{order.id}",
-        ip=ip,
-        status=order.status,
-        **d,
-    )
+    """An ops action's audit record, with the status it left the order in."""
+    audit_order(session, action, order, actor, now, ip, status=order.status, **d)
+
+
+# The plain ops steps: what the order's timeline says, and what the customer is told.
+STEP_TEXTS: dict[str, tuple[str, str]] = {
+    "acknowledged": (
+        N_("An engineer reviewed the order and its notes."),
+        N_("Order #{id}: an engineer has reviewed your order and notes."),
+    ),
+    "provisioning": (
+        N_("Provisioning started."),
+        N_("Order #{id}: we started provisioning your nodes."),
+    ),
+    "wiped": (
+        N_("The disks were securely wiped."),
+        N_("Order #{id}: the disks of your nodes have been securely wiped."),
+    ),
+}
+
+
+def step_done(
+    session: Session, order: Order, actor: User, now: datetime, ip: str, step: str
+) -> Order:
+    """The end of a plain ops step (``STEP_TEXTS``): its timeline entry, the customer's
+    console notice (``order.<step>``) and the audit record, written now."""
+    timeline, notice = STEP_TEXTS[step]
+    event(session, order, step, timeline, now, actor)
+    tell(session, order, f"order.{step}", notice, now)
+    audit_action(session, step, order, actor, now, ip)
+    session.flush()
+    return order
 
 
 # --- actions -------------------------------------------------------------------------
@@ -177,24 +208,7 @@ def acknowledge(
         raise OrderStateConflict(N_("This order was already acknowledged."))
     order.acknowledged_at = now
     session.add(order)
-    event(
-        session,
-        order,
-        "acknowledged",
-        N_("An engineer reviewed the order and its notes."),
-        now,
-        actor,
-    )
-    tell(
-        session,
-        order,
-        "order.acknowledged",
-        N_("Order #{id}: an engineer has reviewed your order and notes."),
-        now,
-    )
-    audit_action(session, "acknowledged", order, actor, now, ip)
-    session.flush()
-    return order
+    return step_done(session, order, actor, now, ip, "acknowledged")
 
 
 def start_provisioning(
@@ -207,17 +221,7 @@ def start_provisioning(
         order.acknowledged_at = now
     session.add(order)
     catalog.mark_nodes(session, order.id or 0, NodeState.provisioning.value, now)
-    event(session, order, "provisioning", N_("Provisioning started."), now, actor)
-    tell(
-        session,
-        order,
-        "order.provisioning",
-        N_("Order #{id}: we started provisioning your nodes."),
-        now,
-    )
-    audit_action(session, "provisioning", order, actor, now, ip)
-    session.flush()
-    return order
+    return step_done(session, order, actor, now, ip, "provisioning")
 
 
 def candidate_nodes(session: Session, order: Order) -> list[Node]:

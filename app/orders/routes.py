@@ -405,15 +405,20 @@ def _review_page(
     )
 
 
+def _to_order(request: Request, order_id: int | None) -> RedirectResponse:
+    """See other: the order's page in the console."""
+    return RedirectResponse(
+        request.app.url_path_for("console_order", order_id=order_id), status_code=303
+    )
+
+
 @router.get("/orders/{order_id}/review", response_class=HTMLResponse)
 def review_page(
     order_id: int, request: Request, session: SessionDep, now: NowDep, user: CurrentUser
 ) -> Response:
     order = service.get_order_for(session, user, order_id)
     if order.status != OrderStatus.awaiting_payment.value:
-        return RedirectResponse(
-            request.app.url_path_for("console_order", order_id=order.id), status_code=303
-        )
+        return _to_order(request, order.id)
     return _review_page(request, session, order, now)
 
 
@@ -452,9 +457,7 @@ def pay(
         _("Paid. Your order is confirmed; we will hand over the nodes by the promised date."),
         "success",
     )
-    return RedirectResponse(
-        request.app.url_path_for("console_order", order_id=order.id), status_code=303
-    )
+    return _to_order(request, order.id)
 
 
 @router.post("/orders/{order_id}/topup", response_class=HTMLResponse)
@@ -469,9 +472,7 @@ def topup(
 
     order = service.get_order_for(session, user, order_id)
     if order.status != OrderStatus.awaiting_payment.value:
-        return RedirectResponse(
-            request.app.url_path_for("console_order", order_id=order.id), status_code=303
-        )
+        return _to_order(request, order.id)
     rv = service.review(session, order, now)
     raw = form.amount
     currency = form.currency
@@ -514,9 +515,7 @@ def cancel_confirm(
     order = service.get_order_for(session, user, order_id)
     action = service.cancel_action(order, now)
     if action != "refund":
-        return RedirectResponse(
-            request.app.url_path_for("console_order", order_id=order_id), status_code=303
-        )
+        return _to_order(request, order_id)
     assert order.id is not None
     return render(
         request,
@@ -554,9 +553,7 @@ def cancel(
         )
     except (service.NotCancellable, service.OrderChangedMeanwhile) as e:
         flash(request, e.render_message(_), "error")
-        return RedirectResponse(
-            request.app.url_path_for("console_order", order_id=order_id), status_code=303
-        )
+        return _to_order(request, order_id)
     if order.status == OrderStatus.cancelled.value:
         flash(request, _("Cancelled. The first month is back in your balance in full."), "success")
     elif order.status == OrderStatus.abandoned.value:
@@ -568,6 +565,4 @@ def cancel(
             _("Your lease will end at the end of the paid month. Nothing more will be charged."),
             "success",
         )
-    return RedirectResponse(
-        request.app.url_path_for("console_order", order_id=order.id), status_code=303
-    )
+    return _to_order(request, order.id)

@@ -73,6 +73,22 @@ class EventOut(BaseModel):
     message: str
 
 
+# What ``OrderOut`` shows as the order stores it, under the same name.
+AS_STORED = (
+    "status",
+    "unit_price_cents",
+    "monthly_total_cents",
+    "promised_date",
+    "promise_explanation",
+    "created_at",
+    "paid_at",
+    "delivered_at",
+    "cancelled_at",
+    "period_end",
+    "cancel_at_period_end",
+)
+
+
 class OrderOut(BaseModel):
     id: int
     status: str
@@ -110,30 +126,13 @@ class OrderOut(BaseModel):
         assert o.id is not None
         return cls(
             id=o.id,
-            status=o.status,
             late=late,
             sku=o.sku_id,
             nodes=o.quantity,
             image=o.image_id,
-            unit_price_cents=o.unit_price_cents,
-            monthly_total_cents=o.monthly_total_cents,
-            promised_date=o.promised_date,
-            promise_explanation=o.promise_explanation,
-            created_at=o.created_at,
-            paid_at=o.paid_at,
-            delivered_at=o.delivered_at,
-            cancelled_at=o.cancelled_at,
-            period_end=o.period_end,
-            cancel_at_period_end=o.cancel_at_period_end,
+            **{name: getattr(o, name) for name in AS_STORED},
             ssh_keys=ssh_keys,
-            notes=Notes(
-                model_size=o.note_model_size,
-                token_budget=o.note_token_budget,
-                node_count=o.note_node_count,
-                private_network=o.note_private_network,
-                comm_pattern=o.note_comm_pattern,
-                free_text=o.note_free_text,
-            ),
+            notes=Notes(**{name: getattr(o, f"note_{name}") for name in Notes.model_fields}),
             hosts=[HostOut.of(h) for h in hosts or []],
             events=events or [],
             links={

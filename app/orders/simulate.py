@@ -298,13 +298,13 @@ class Simulation:
             return
         now = self.clock.now()
         status = OrderStatus(o.status)
+
+        def cancel(s: Session) -> Order:
+            u = s.get(User, c.user_id)
+            assert u is not None
+            return orders.cancel_order(s, user=u, order_id=o.id or 0, now=now)
+
         if status in PRE_DELIVERY and orders.is_order_late(o, now) and c.cancels_if_late:
-
-            def cancel(s: Session) -> Order:
-                u = s.get(User, c.user_id)
-                assert u is not None
-                return orders.cancel_order(s, user=u, order_id=o.id or 0, now=now)
-
             if self._try("cancel late", cancel) is not None:
                 self.stats.refunds += 1
                 self.stats.refunded_cents += o.monthly_total_cents
@@ -313,13 +313,7 @@ class Simulation:
             end = utc(o.period_end)
             wants_stop = c.months_wanted and o.periods_paid >= c.months_wanted
             if wants_stop and not o.cancel_at_period_end and end - now < timedelta(days=10):
-
-                def cancel_lease(s: Session) -> Order:
-                    u = s.get(User, c.user_id)
-                    assert u is not None
-                    return orders.cancel_order(s, user=u, order_id=o.id or 0, now=now)
-
-                if self._try("cancel lease", cancel_lease) is not None:
+                if self._try("cancel lease", cancel) is not None:
                     self.stats.lease_cancels += 1
                 return
             if not wants_stop:

@@ -7,6 +7,7 @@ customers' "when is my node ready?"), and every action (POST) needs ``OpsUser`` 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import date
 from typing import Annotated, Any
 
@@ -14,14 +15,14 @@ from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from sqlmodel import Session, col, select
 
-from app.accounts.audit import client_ip
-from app.accounts.deps import OpsUser, StaffUser
+from app.accounts.deps import StaffUser
 from app.accounts.models import User
 from app.catalog import service as catalog
 from app.catalog import specs
-from app.errors import DomainError, InvalidInput, NotFound
+from app.errors import N_, DomainError, InvalidInput, NotFound
 from app.numbers import parse_int
 from app.orders import controls, desk, lease_end, ops, service
+from app.orders.deps import DeskCall, OpsCall
 from app.orders.lifecycle import LEASE_ACTIVE, PRE_DELIVERY, OrderStatus, is_late
 from app.orders.models import Order, OrderEvent
 from app.orders.schemas import OpsCredentialsForm, OpsDelayForm, OpsEndForm, OpsNodesForm
@@ -157,87 +158,79 @@ def ops_order(
     return render(request, "staff/ops/order.html", _detail_context(session, order, now))
 
 
-def _done(request: Request, order_id: int, message: str) -> Response:
-    flash(request, message, "success")
+def _order_page(request: Request, order_id: int) -> Response:
     return RedirectResponse(
         request.app.url_path_for("ops_order", order_id=order_id), status_code=303
     )
 
 
-def _failed(
-    request: Request,
-    session: Session,
-    order_id: int,
-    exc: DomainError,
-    now: Any,
-    form: dict[str, Any],
-    which: str,
-) -> Response:
+def _failed(call: DeskCall, order_id: int, exc: DomainError, form: dict[str, Any]) -> Response:
     """Nothing of a refused action stays: roll back, then explain on the same page."""
-    session.rollback()
+    call.session.rollback()
     if isinstance(exc, NotFound):
         raise exc
     if isinstance(exc, InvalidInput):
-        order = ops.load_order(session, order_id, lock=False)
-        ctx = _detail_context(session, order, now)
+        order = ops.load_order(call.session, order_id, lock=False)
+        ctx = _detail_context(call.session, order, call.now)
         errors = {k: _(v) for k, v in exc.errors.items()}
         if not errors:
             errors = {"_": exc.render_message(_)}
         elif exc.field and exc.field in errors:
             errors[exc.field] = exc.render_message(_)
-        ctx.update(errors=errors, form=form, failed=which)
-        return render(request, "staff/ops/order.html", ctx, status_code=422)
-    flash(request, exc.render_message(_), "error")
-    return RedirectResponse(
-        request.app.url_path_for("ops_order", order_id=order_id), status_code=303
-    )
+        ctx.update(errors=errors, form=form)
+        return render(call.request, "staff/ops/order.html", ctx, status_code=422)
+    flash(call.request, exc.render_message(_), "error")
+    return _order_page(call.request, order_id)
+
+
+# The desk's actions by the last part of their path: what each does, and what the desk
+# says when it is done.
+ACTIONS: dict[str, tuple[Callable[..., object], str]] = {
+    "acknowledge": (ops.acknowledge, N_("Acknowledged. The customer was told.")),
+    "provision": (ops.start_provisioning, N_("Provisioning started.")),
+    "nodes": (ops.assign_nodes, N_("Nodes assigned.")),
+    "credentials": (ops.set_credentials, N_("Login details saved; the customer sees them now.")),
+    "deliver": (ops.mark_delivered, N_("Delivered. The first month is charged; the lease runs.")),
+    "delay": (ops.mark_delayed, N_("Delay recorded; the customer was told by email.")),
+    "end": (lease_end.end_lease, N_("Lease ended; the nodes are waiting for their wipe.")),
+    "wiped": (lease_end.confirm_wipe, N_("Wipe confirmed; the nodes are available again.")),
+}
+
+
+def _act(
+    call: DeskCall, order_id: int, name: str, form: dict[str, Any] | None = None, **args: Any
+) -> Response:
+    """The desk action ``name`` on the order (``args``: what it takes beyond who, which
+    order, when and from where); refused, ``_failed`` explains it with the ``form`` sent."""
+    action, done = ACTIONS[name]
+    try:
+        call.run(action, order_id=order_id, **args)
+    except DomainError as e:
+        return _failed(call, order_id, e, form or {})
+    flash(call.request, _(done), "success")
+    return _order_page(call.request, order_id)
 
 
 @router.post("/ops/orders/{order_id}/acknowledge")
-def ops_acknowledge(
-    request: Request, order_id: int, user: OpsUser, session: SessionDep, now: NowDep
-) -> Response:
-    try:
-        ops.acknowledge(session, actor=user, order_id=order_id, now=now, ip=client_ip(request))
-    except DomainError as e:
-        return _failed(request, session, order_id, e, now, {}, "acknowledge")
-    return _done(request, order_id, _("Acknowledged. The customer was told."))
+def ops_acknowledge(order_id: int, call: OpsCall) -> Response:
+    return _act(call, order_id, "acknowledge")
 
 
 @router.post("/ops/orders/{order_id}/provision")
-def ops_provision(
-    request: Request, order_id: int, user: OpsUser, session: SessionDep, now: NowDep
-) -> Response:
-    try:
-        ops.start_provisioning(
-            session, actor=user, order_id=order_id, now=now, ip=client_ip(request)
-        )
-    except DomainError as e:
-        return _failed(request, session, order_id, e, now, {}, "provision")
-    return _done(request, order_id, _("Provisioning started."))
+def ops_provision(order_id: int, call: OpsCall) -> Response:
+    return _act(call, order_id, "provision")
 
 
 @router.post("/ops/orders/{order_id}/nodes")
 def ops_assign_nodes(
-    request: Request,
-    order_id: int,
-    user: OpsUser,
-    session: SessionDep,
-    now: NowDep,
-    form: Annotated[OpsNodesForm, Form()],
+    order_id: int, call: OpsCall, form: Annotated[OpsNodesForm, Form()]
 ) -> Response:
     raw = [str(v) for v in form.node_ids]
     try:
         ids = [int(v) for v in raw]
     except ValueError:
         ids = []
-    try:
-        ops.assign_nodes(
-            session, actor=user, order_id=order_id, node_ids=ids, now=now, ip=client_ip(request)
-        )
-    except DomainError as e:
-        return _failed(request, session, order_id, e, now, {"node_ids": raw}, "nodes")
-    return _done(request, order_id, _("Nodes assigned."))
+    return _act(call, order_id, "nodes", {"node_ids": raw}, node_ids=ids)
 
 
 def _opt_int(text: str) -> int | None:
@@ -249,12 +242,7 @@ def _opt_int(text: str) -> int | None:
 
 @router.post("/ops/orders/{order_id}/credentials")
 def ops_credentials(
-    request: Request,
-    order_id: int,
-    user: OpsUser,
-    session: SessionDep,
-    now: NowDep,
-    form: Annotated[OpsCredentialsForm, Form()],
+    order_id: int, call: OpsCall, form: Annotated[OpsCredentialsForm, Form()]
 ) -> Response:
     values = form.values()
     try:
@@ -279,91 +267,31 @@ def ops_credentials(
     data = ops.CredentialsInput(
         ssh_user=values.get("ssh_user", "").strip(), hosts=hosts, ssh_port=port
     )
-    try:
-        ops.set_credentials(
-            session, actor=user, order_id=order_id, data=data, now=now, ip=client_ip(request)
-        )
-    except DomainError as e:
-        return _failed(request, session, order_id, e, now, values, "credentials")
-    return _done(request, order_id, _("Login details saved; the customer sees them now."))
+    return _act(call, order_id, "credentials", values, data=data)
 
 
 @router.post("/ops/orders/{order_id}/deliver")
-def ops_deliver(
-    request: Request, order_id: int, user: OpsUser, session: SessionDep, now: NowDep
-) -> Response:
-    try:
-        ops.mark_delivered(session, actor=user, order_id=order_id, now=now, ip=client_ip(request))
-    except DomainError as e:
-        return _failed(request, session, order_id, e, now, {}, "deliver")
-    return _done(request, order_id, _("Delivered. The first month is charged; the lease runs."))
+def ops_deliver(order_id: int, call: OpsCall) -> Response:
+    return _act(call, order_id, "deliver")
 
 
 @router.post("/ops/orders/{order_id}/delay")
-def ops_delay(
-    request: Request,
-    order_id: int,
-    user: OpsUser,
-    session: SessionDep,
-    now: NowDep,
-    form: Annotated[OpsDelayForm, Form()],
-) -> Response:
-    reason = form.reason
+def ops_delay(order_id: int, call: OpsCall, form: Annotated[OpsDelayForm, Form()]) -> Response:
     raw = form.new_estimate.strip()
     try:
         estimate: date | None = date.fromisoformat(raw) if raw else None
     except ValueError:
         estimate = None
-    try:
-        ops.mark_delayed(
-            session,
-            actor=user,
-            order_id=order_id,
-            reason=reason,
-            new_estimate=estimate,
-            now=now,
-            ip=client_ip(request),
-        )
-    except DomainError as e:
-        return _failed(
-            request, session, order_id, e, now, {"reason": reason, "new_estimate": raw}, "delay"
-        )
-    return _done(request, order_id, _("Delay recorded; the customer was told by email."))
+    sent = {"reason": form.reason, "new_estimate": raw}
+    return _act(call, order_id, "delay", sent, reason=form.reason, new_estimate=estimate)
 
 
 @router.post("/ops/orders/{order_id}/end")
-def ops_end(
-    request: Request,
-    order_id: int,
-    user: OpsUser,
-    session: SessionDep,
-    now: NowDep,
-    form: Annotated[OpsEndForm, Form()],
-) -> Response:
+def ops_end(order_id: int, call: OpsCall, form: Annotated[OpsEndForm, Form()]) -> Response:
     reason = form.reason[:300]
-    try:
-        lease_end.end_lease(
-            session,
-            actor=user,
-            order_id=order_id,
-            now=now,
-            ip=client_ip(request),
-            reason=reason,
-            confirm=form.confirm,
-        )
-    except DomainError as e:
-        return _failed(request, session, order_id, e, now, {"reason": reason}, "end")
-    return _done(request, order_id, _("Lease ended; the nodes are waiting for their wipe."))
+    return _act(call, order_id, "end", {"reason": reason}, reason=reason, confirm=form.confirm)
 
 
 @router.post("/ops/orders/{order_id}/wiped")
-def ops_wiped(
-    request: Request, order_id: int, user: OpsUser, session: SessionDep, now: NowDep
-) -> Response:
-    try:
-        lease_end.confirm_wipe(
-            session, actor=user, order_id=order_id, now=now, ip=client_ip(request)
-        )
-    except DomainError as e:
-        return _failed(request, session, order_id, e, now, {}, "wipe")
-    return _done(request, order_id, _("Wipe confirmed; the nodes are available again."))
+def ops_wiped(order_id: int, call: OpsCall) -> Response:
+    return _act(call, order_id, "wiped")
