@@ -105,13 +105,7 @@ def credit_notes_for(
 
 
 def credit_notes_for_order(session: Session, user_id: int, order_id: int) -> list[CreditNote]:
-    return list(
-        session.exec(
-            select(CreditNote)
-            .where(CreditNote.user_id == user_id, CreditNote.order_id == order_id)
-            .order_by(col(CreditNote.id))
-        ).all()
-    )
+    return receipts.documents_for_order(session, CreditNote, user_id, order_id)
 
 
 def credit_notes_correcting(session: Session, receipt_id: int) -> list[CreditNote]:

@@ -249,14 +249,19 @@ def latest_for_order(session: Session, user_id: int, order_id: int) -> Receipt |
     ).first()
 
 
-def receipts_for_order(session: Session, user_id: int, order_id: int) -> list[Receipt]:
+def documents_for_order(session: Session, doc: type[D], user_id: int, order_id: int) -> list[D]:
+    """The customer's documents of kind ``doc`` for an order, oldest first."""
     return list(
         session.exec(
-            select(Receipt)
-            .where(Receipt.user_id == user_id, Receipt.order_id == order_id)
-            .order_by(col(Receipt.id))
+            select(doc)
+            .where(doc.user_id == user_id, doc.order_id == order_id)
+            .order_by(col(doc.id))
         ).all()
     )
+
+
+def receipts_for_order(session: Session, user_id: int, order_id: int) -> list[Receipt]:
+    return documents_for_order(session, Receipt, user_id, order_id)
 
 
 def documents_for(
