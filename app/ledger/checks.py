@@ -16,6 +16,20 @@ class Violation:
     detail: str
 
 
+def _numbers_gap_free(docs: str, counters: str) -> str:
+    """The years whose numbers in the document table ``docs`` do not run 1..N with no gap
+    or repeat, or end elsewhere than the year's row of ``counters`` says."""
+    return f"""SELECT y.year, COUNT(d.id), MAX(d.seq), MAX(c.last_number)
+           FROM (SELECT year FROM {docs} UNION SELECT year FROM {counters}) y
+           LEFT JOIN {docs} d ON d.year = y.year
+           LEFT JOIN {counters} c ON c.year = y.year
+           GROUP BY y.year
+           HAVING COUNT(d.id) <> COALESCE(MAX(d.seq), 0)
+               OR COUNT(DISTINCT d.seq) <> COUNT(d.id)
+               OR COALESCE(MAX(d.seq), 0) <> COALESCE(MAX(c.last_number), 0)
+               OR COALESCE(MIN(d.seq), 1) <> 1"""
+
+
 # (name, description, SQL returning one row per violation: first column is an id, rest detail)
 CHECKS: tuple[tuple[str, str, str], ...] = (
     (
@@ -107,15 +121,8 @@ CHECKS: tuple[tuple[str, str, str], ...] = (
     ),
     (
         "receipt_numbers_gap_free",
-        "receipt numbers run 1..N in each year with no gap, matching the year's counter",
-        """SELECT y.year, COUNT(r.id), MAX(r.seq), MAX(c.last_number)
-           FROM (SELECT year FROM receipts UNION SELECT year FROM receipt_counters) y
-           LEFT JOIN receipts r ON r.year = y.year
-           LEFT JOIN receipt_counters c ON c.year = y.year
-           GROUP BY y.year
-           HAVING COUNT(r.id) <> COALESCE(MAX(r.seq), 0)
-               OR COALESCE(MAX(r.seq), 0) <> COALESCE(MAX(c.last_number), 0)
-               OR COALESCE(MIN(r.seq), 1) <> 1""",
+        "receipt numbers run 1..N in each year with no gap or repeat, matching the year's counter",
+        _numbers_gap_free("receipts", "receipt_counters"),
     ),
     (
         "receipt_lines_sum",
@@ -175,15 +182,7 @@ CHECKS: tuple[tuple[str, str, str], ...] = (
         "credit_note_numbers_gap_free",
         "credit-note numbers run 1..N in each year with no gap or repeat, matching the "
         "year's counter",
-        """SELECT y.year, COUNT(n.id), MAX(n.seq), MAX(c.last_number)
-           FROM (SELECT year FROM credit_notes UNION SELECT year FROM credit_note_counters) y
-           LEFT JOIN credit_notes n ON n.year = y.year
-           LEFT JOIN credit_note_counters c ON c.year = y.year
-           GROUP BY y.year
-           HAVING COUNT(n.id) <> COALESCE(MAX(n.seq), 0)
-               OR COUNT(DISTINCT n.seq) <> COUNT(n.id)
-               OR COALESCE(MAX(n.seq), 0) <> COALESCE(MAX(c.last_number), 0)
-               OR COALESCE(MIN(n.seq), 1) <> 1""",
+        _numbers_gap_free("credit_notes", "credit_note_counters"),
     ),
 )
 

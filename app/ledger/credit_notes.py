@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from sqlmodel import Session, col, func, select
+from sqlmodel import Session, col, select
 
 from app.accounts.models import User
 from app.errors import N_
@@ -75,35 +75,17 @@ def issue_for_entry(
         if entry.order_id is not None and entry.kind == EntryKind.lease_credit.value
         else None
     )
-    user = session.get(User, entry.user_id)
-    year = now.year
-    seq = receipts.next_seq(session, year, CreditNoteCounter)
+    if not lines:
+        lines = (InvoiceLine(sku="", description="", quantity=1, unit_cents=entry.amount_cents),)
     note = CreditNote(
-        number=format_number(year, seq),
-        year=year,
-        seq=seq,
-        user_id=entry.user_id,
-        entry_id=entry.id,
-        kind=entry.kind,
         reason=reason.value,
         receipt_id=corrected.id if corrected else None,
         receipt_number=corrected.number if corrected else "",
-        amount_cents=entry.amount_cents,
-        order_id=entry.order_id,
-        **receipts.parties_fields(user),
-        created_at=now,
+        **receipts.issued_fields(session, entry, now, CreditNoteCounter, format_number),
     )
-    session.add(note)
-    session.flush()
-    assert note.id is not None
-    if not lines:
-        lines = (InvoiceLine(sku="", description="", quantity=1, unit_cents=entry.amount_cents),)
-    for i, line in enumerate(lines, 1):
-        session.add(
-            CreditNoteLine(credit_note_id=note.id, position=i, **receipts.line_fields(line))
-        )
-    session.flush()
-    return note
+    return receipts.add_document(
+        session, note, lines, lambda note_id, **row: CreditNoteLine(credit_note_id=note_id, **row)
+    )
 
 
 def lines_of(session: Session, credit_note_id: int) -> list[CreditNoteLine]:
@@ -119,33 +101,11 @@ def lines_of(session: Session, credit_note_id: int) -> list[CreditNoteLine]:
 def credit_notes_for(
     session: Session, user_id: int, limit: int = 50, offset: int = 0
 ) -> list[CreditNote]:
-    return list(
-        session.exec(
-            select(CreditNote)
-            .where(CreditNote.user_id == user_id)
-            .order_by(col(CreditNote.id).desc())
-            .offset(offset)
-            .limit(limit)
-        ).all()
-    )
-
-
-def credit_note_count(session: Session, user_id: int) -> int:
-    return int(
-        session.exec(
-            select(func.count()).select_from(CreditNote).where(CreditNote.user_id == user_id)
-        ).one()
-    )
+    return receipts.documents_for(session, CreditNote, user_id, limit, offset)
 
 
 def credit_notes_for_order(session: Session, user_id: int, order_id: int) -> list[CreditNote]:
-    return list(
-        session.exec(
-            select(CreditNote)
-            .where(CreditNote.user_id == user_id, CreditNote.order_id == order_id)
-            .order_by(col(CreditNote.id))
-        ).all()
-    )
+    return receipts.documents_for_order(session, CreditNote, user_id, order_id)
 
 
 def credit_notes_correcting(session: Session, receipt_id: int) -> list[CreditNote]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from datetime import date, datetime
 
-from sqlalchemy import BigInteger, CheckConstraint, Column, Date, String, UniqueConstraint
+from sqlalchemy import BigInteger, CheckConstraint, Column, String, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 from app.db import UTCDateTime
@@ -142,30 +142,24 @@ class ReceiptCounter(SQLModel, table=True):
     last_number: int = Field(default=0, sa_column=Column(BigInteger, nullable=False, default=0))
 
 
-class Receipt(SQLModel, table=True):
-    """A receipt for one charge or top-up: ``R-2026-000001``. Written once, never updated.
+class IssuedDocument(SQLModel):
+    """What a receipt and a credit note both record, each in its own table: the number in
+    its year's gap-free series, the customer, the ledger entry it was issued with (one
+    document per entry) and its amount, and the customer's billing details and the
+    seller's block copied in when it is issued, so a document keeps saying what it said
+    after the customer edits their profile or the seller settings change. Written once,
+    never updated."""
 
-    The customer's billing details and the seller's block are copied in when it is issued,
-    so a receipt keeps saying what it said after the customer edits their profile or the
-    seller settings change.
-    """
-
-    __tablename__ = "receipts"
-    __table_args__ = (UniqueConstraint("year", "seq", name="uq_receipts_year_seq"),)
     id: int | None = Field(default=None, primary_key=True)
-    number: str = Field(sa_column=Column(String(20), unique=True, nullable=False))
+    number: str = Field(sa_type=String(20), unique=True)
     year: int
     seq: int
     user_id: int = Field(foreign_key="users.id", index=True)
-    entry_id: int = Field(sa_column=Column(BigInteger, unique=True, nullable=False))
-    kind: str = Field(max_length=24)  # the entry kind: topup | hold_post | charge
-    amount_cents: int = Field(sa_column=Column(BigInteger, nullable=False))
+    entry_id: int = Field(sa_type=BigInteger, unique=True)
+    kind: str = Field(max_length=24)  # the entry kind
+    amount_cents: int = Field(sa_type=BigInteger)
     currency: str = Field(default="USD", max_length=3)
     order_id: int | None = Field(default=None, index=True)
-    invoice_id: int | None = Field(default=None)
-    crypto_currency: str = Field(default="", max_length=8)
-    crypto_amount: str = Field(default="", max_length=40)
-    rate: str = Field(default="", max_length=40)
     bill_email: str = Field(default="", max_length=254)
     bill_name: str = Field(default="", max_length=120)
     bill_company: str = Field(default="", max_length=120)
@@ -182,26 +176,43 @@ class Receipt(SQLModel, table=True):
     created_at: datetime = Field(sa_type=UTCDateTime, index=True)
 
 
-class ReceiptLine(SQLModel, table=True):
-    """One line item of a receipt, copied from the ``InvoiceLine`` the orders domain passed
-    when the charge was made (``app/ledger/invoicing.py``). Written once with its receipt.
-    ``total_cents`` of a receipt's lines add up to its ``amount_cents`` (``ledger check``)."""
+class DocumentLine(SQLModel):
+    """One line item of a receipt or a credit note, copied from the ``InvoiceLine`` the
+    orders domain passed (``app/ledger/invoicing.py``) and written once with its document.
+    A document's ``total_cents`` add up to its ``amount_cents`` (``ledger check``)."""
 
-    __tablename__ = "receipt_lines"
-    __table_args__ = (UniqueConstraint("receipt_id", "position", name="uq_receipt_lines_pos"),)
     id: int | None = Field(default=None, primary_key=True)
-    receipt_id: int = Field(foreign_key="receipts.id", index=True)
     position: int
     sku: str = Field(default="", max_length=32)
     description: str = Field(default="", max_length=200)
     quantity: int
-    unit_cents: int = Field(sa_column=Column(BigInteger, nullable=False))
-    discount_cents: int = Field(default=0, sa_column=Column(BigInteger, nullable=False))
-    period_start: date | None = Field(default=None, sa_column=Column(Date, nullable=True))
-    period_end: date | None = Field(default=None, sa_column=Column(Date, nullable=True))
+    unit_cents: int = Field(sa_type=BigInteger)
+    discount_cents: int = Field(default=0, sa_type=BigInteger)
+    period_start: date | None = None
+    period_end: date | None = None
     days: int | None = None
     days_of: int | None = None
-    total_cents: int = Field(sa_column=Column(BigInteger, nullable=False))
+    total_cents: int = Field(sa_type=BigInteger)
+
+
+class Receipt(IssuedDocument, table=True):
+    """A receipt for one charge or top-up (entry kinds topup | hold_post | charge):
+    ``R-2026-000001``; a top-up's also says what was paid in crypto, at which rate."""
+
+    __tablename__ = "receipts"
+    __table_args__ = (UniqueConstraint("year", "seq", name="uq_receipts_year_seq"),)
+    invoice_id: int | None = Field(default=None)
+    crypto_currency: str = Field(default="", max_length=8)
+    crypto_amount: str = Field(default="", max_length=40)
+    rate: str = Field(default="", max_length=40)
+
+
+class ReceiptLine(DocumentLine, table=True):
+    """One line item of a receipt (what the charge paid for, for which service period)."""
+
+    __tablename__ = "receipt_lines"
+    __table_args__ = (UniqueConstraint("receipt_id", "position", name="uq_receipt_lines_pos"),)
+    receipt_id: int = Field(foreign_key="receipts.id", index=True)
 
 
 class CreditNoteCounter(SQLModel, table=True):
@@ -213,61 +224,25 @@ class CreditNoteCounter(SQLModel, table=True):
     last_number: int = Field(default=0, sa_column=Column(BigInteger, nullable=False, default=0))
 
 
-class CreditNote(SQLModel, table=True):
+class CreditNote(IssuedDocument, table=True):
     """A credit note ``CN-2026-000001``: money given back to the customer's balance for an
-    order (a refund before delivery, unused days of a lease ended early), issued with the
-    ledger entry that moved it. ``receipt_id`` is the receipt it corrects (None when the
-    money credited had not been invoiced yet: a reservation released before delivery).
-    Written once, never updated; the billing details and the seller are those of its day."""
+    order (a refund before delivery, unused days of a lease ended early; entry kinds
+    hold_void | lease_credit), issued with the ledger entry that moved it. ``receipt_id``
+    is the receipt it corrects (None when the money credited had not been invoiced yet: a
+    reservation released before delivery)."""
 
     __tablename__ = "credit_notes"
     __table_args__ = (UniqueConstraint("year", "seq", name="uq_credit_notes_year_seq"),)
-    id: int | None = Field(default=None, primary_key=True)
-    number: str = Field(sa_column=Column(String(20), unique=True, nullable=False))
-    year: int
-    seq: int
-    user_id: int = Field(foreign_key="users.id", index=True)
-    entry_id: int = Field(sa_column=Column(BigInteger, unique=True, nullable=False))
-    kind: str = Field(max_length=24)  # the entry kind: hold_void | lease_credit
     reason: str = Field(default="other", max_length=24)  # invoicing.CreditReason
     receipt_id: int | None = Field(default=None, index=True)
     receipt_number: str = Field(default="", max_length=20)
-    amount_cents: int = Field(sa_column=Column(BigInteger, nullable=False))
-    currency: str = Field(default="USD", max_length=3)
-    order_id: int | None = Field(default=None, index=True)
-    bill_email: str = Field(default="", max_length=254)
-    bill_name: str = Field(default="", max_length=120)
-    bill_company: str = Field(default="", max_length=120)
-    bill_address: str = Field(default="", max_length=500)
-    bill_tax_id: str = Field(default="", max_length=64)
-    # The seller as it was when the document was issued (legal name, both addresses, tax
-    # id), copied from the settings in the same transaction: changing the settings later
-    # never rewrites an issued document.
-    seller_name: str = Field(default="", max_length=200)
-    seller_name_zh: str = Field(default="", max_length=200)
-    seller_address_en: str = Field(default="", max_length=500)
-    seller_address_zh: str = Field(default="", max_length=500)
-    seller_tax_id: str = Field(default="", max_length=64)
-    created_at: datetime = Field(sa_type=UTCDateTime, index=True)
 
 
-class CreditNoteLine(SQLModel, table=True):
+class CreditNoteLine(DocumentLine, table=True):
     """One line of a credit note (what is credited, for which service period)."""
 
     __tablename__ = "credit_note_lines"
     __table_args__ = (
         UniqueConstraint("credit_note_id", "position", name="uq_credit_note_lines_pos"),
     )
-    id: int | None = Field(default=None, primary_key=True)
     credit_note_id: int = Field(foreign_key="credit_notes.id", index=True)
-    position: int
-    sku: str = Field(default="", max_length=32)
-    description: str = Field(default="", max_length=200)
-    quantity: int
-    unit_cents: int = Field(sa_column=Column(BigInteger, nullable=False))
-    discount_cents: int = Field(default=0, sa_column=Column(BigInteger, nullable=False))
-    period_start: date | None = Field(default=None, sa_column=Column(Date, nullable=True))
-    period_end: date | None = Field(default=None, sa_column=Column(Date, nullable=True))
-    days: int | None = None
-    days_of: int | None = None
-    total_cents: int = Field(sa_column=Column(BigInteger, nullable=False))

@@ -21,17 +21,10 @@ from babel.numbers import format_decimal
 
 from app.i18n import babel_locale, labelled
 from app.ledger.credit_notes import reason_msgid
-from app.ledger.documents_pdf import (
-    Billed,
-    LineRow,
-    billing_lines,
-    line_views,
-    seller_lines,
-)
-from app.ledger.invoicing import Seller
-from app.ledger.models import CreditNote, Receipt
+from app.ledger.documents_pdf import LineRow, billing_lines, line_views, seller_lines
+from app.ledger.models import CreditNote, IssuedDocument, Receipt
 from app.ledger.postings import EntryKind
-from app.ledger.receipts import title_msgid
+from app.ledger.receipts import seller_of, title_msgid
 from app.money import format_cents
 from app.pdfdoc import DEJAVU, DEJAVU_BOLD, FPDF, add_cjk_font
 
@@ -122,19 +115,19 @@ def _lines_table(
 
 def _document(
     *,
+    doc: IssuedDocument,
     title: str,
-    number: str,
-    amount_cents: int,
     facts: list[tuple[str, str]],
-    doc: Billed,
     lines: Sequence[LineRow],
     notes: list[str],
     total_label: str,
-    seller: Seller,
     lang: str,
     gettext: Callable[[str], str],
 ) -> bytes:
+    """The PDF of ``doc``, a receipt or a credit note: its number, date and ``facts``, the
+    seller and the buyer it recorded when it was issued, its lines, ``notes``, its total."""
     _ = gettext
+    number, amount_cents, seller = doc.number, doc.amount_cents, seller_of(doc)
     money_locale = "zh_CN" if lang == "zh_CN" else "en"
     seller_name = seller.name_zh if lang == "zh_CN" and seller.name_zh else seller.name
     pdf = FPDF(format="A4")
@@ -194,15 +187,14 @@ def render_receipt_pdf(
     lang: str,
     gettext: Callable[[str], str],
     fmt_datetime: Callable[..., str],
-    coin: Callable[[str, str], str],
-    seller: Seller,
+    coin: Callable[[str, str, str], str],
     lines: Sequence[LineRow] = (),
 ) -> bytes:
     _ = gettext
     msgid, params = title_msgid(receipt)
     notes = [] if lines else [_(msgid).format(**params)]
     if receipt.kind == EntryKind.topup.value and receipt.crypto_currency:
-        paid = coin(receipt.crypto_amount, receipt.crypto_currency)
+        paid = coin(receipt.crypto_amount, receipt.crypto_currency, lang)
         notes.append(
             _("Paid {amount} {currency} at US${rate} per coin (the invoice's locked rate).").format(
                 amount=paid,
@@ -216,15 +208,12 @@ def render_receipt_pdf(
     if lines:
         facts.append((_("For"), _(msgid).format(**params)))
     return _document(
-        title=_("Receipt"),
-        number=receipt.number,
-        amount_cents=receipt.amount_cents,
-        facts=facts,
         doc=receipt,
+        title=_("Receipt"),
+        facts=facts,
         lines=lines,
         notes=notes,
         total_label=_("Total"),
-        seller=seller,
         lang=lang,
         gettext=gettext,
     )
@@ -236,7 +225,6 @@ def render_credit_note_pdf(
     lang: str,
     gettext: Callable[[str], str],
     fmt_datetime: Callable[..., str],
-    seller: Seller,
     lines: Sequence[LineRow],
 ) -> bytes:
     _ = gettext
@@ -251,15 +239,12 @@ def render_credit_note_pdf(
         )
     )
     return _document(
-        title=_("Credit note"),
-        number=note.number,
-        amount_cents=note.amount_cents,
-        facts=facts,
         doc=note,
+        title=_("Credit note"),
+        facts=facts,
         lines=lines,
         notes=[_(reason_msgid(note))],
         total_label=_("Total credited to your balance"),
-        seller=seller,
         lang=lang,
         gettext=gettext,
     )

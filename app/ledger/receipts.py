@@ -16,7 +16,7 @@ transaction as the journal entry, so a receipt exists exactly when its entry doe
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any, Protocol, TypeVar
 
@@ -27,7 +27,15 @@ from sqlmodel import Session, col, func, select
 from app.accounts.models import User
 from app.errors import N_, NotFound
 from app.ledger.invoicing import InvoiceLine, Seller, check_lines
-from app.ledger.models import CreditNote, JournalEntry, Receipt, ReceiptCounter, ReceiptLine
+from app.ledger.models import (
+    CreditNote,
+    DocumentLine,
+    IssuedDocument,
+    JournalEntry,
+    Receipt,
+    ReceiptCounter,
+    ReceiptLine,
+)
 from app.ledger.postings import EntryKind
 from app.settings import Settings
 
@@ -43,6 +51,8 @@ KIND_TITLE = {
     EntryKind.charge.value: N_("Charge: order #{order}"),
 }
 KIND_TITLE_NO_ORDER = N_("Charge from your prepaid balance")
+
+D = TypeVar("D", Receipt, CreditNote)
 
 
 def format_number(year: int, seq: int) -> str:
@@ -107,15 +117,9 @@ def parties_fields(user: User | None) -> dict[str, Any]:
     }
 
 
-def seller_of(doc: Receipt | CreditNote) -> Seller:
+def seller_of(doc: IssuedDocument) -> Seller:
     """The seller an issued document names: its own snapshot, never today's settings."""
-    return Seller(
-        name=doc.seller_name,
-        name_zh=doc.seller_name_zh,
-        address_en=doc.seller_address_en,
-        address_zh=doc.seller_address_zh,
-        tax_id=doc.seller_tax_id,
-    )
+    return seller_from(doc)
 
 
 def next_seq(session: Session, year: int, counter: Any = ReceiptCounter) -> int:
@@ -158,6 +162,49 @@ def line_fields(line: InvoiceLine) -> dict[str, Any]:
     }
 
 
+def issued_fields(
+    session: Session,
+    entry: JournalEntry,
+    now: datetime,
+    counter: Any,
+    number: Callable[[int, int], str],
+) -> dict[str, Any]:
+    """The columns every document issued for ``entry`` takes (``IssuedDocument``): the next
+    number of its series (``counter``: the series' counter table, ``number``: its format),
+    the entry's customer, kind, amount and order, and the parties of the day."""
+    assert entry.user_id is not None and entry.id is not None
+    user = session.get(User, entry.user_id)
+    year = now.year
+    seq = next_seq(session, year, counter)
+    return {
+        "number": number(year, seq),
+        "year": year,
+        "seq": seq,
+        "user_id": entry.user_id,
+        "entry_id": entry.id,
+        "kind": entry.kind,
+        "amount_cents": entry.amount_cents,
+        "order_id": entry.order_id,
+        **parties_fields(user),
+        "created_at": now,
+    }
+
+
+def add_document(
+    session: Session, doc: D, lines: Sequence[InvoiceLine], line_row: Callable[..., DocumentLine]
+) -> D:
+    """Write an issued document, then its ``lines`` copied in, numbered from 1, as the rows
+    ``line_row(doc_id, position=…, **line_fields(line))``."""
+    session.add(doc)
+    session.flush()
+    assert doc.id is not None
+    for i, line in enumerate(lines, 1):
+        session.add(line_row(doc.id, position=i, **line_fields(line)))
+    if lines:
+        session.flush()
+    return doc
+
+
 def issue_for_entry(
     session: Session, entry: JournalEntry, now: datetime, lines: Sequence[InvoiceLine] = ()
 ) -> Receipt | None:
@@ -166,33 +213,16 @@ def issue_for_entry(
     if entry.kind not in RECEIPT_KINDS or entry.user_id is None or entry.id is None:
         return None
     check_lines(lines, entry.amount_cents)
-    user = session.get(User, entry.user_id)
-    year = now.year
-    seq = next_seq(session, year)
     receipt = Receipt(
-        number=format_number(year, seq),
-        year=year,
-        seq=seq,
-        user_id=entry.user_id,
-        entry_id=entry.id,
-        kind=entry.kind,
-        amount_cents=entry.amount_cents,
-        order_id=entry.order_id,
         invoice_id=entry.invoice_id,
         crypto_currency=entry.crypto_currency,
         crypto_amount=entry.crypto_amount,
         rate=entry.rate,
-        **parties_fields(user),
-        created_at=now,
+        **issued_fields(session, entry, now, ReceiptCounter, format_number),
     )
-    session.add(receipt)
-    session.flush()
-    assert receipt.id is not None
-    for i, line in enumerate(lines, 1):
-        session.add(ReceiptLine(receipt_id=receipt.id, position=i, **line_fields(line)))
-    if lines:
-        session.flush()
-    return receipt
+    return add_document(
+        session, receipt, lines, lambda receipt_id, **row: ReceiptLine(receipt_id=receipt_id, **row)
+    )
 
 
 def lines_of(session: Session, receipt_id: int) -> list[ReceiptLine]:
@@ -219,25 +249,38 @@ def latest_for_order(session: Session, user_id: int, order_id: int) -> Receipt |
     ).first()
 
 
-def receipts_for_order(session: Session, user_id: int, order_id: int) -> list[Receipt]:
+def documents_for_order(session: Session, doc: type[D], user_id: int, order_id: int) -> list[D]:
+    """The customer's documents of kind ``doc`` for an order, oldest first."""
     return list(
         session.exec(
-            select(Receipt)
-            .where(Receipt.user_id == user_id, Receipt.order_id == order_id)
-            .order_by(col(Receipt.id))
+            select(doc)
+            .where(doc.user_id == user_id, doc.order_id == order_id)
+            .order_by(col(doc.id))
+        ).all()
+    )
+
+
+def receipts_for_order(session: Session, user_id: int, order_id: int) -> list[Receipt]:
+    return documents_for_order(session, Receipt, user_id, order_id)
+
+
+def documents_for(
+    session: Session, doc: type[D], user_id: int, limit: int = 50, offset: int = 0
+) -> list[D]:
+    """The customer's documents of kind ``doc``, newest first."""
+    return list(
+        session.exec(
+            select(doc)
+            .where(doc.user_id == user_id)
+            .order_by(col(doc.id).desc())
+            .offset(offset)
+            .limit(limit)
         ).all()
     )
 
 
 def receipts_for(session: Session, user_id: int, limit: int = 50, offset: int = 0) -> list[Receipt]:
-    stmt = (
-        select(Receipt)
-        .where(Receipt.user_id == user_id)
-        .order_by(col(Receipt.id).desc())
-        .offset(offset)
-        .limit(limit)
-    )
-    return list(session.exec(stmt).all())
+    return documents_for(session, Receipt, user_id, limit, offset)
 
 
 def receipt_count(session: Session, user_id: int) -> int:
@@ -246,9 +289,6 @@ def receipt_count(session: Session, user_id: int) -> int:
             select(func.count()).select_from(Receipt).where(Receipt.user_id == user_id)
         ).one()
     )
-
-
-D = TypeVar("D", Receipt, CreditNote)
 
 
 def numbers_by_entry(

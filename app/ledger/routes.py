@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Path, Query, Request
+from fastapi import APIRouter, Depends, Path, Query, Request
 from fastapi.responses import HTMLResponse, Response
 from fastapi.responses import Response as RawResponse
 
@@ -14,6 +16,7 @@ from app.errors import N_
 from app.ledger import credit_notes, receipts
 from app.ledger import service as ledger
 from app.ledger.documents_pdf import billing_lines, line_views, seller_lines
+from app.ledger.models import CreditNote, DocumentLine, IssuedDocument, Receipt
 from app.ledger.receipt_pdf import render_credit_note_pdf, render_receipt_pdf
 from app.payments import service as payments
 from app.payments.rates import CURRENCIES, format_units_for_reading
@@ -122,26 +125,36 @@ def receipt_list(
     )
 
 
+def _own_receipt(
+    number: Annotated[str, Path(max_length=20)], session: SessionDep, user: CurrentUser
+) -> Receipt:
+    return receipts.get_receipt(session, user, number)
+
+
+def _own_credit_note(
+    number: Annotated[str, Path(max_length=20)], session: SessionDep, user: CurrentUser
+) -> CreditNote:
+    return credit_notes.get_credit_note(session, user, number)
+
+
+# The document the path names: the reader's own, or any for staff (404 otherwise).
+OwnReceipt = Annotated[Receipt, Depends(_own_receipt)]
+OwnCreditNote = Annotated[CreditNote, Depends(_own_credit_note)]
+PdfLanguage = Annotated[str, Query(pattern="^(en|zh_CN)$")]
+
+
 @router.get("/receipts/{number}", response_class=HTMLResponse)
-def receipt_page(
-    number: Annotated[str, Path(max_length=20)],
-    request: Request,
-    session: SessionDep,
-    user: CurrentUser,
-) -> Response:
-    receipt = receipts.get_receipt(session, user, number)
+def receipt_page(request: Request, session: SessionDep, receipt: OwnReceipt) -> Response:
     assert receipt.id is not None
-    return render(
+    return _document_page(
         request,
         "ledger/receipt.html",
+        receipt,
+        receipts.lines_of(session, receipt.id),
         {
             "r": receipt,
             "receipt_title": receipts.title_msgid,
             "coin": coin,
-            **_parties(receipt),
-            "line_views": line_views(
-                receipts.lines_of(session, receipt.id), _gettext(), current_locale()
-            ),
             "corrected_by": credit_notes.credit_notes_correcting(session, receipt.id),
         },
     )
@@ -149,118 +162,88 @@ def receipt_page(
 
 @router.get("/receipts/{number}/pdf")
 def receipt_pdf(
-    number: Annotated[str, Path(max_length=20)],
-    request: Request,
-    session: SessionDep,
-    user: CurrentUser,
-    lang: Annotated[str, Query(pattern="^(en|zh_CN)$")] = "",
+    request: Request, session: SessionDep, receipt: OwnReceipt, lang: PdfLanguage = ""
 ) -> Response:
-    receipt = receipts.get_receipt(session, user, number)
     assert receipt.id is not None
-    lines = receipts.lines_of(session, receipt.id)
-    seller = receipts.seller_of(receipt)
-    language = lang or current_locale()
-    language = "zh_CN" if language == "zh_CN" else "en"
-    fmt_datetime = pdf_datetime_formatter(request, language)
-    # Rendered once per receipt version, language and time zone; renders capped per process.
-    key = (
-        "receipt",
-        pdfdoc.version_of(
-            {
-                "receipt": receipt.model_dump(),
-                "lines": [x.model_dump() for x in lines],
-            }
-        ),
-        language,
-        fmt_datetime(receipt.created_at),
+    return _document_pdf(
+        request,
+        receipt,
+        receipts.lines_of(session, receipt.id),
+        lang,
+        partial(render_receipt_pdf, coin=coin),
     )
-    body = pdfdoc.CACHE.get_or_render(
-        key,
-        lambda: render_receipt_pdf(
-            receipt,
-            lang=language,
-            gettext=translations_for(language).gettext,
-            fmt_datetime=fmt_datetime,
-            coin=lambda units, currency: coin(units, currency, language),
-            seller=seller,
-            lines=lines,
-        ),
-    )
-    return RawResponse(
-        body,
-        media_type="application/pdf",
-        headers={
-            "Content-Disposition": f'inline; filename="{receipt.number}.pdf"',
-            "Cache-Control": "private, no-store",
-        },
-    )
-
-
-def _gettext() -> Any:
-    return translations_for(current_locale()).gettext
-
-
-def _parties(doc: Any) -> dict[str, list[str]]:
-    """The seller's and the buyer's blocks in the page's language, both as the document
-    recorded them when it was issued."""
-    lang = current_locale()
-    return {
-        "seller_lines": seller_lines(receipts.seller_of(doc), _gettext(), lang),
-        "billing_lines": billing_lines(doc, _gettext(), lang),
-    }
 
 
 @router.get("/credit-notes/{number}", response_class=HTMLResponse)
-def credit_note_page(
-    number: Annotated[str, Path(max_length=20)],
-    request: Request,
-    session: SessionDep,
-    user: CurrentUser,
-) -> Response:
-    note = credit_notes.get_credit_note(session, user, number)
+def credit_note_page(request: Request, session: SessionDep, note: OwnCreditNote) -> Response:
     assert note.id is not None
-    return render(
+    return _document_page(
         request,
         "ledger/credit_note.html",
-        {
-            "n": note,
-            "reason": credit_notes.reason_msgid(note),
-            **_parties(note),
-            "line_views": line_views(
-                credit_notes.lines_of(session, note.id), _gettext(), current_locale()
-            ),
-        },
+        note,
+        credit_notes.lines_of(session, note.id),
+        {"n": note, "reason": credit_notes.reason_msgid(note)},
     )
 
 
 @router.get("/credit-notes/{number}/pdf")
 def credit_note_pdf(
-    number: Annotated[str, Path(max_length=20)],
-    request: Request,
-    session: SessionDep,
-    user: CurrentUser,
-    lang: Annotated[str, Query(pattern="^(en|zh_CN)$")] = "",
+    request: Request, session: SessionDep, note: OwnCreditNote, lang: PdfLanguage = ""
 ) -> Response:
-    note = credit_notes.get_credit_note(session, user, number)
     assert note.id is not None
-    lines = credit_notes.lines_of(session, note.id)
-    seller = receipts.seller_of(note)
+    return _document_pdf(
+        request, note, credit_notes.lines_of(session, note.id), lang, render_credit_note_pdf
+    )
+
+
+def _document_page(
+    request: Request,
+    template: str,
+    doc: IssuedDocument,
+    lines: Sequence[DocumentLine],
+    ctx: dict[str, Any],
+) -> Response:
+    """A receipt's or credit note's page: ``ctx`` and, in the page's language, the seller's
+    and the buyer's blocks as the document recorded them when it was issued, and its lines."""
+    lang = current_locale()
+    gettext = translations_for(lang).gettext
+    return render(
+        request,
+        template,
+        {
+            **ctx,
+            "seller_lines": seller_lines(receipts.seller_of(doc), gettext, lang),
+            "billing_lines": billing_lines(doc, gettext, lang),
+            "line_views": line_views(lines, gettext, lang),
+        },
+    )
+
+
+def _document_pdf(
+    request: Request,
+    doc: IssuedDocument,
+    lines: Sequence[DocumentLine],
+    lang: str,
+    render_pdf: Callable[..., bytes],
+) -> Response:
+    """A receipt or credit note as a PDF in ``lang`` (else the reader's language), drawn by
+    ``render_pdf`` (``receipt_pdf``). Rendered once per document version, language and time
+    zone; renders capped per process."""
     language = "zh_CN" if (lang or current_locale()) == "zh_CN" else "en"
     fmt_datetime = pdf_datetime_formatter(request, language)
     key = (
-        "credit_note",
-        pdfdoc.version_of({"note": note.model_dump(), "lines": [x.model_dump() for x in lines]}),
+        doc.__tablename__,
+        pdfdoc.version_of({"doc": doc.model_dump(), "lines": [x.model_dump() for x in lines]}),
         language,
-        fmt_datetime(note.created_at),
+        fmt_datetime(doc.created_at),
     )
     body = pdfdoc.CACHE.get_or_render(
         key,
-        lambda: render_credit_note_pdf(
-            note,
+        lambda: render_pdf(
+            doc,
             lang=language,
             gettext=translations_for(language).gettext,
             fmt_datetime=fmt_datetime,
-            seller=seller,
             lines=lines,
         ),
     )
@@ -268,7 +251,7 @@ def credit_note_pdf(
         body,
         media_type="application/pdf",
         headers={
-            "Content-Disposition": f'inline; filename="{note.number}.pdf"',
+            "Content-Disposition": f'inline; filename="{doc.number}.pdf"',
             "Cache-Control": "private, no-store",
         },
     )
