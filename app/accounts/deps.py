@@ -1,4 +1,6 @@
-"""Who is asking: ``OptionalUser``, ``CurrentUser``, ``StaffUser``, ``OpsUser``, ``SalesUser``.
+"""Who is asking: ``OptionalUser``, ``CurrentUser``, ``StaffUser``, ``OpsUser``, ``SalesUser``;
+with the request, its session and its time as one ``Call``: ``UserCall``, ``StaffCall``,
+``SalesCall``, ``OpsCall``.
 
 Browsers authenticate with the signed session cookie (server-side session row, so logout
 and revocation work across processes); API clients with ``Authorization: Bearer`` — on
@@ -7,9 +9,10 @@ and revocation work across processes); API clients with ``Authorization: Bearer`
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import Depends, Request
 from sqlmodel import Session
@@ -124,9 +127,10 @@ SalesUser = Annotated[User, Depends(get_sales_user)]
 
 
 @dataclass(frozen=True)
-class AccountRequest:
-    """A signed-in user's request with what their own account's pages pass along: the
-    request, its database session, the user and the request's time."""
+class Call:
+    """A signed-in request as one value: the request, its database session, who asks and
+    the request's time. Handlers take it by role: ``UserCall`` (any signed-in user),
+    ``StaffCall``, ``SalesCall`` or ``OpsCall`` (the same checks as the users above)."""
 
     request: Request
     db: Session
@@ -142,11 +146,29 @@ class AccountRequest:
         """The id of the session row this request came in on (None with an API token)."""
         return getattr(self.request.state, "session_row_id", None)
 
+    def run(self, action: Callable[..., object], **args: Any) -> None:
+        """``action`` done by this request's user: who acts, over which session, when and
+        from where are the request's; ``args`` are the rest ``action`` takes."""
+        action(self.db, actor=self.user, now=self.now, ip=self.ip, **args)
 
-def get_account_request(
-    request: Request, db: SessionDep, user: CurrentUser, now: NowDep
-) -> AccountRequest:
-    return AccountRequest(request, db, user, now)
+
+def get_user_call(request: Request, db: SessionDep, user: CurrentUser, now: NowDep) -> Call:
+    return Call(request, db, user, now)
 
 
-AccountDep = Annotated[AccountRequest, Depends(get_account_request)]
+def get_staff_call(request: Request, db: SessionDep, user: StaffUser, now: NowDep) -> Call:
+    return Call(request, db, user, now)
+
+
+def get_sales_call(request: Request, db: SessionDep, user: SalesUser, now: NowDep) -> Call:
+    return Call(request, db, user, now)
+
+
+def get_ops_call(request: Request, db: SessionDep, user: OpsUser, now: NowDep) -> Call:
+    return Call(request, db, user, now)
+
+
+UserCall = Annotated[Call, Depends(get_user_call)]
+StaffCall = Annotated[Call, Depends(get_staff_call)]
+SalesCall = Annotated[Call, Depends(get_sales_call)]
+OpsCall = Annotated[Call, Depends(get_ops_call)]

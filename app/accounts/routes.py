@@ -15,7 +15,7 @@ from sqlmodel import Session
 
 from app.accounts import login, service, twofactor, twofactor_routes
 from app.accounts.audit import client_ip
-from app.accounts.deps import AccountDep, AccountRequest, OptionalUser
+from app.accounts.deps import Call, OptionalUser, UserCall
 from app.accounts.models import User
 from app.accounts.sshkeys import looks_private
 from app.errors import N_, DomainError, InvalidInput
@@ -138,7 +138,7 @@ def logout(request: Request, db: SessionDep) -> Response:
 # --- The account page -------------------------------------------------------------------
 
 
-def _account_page(a: AccountRequest, *, status_code: int = 200, **ctx: Any) -> Response:
+def _account_page(a: Call, *, status_code: int = 200, **ctx: Any) -> Response:
     assert a.user.id is not None
     context: dict[str, Any] = {
         "keys": service.ssh_keys_for(a.db, a.user.id),
@@ -155,25 +155,25 @@ def _account_page(a: AccountRequest, *, status_code: int = 200, **ctx: Any) -> R
     )
 
 
-def _account_refused(a: AccountRequest, exc: DomainError, **ctx: Any) -> Response:
+def _account_refused(a: Call, exc: DomainError, **ctx: Any) -> Response:
     """The account page again with why a form was refused next to it."""
     return _account_page(a, status_code=_status(exc), errors=shown_errors(exc), **ctx)
 
 
-def _done(a: AccountRequest, message: str, url: str) -> Response:
+def _done(a: Call, message: str, url: str) -> Response:
     """After a change went through: say so on the next page, and go there."""
     flash(a.request, message, "success")
     return _redirect(url)
 
 
 @router.get("/account", response_class=HTMLResponse)
-def account(a: AccountDep) -> Response:
+def account(a: UserCall) -> Response:
     return _account_page(a)
 
 
 @router.post("/account/password", response_class=HTMLResponse)
 def account_password(
-    a: AccountDep, current_password: FormStr = "", new_password: FormStr = ""
+    a: UserCall, current_password: FormStr = "", new_password: FormStr = ""
 ) -> Response:
     try:
         n = service.change_password(
@@ -191,7 +191,7 @@ def account_password(
 
 
 @router.post("/account/email", response_class=HTMLResponse)
-def account_email(a: AccountDep, new_email: FormStr = "", email_password: FormStr = "") -> Response:
+def account_email(a: UserCall, new_email: FormStr = "", email_password: FormStr = "") -> Response:
     try:
         service.change_email(
             a.db, a.user, new_email=new_email, password=email_password, now=a.now, ip=a.ip
@@ -210,7 +210,7 @@ class BillingForm(FormModel):
 
 
 @router.post("/account/billing", response_class=HTMLResponse)
-def account_billing(a: AccountDep, form: Annotated[BillingForm, Form()]) -> Response:
+def account_billing(a: UserCall, form: Annotated[BillingForm, Form()]) -> Response:
     try:
         service.update_billing(a.db, a.user, **form.values(), now=a.now, ip=a.ip)
     except DomainError as e:
@@ -219,13 +219,13 @@ def account_billing(a: AccountDep, form: Annotated[BillingForm, Form()]) -> Resp
 
 
 @router.post("/account/sessions/revoke-others")
-def account_revoke_others(a: AccountDep) -> Response:
+def account_revoke_others(a: UserCall) -> Response:
     n = service.revoke_other_sessions(a.db, a.user, a.session_id, a.now, ip=a.ip)
     return _done(a, _("Other sessions signed out: {n}.").format(n=n), "/account#sessions")
 
 
 @router.post("/account/sessions/{session_id}/revoke")
-def account_revoke_session(a: AccountDep, session_id: int) -> Response:
+def account_revoke_session(a: UserCall, session_id: int) -> Response:
     row = service.revoke_session_of(a.db, a.user, session_id, a.now, ip=a.ip)
     if row.id == a.session_id:
         response = _redirect("/login")
@@ -236,7 +236,7 @@ def account_revoke_session(a: AccountDep, session_id: int) -> Response:
 
 @router.post("/account/ssh-keys", response_class=HTMLResponse)
 def account_add_key(
-    a: AccountDep, name: FormStr = "", public_key: FormStr = "", next: FormStr = ""
+    a: UserCall, name: FormStr = "", public_key: FormStr = "", next: FormStr = ""
 ) -> Response:
     try:
         key = service.add_ssh_key(a.db, a.user, name, public_key, a.now, ip=a.ip)
@@ -249,7 +249,7 @@ def account_add_key(
 
 
 @router.post("/account/ssh-keys/{key_id}/rename", response_class=HTMLResponse)
-def account_rename_key(a: AccountDep, key_id: int, name: FormStr = "") -> Response:
+def account_rename_key(a: UserCall, key_id: int, name: FormStr = "") -> Response:
     try:
         service.rename_ssh_key(a.db, a.user, key_id, name, a.now)
     except InvalidInput as e:
@@ -259,13 +259,13 @@ def account_rename_key(a: AccountDep, key_id: int, name: FormStr = "") -> Respon
 
 
 @router.post("/account/ssh-keys/{key_id}/delete")
-def account_delete_key(a: AccountDep, key_id: int) -> Response:
+def account_delete_key(a: UserCall, key_id: int) -> Response:
     service.delete_ssh_key(a.db, a.user, key_id, a.now, ip=a.ip)
     return _done(a, _("Key deleted."), "/account#ssh-keys")
 
 
 @router.post("/account/api-tokens", response_class=HTMLResponse)
-def account_new_token(a: AccountDep, token_name: FormStr = "") -> Response:
+def account_new_token(a: UserCall, token_name: FormStr = "") -> Response:
     try:
         new = service.new_api_token(a.db, a.user, token_name, a.now, ip=a.ip)
     except DomainError as e:
@@ -275,7 +275,7 @@ def account_new_token(a: AccountDep, token_name: FormStr = "") -> Response:
 
 
 @router.post("/account/api-tokens/{token_id}/revoke")
-def account_revoke_token(a: AccountDep, token_id: int) -> Response:
+def account_revoke_token(a: UserCall, token_id: int) -> Response:
     service.revoke_api_token(a.db, a.user, token_id, a.now, ip=a.ip)
     message = _("Token revoked. Programs using it can no longer sign in.")
     return _done(a, message, "/account#api-tokens")

@@ -19,7 +19,7 @@ from sqlmodel import func, select
 
 from app.accounts import login, service, twofactor
 from app.accounts.audit import client_ip
-from app.accounts.deps import AccountDep, AccountRequest
+from app.accounts.deps import Call, UserCall
 from app.accounts.models import User, UserSession
 from app.clock import wall_now
 from app.errors import N_, DomainError, Forbidden, NotFound
@@ -144,9 +144,7 @@ def login_code_submit(
     return response
 
 
-def _page(
-    a: AccountRequest, *, status_code: int = 200, enrol_token: str = "", **ctx: Any
-) -> Response:
+def _page(a: Call, *, status_code: int = 200, enrol_token: str = "", **ctx: Any) -> Response:
     user, settings = a.user, a.request.app.state.settings
     context: dict[str, Any] = {
         "errors": {},
@@ -178,7 +176,7 @@ def _page(
     )
 
 
-def _refused(a: AccountRequest, exc: DomainError, **ctx: Any) -> Response:
+def _refused(a: Call, exc: DomainError, **ctx: Any) -> Response:
     """The two-factor page again with why the code (or password) was refused."""
     return _page(a, status_code=_status(exc), errors=shown_errors(exc), **ctx)
 
@@ -188,7 +186,7 @@ def _to_page() -> Response:
 
 
 @router.get("/account/2fa", response_class=HTMLResponse)
-def twofactor_page(a: AccountDep) -> Response:
+def twofactor_page(a: UserCall) -> Response:
     return _page(a)
 
 
@@ -198,7 +196,7 @@ NEEDS_LINK = N_(
 
 
 @router.post("/account/2fa/start")
-def twofactor_start(a: AccountDep) -> Response:
+def twofactor_start(a: UserCall) -> Response:
     if twofactor.enrolment_needs_link(a.user, a.request.app.state.settings):
         raise Forbidden(NEEDS_LINK)
     if not twofactor.enabled(a.user):
@@ -206,7 +204,7 @@ def twofactor_start(a: AccountDep) -> Response:
     return _to_page()
 
 
-def _confirm(a: AccountRequest, code: str, enrol_token: str = "") -> Response:
+def _confirm(a: Call, code: str, enrol_token: str = "") -> Response:
     db, user, now = a.db, a.user, a.now
     try:
         codes = twofactor.confirm_enrolment(db, user, code, now=now, wall=wall_now())
@@ -231,7 +229,7 @@ def _confirm(a: AccountRequest, code: str, enrol_token: str = "") -> Response:
 
 
 @router.post("/account/2fa/confirm", response_class=HTMLResponse)
-def twofactor_confirm(a: AccountDep, code: CodeField = "") -> Response:
+def twofactor_confirm(a: UserCall, code: CodeField = "") -> Response:
     if twofactor.enabled(a.user):
         return _to_page()
     if twofactor.enrolment_needs_link(a.user, a.request.app.state.settings):
@@ -246,26 +244,26 @@ class InvalidEnrolmentLink(NotFound):
     )
 
 
-def _enrol_user(a: AccountRequest, token: str) -> None:
+def _enrol_user(a: Call, token: str) -> None:
     secret = a.request.app.state.settings.secret_key
     if not twofactor.enrolment_link_valid(a.user, token[:500], secret):
         raise InvalidEnrolmentLink()
 
 
 @router.get("/account/2fa/enrol/{token}", response_class=HTMLResponse)
-def twofactor_enrol_page(a: AccountDep, token: str) -> Response:
+def twofactor_enrol_page(a: UserCall, token: str) -> Response:
     _enrol_user(a, token)
     return _page(a, enrol_token=token)
 
 
 @router.post("/account/2fa/enrol/{token}", response_class=HTMLResponse)
-def twofactor_enrol_confirm(a: AccountDep, token: str, code: CodeField = "") -> Response:
+def twofactor_enrol_confirm(a: UserCall, token: str, code: CodeField = "") -> Response:
     _enrol_user(a, token)
     return _confirm(a, code, enrol_token=token)
 
 
 @router.post("/account/2fa/recovery-codes", response_class=HTMLResponse)
-def twofactor_new_codes(a: AccountDep, code: CodeField = "") -> Response:
+def twofactor_new_codes(a: UserCall, code: CodeField = "") -> Response:
     if not twofactor.enabled(a.user):
         return _to_page()
     try:
@@ -278,7 +276,7 @@ def twofactor_new_codes(a: AccountDep, code: CodeField = "") -> Response:
 
 @router.post("/account/2fa/disable", response_class=HTMLResponse)
 def twofactor_disable(
-    a: AccountDep, password: Annotated[str, Form(max_length=1024)] = "", code: CodeField = ""
+    a: UserCall, password: Annotated[str, Form(max_length=1024)] = "", code: CodeField = ""
 ) -> Response:
     if not twofactor.enabled(a.user):
         return _to_page()
@@ -294,5 +292,5 @@ def twofactor_disable(
     return _to_page()
 
 
-def _audit(a: AccountRequest, action: str) -> None:
+def _audit(a: Call, action: str) -> None:
     service.audit(a.db, action, a.now, actor=a.user, target=f"user:{a.user.id}", ip=a.ip)

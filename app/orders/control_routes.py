@@ -9,15 +9,11 @@ from typing import Annotated
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import RedirectResponse, Response
 from pydantic import Field
-from sqlmodel import Session
 
-from app.accounts.audit import client_ip
-from app.accounts.deps import CurrentUser
+from app.accounts.deps import Call, OpsCall, UserCall
 from app.errors import N_, DomainError, InvalidInput, NotFound
 from app.numbers import NumberError, parse_int
 from app.orders import controls
-from app.orders.deps import OpsCall
-from app.web.deps import NowDep, SessionDep
 from app.web.flash import flash
 from app.web.forms import FormModel
 from app.web.i18n import gettext as _
@@ -75,29 +71,21 @@ def _ops_order_page(request: Request, order_id: int | str, anchor: str) -> Redir
     )
 
 
-def _refused(request: Request, session: Session, e: DomainError, back: Response) -> Response:
+def _refused(call: Call, e: DomainError) -> None:
     """A refused change: nothing of it stays, and why shows on the page it goes back to."""
-    session.rollback()
-    flash(request, e.render_message(_), "error")
-    return back
+    call.db.rollback()
+    flash(call.request, e.render_message(_), "error")
 
 
 @router.post("/orders/{order_id}/tasks")
-def request_task(
-    order_id: int,
-    request: Request,
-    session: SessionDep,
-    now: NowDep,
-    user: CurrentUser,
-    form: Annotated[TaskForm, Form()],
-) -> Response:
+def request_task(order_id: int, call: UserCall, form: Annotated[TaskForm, Form()]) -> Response:
     try:
         controls.request_task(
-            session,
-            user=user,
+            call.db,
+            user=call.user,
             order_id=order_id,
             kind=form.kind,
-            now=now,
+            now=call.now,
             host_id=_optional_id(form.host_id, "host_id"),
             image=form.image,
             key_mode=form.key_mode,
@@ -106,14 +94,16 @@ def request_task(
             new_key_name=form.key_name,
             confirm=form.confirm in ("1", "yes", "on", "true"),
             note=form.note,
-            ip=client_ip(request),
+            ip=call.ip,
         )
     except NotFound:
         raise
     except DomainError as e:
-        return _refused(request, session, e, _order_page(request, order_id))
-    flash(request, _("Request sent to our operations team. Its status shows below."), "success")
-    return _order_page(request, order_id)
+        _refused(call, e)
+    else:
+        msg = _("Request sent to our operations team. Its status shows below.")
+        flash(call.request, msg, "success")
+    return _order_page(call.request, order_id)
 
 
 @router.post("/staff/ops/tasks/{task_id}")
@@ -123,11 +113,10 @@ def update_task(task_id: int, call: OpsCall, form: Annotated[TaskUpdateForm, For
     except NotFound:
         raise
     except DomainError as e:
-        call.session.rollback()
-        flash(call.request, e.render_message(_), "error")
+        _refused(call, e)
     else:
         flash(call.request, _("Request updated; the customer sees it on their order."), "success")
-    row = call.session.get(controls.OrderTask, task_id)
+    row = call.db.get(controls.OrderTask, task_id)
     return _ops_order_page(call.request, row.order_id if row else "", "#tasks")
 
 
@@ -143,7 +132,7 @@ def set_network(order_id: int, call: OpsCall, form: Annotated[NetworkForm, Form(
     except NotFound:
         raise
     except DomainError as e:
-        back = _ops_order_page(call.request, order_id, "#network")
-        return _refused(call.request, call.session, e, back)
-    flash(call.request, _("Private network status saved."), "success")
+        _refused(call, e)
+    else:
+        flash(call.request, _("Private network status saved."), "success")
     return _ops_order_page(call.request, order_id, "#network")

@@ -15,18 +15,16 @@ from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from sqlmodel import Session, col, select
 
-from app.accounts.deps import StaffUser
+from app.accounts.deps import Call, OpsCall, StaffCall
 from app.accounts.models import User
 from app.catalog import service as catalog
 from app.catalog import specs
 from app.errors import N_, DomainError, InvalidInput, NotFound
 from app.numbers import parse_int
 from app.orders import controls, desk, lease_end, ops, service
-from app.orders.deps import DeskCall, OpsCall
 from app.orders.lifecycle import LEASE_ACTIVE, PRE_DELIVERY, OrderStatus, is_late
 from app.orders.models import Order, OrderEvent
 from app.orders.schemas import OpsCredentialsForm, OpsDelayForm, OpsEndForm, OpsNodesForm
-from app.web.deps import NowDep, SessionDep
 from app.web.flash import flash
 from app.web.i18n import gettext as _
 from app.web.i18n import ngettext
@@ -51,19 +49,19 @@ def _sku_options() -> list[tuple[str, str]]:
 
 
 @router.get("/ops", response_class=HTMLResponse)
-def ops_queue(request: Request, user: StaffUser, session: SessionDep, now: NowDep) -> Response:
-    f = desk.Filters.from_query(request.query_params)
-    page = desk.queue(session, f, now)
-    groups = desk.private_network_groups(session) if f.page == 1 else []
+def ops_queue(call: StaffCall) -> Response:
+    f = desk.Filters.from_query(call.request.query_params)
+    page = desk.queue(call.db, f, call.now)
+    groups = desk.private_network_groups(call.db) if f.page == 1 else []
     return render(
-        request,
+        call.request,
         "staff/ops/queue.html",
         {
             "page": page,
             "f": f,
             "groups": groups,
-            "risk": desk.risk_counts(session, now),
-            "open_tasks": controls.open_tasks(session) if f.page == 1 else [],
+            "risk": desk.risk_counts(call.db, call.now),
+            "open_tasks": controls.open_tasks(call.db) if f.page == 1 else [],
             "task_kinds": controls.KIND_LABELS,
             "task_status": controls.STATUS_LABELS,
             "time_left": time_left,
@@ -151,11 +149,9 @@ def _sku_name(sku_id: str) -> str:
 
 
 @router.get("/ops/orders/{order_id}", response_class=HTMLResponse)
-def ops_order(
-    request: Request, order_id: int, user: StaffUser, session: SessionDep, now: NowDep
-) -> Response:
-    order = ops.load_order(session, order_id, lock=False)
-    return render(request, "staff/ops/order.html", _detail_context(session, order, now))
+def ops_order(order_id: int, call: StaffCall) -> Response:
+    order = ops.load_order(call.db, order_id, lock=False)
+    return render(call.request, "staff/ops/order.html", _detail_context(call.db, order, call.now))
 
 
 def _order_page(request: Request, order_id: int) -> Response:
@@ -164,14 +160,14 @@ def _order_page(request: Request, order_id: int) -> Response:
     )
 
 
-def _failed(call: DeskCall, order_id: int, exc: DomainError, form: dict[str, Any]) -> Response:
+def _failed(call: Call, order_id: int, exc: DomainError, form: dict[str, Any]) -> Response:
     """Nothing of a refused action stays: roll back, then explain on the same page."""
-    call.session.rollback()
+    call.db.rollback()
     if isinstance(exc, NotFound):
         raise exc
     if isinstance(exc, InvalidInput):
-        order = ops.load_order(call.session, order_id, lock=False)
-        ctx = _detail_context(call.session, order, call.now)
+        order = ops.load_order(call.db, order_id, lock=False)
+        ctx = _detail_context(call.db, order, call.now)
         errors = {k: _(v) for k, v in exc.errors.items()}
         if not errors:
             errors = {"_": exc.render_message(_)}
@@ -198,7 +194,7 @@ ACTIONS: dict[str, tuple[Callable[..., object], str]] = {
 
 
 def _act(
-    call: DeskCall, order_id: int, name: str, form: dict[str, Any] | None = None, **args: Any
+    call: Call, order_id: int, name: str, form: dict[str, Any] | None = None, **args: Any
 ) -> Response:
     """The desk action ``name`` on the order (``args``: what it takes beyond who, which
     order, when and from where); refused, ``_failed`` explains it with the ``form`` sent."""
