@@ -1,6 +1,6 @@
 """Staff: nodes, incoming batches, lead times and list prices (mounted under /staff).
 
-Sales and ops may look; only ops may change anything (``OpsUser`` on every POST).
+Sales and ops may look; only ops may change anything (``OpsCall`` on every POST).
 Every change is audited (``app.accounts.audit.record``) by the service.
 """
 
@@ -8,21 +8,18 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import date
-from typing import Annotated, Any
+from typing import Annotated
 
-from fastapi import APIRouter, Form, Request
+from fastapi import APIRouter, Form
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
-from sqlmodel import Session
 
-from app.accounts.audit import client_ip
-from app.accounts.deps import OpsUser, StaffUser
+from app.accounts.deps import Call, OpsCall, StaffCall
 from app.catalog import service as svc
 from app.catalog.models import NODE_STATE_LABELS, NodeState
 from app.catalog.specs import all_specs
 from app.errors import N_, InvalidInput
 from app.money import parse_amount
 from app.numbers import NumberError, parse_int
-from app.web.deps import NowDep, SessionDep
 from app.web.flash import flash
 from app.web.forms import FormModel, refused
 from app.web.i18n import gettext as _
@@ -33,9 +30,7 @@ router = APIRouter(route_class=AppRoute)
 
 
 def _page(
-    request: Request,
-    session: Session,
-    now: Any,
+    call: Call,
     *,
     form: str = "",
     errors: dict[str, str] | None = None,
@@ -43,9 +38,10 @@ def _page(
     status: int = 200,
 ) -> Response:
     specs = [s for s in all_specs()]
+    session, now = call.db, call.now
     nodes = svc.all_nodes(session)
     return render(
-        request,
+        call.request,
         "catalog/staff_nodes.html",
         {
             "specs": specs,
@@ -62,7 +58,7 @@ def _page(
             ],
             "state_label": lambda st: _(NODE_STATE_LABELS.get(NodeState(st)) or st),
             "promises": svc.promises_for_all(session, now),
-            "can_edit": bool(request.state.user and request.state.user.is_ops),
+            "can_edit": call.user.is_ops,
             "form": form,
             "errors": {k: _(v) for k, v in (errors or {}).items()},
             "values": values or {},
@@ -81,9 +77,7 @@ Done = tuple[str, str]
 
 
 def _submit(
-    request: Request,
-    session: Session,
-    now: Any,
+    call: Call,
     form: FormModel,
     form_key: str,
     work: Callable[[dict[str, str]], Done],
@@ -93,13 +87,11 @@ def _submit(
     the page comes again with the messages by the ``form_key`` form, else back to ``anchor``
     with ``work``'s flash."""
     f = {k: str(v) for k, v in form.model_dump(exclude_none=True).items()}
-    with refused(session) as failed:
+    with refused(call.db) as failed:
         message, category = work(f)
     if failed.errors is not None:
-        return _page(
-            request, session, now, form=form_key, errors=failed.errors, values=f, status=422
-        )
-    flash(request, message, category)
+        return _page(call, form=form_key, errors=failed.errors, values=f, status=422)
+    flash(call.request, message, category)
     return _back(anchor)
 
 
@@ -157,139 +149,99 @@ def _batch_numbers(f: dict[str, str]) -> tuple[int, date]:
 
 
 @router.get("/nodes", response_class=HTMLResponse)
-def stock_page(request: Request, session: SessionDep, now: NowDep, user: StaffUser) -> Response:
-    return _page(request, session, now)
+def stock_page(call: StaffCall) -> Response:
+    return _page(call)
 
 
 @router.post("/nodes/add", response_class=HTMLResponse)
-def node_add(
-    request: Request,
-    session: SessionDep,
-    now: NowDep,
-    user: OpsUser,
-    form: Annotated[NodeAddForm, Form()],
-) -> Response:
+def node_add(call: OpsCall, form: Annotated[NodeAddForm, Form()]) -> Response:
     def work(f: dict[str, str]) -> Done:
         node = svc.add_node(
-            session,
+            call.db,
             sku_id=form.sku_id,
             hostname=form.hostname,
             mgmt_ip=form.mgmt_ip,
             state=form.state,
-            now=now,
-            actor=user,
-            ip=client_ip(request),
+            now=call.now,
+            actor=call.user,
+            ip=call.ip,
         )
         return _("Node {name} added.").format(name=node.hostname), "success"
 
-    return _submit(request, session, now, form, "node-add", work, "#nodes")
+    return _submit(call, form, "node-add", work, "#nodes")
 
 
 @router.post("/nodes/{node_id}", response_class=HTMLResponse)
-def node_change(
-    request: Request,
-    node_id: int,
-    session: SessionDep,
-    now: NowDep,
-    user: OpsUser,
-    form: Annotated[NodeChangeForm, Form()],
-) -> Response:
+def node_change(node_id: int, call: OpsCall, form: Annotated[NodeChangeForm, Form()]) -> Response:
     def work(f: dict[str, str]) -> Done:
         node = svc.update_node(
-            session,
+            call.db,
             node_id,
-            now=now,
-            actor=user,
+            now=call.now,
+            actor=call.user,
             state=form.state or None,
             mgmt_ip=form.mgmt_ip,
             note=form.note,
-            ip=client_ip(request),
+            ip=call.ip,
         )
         return _("Node {name} saved.").format(name=node.hostname), "success"
 
-    return _submit(request, session, now, form, f"node-{node_id}", work, f"#node-{node_id}")
+    return _submit(call, form, f"node-{node_id}", work, f"#node-{node_id}")
 
 
-def _batch_save(
-    request: Request,
-    session: Session,
-    now: Any,
-    user: Any,
-    form: BatchForm,
-    batch_id: int | None,
-) -> Response:
+def _batch_save(call: Call, form: BatchForm, batch_id: int | None) -> Response:
     """A new incoming batch (``batch_id`` None) or an expected one changed: the same form."""
 
     def work(f: dict[str, str]) -> Done:
         qty, when = _batch_numbers(f)
         if batch_id is None:
             svc.add_batch(
-                session,
+                call.db,
                 sku_id=f.get("sku_id", ""),
                 quantity=qty,
                 expected_on=when,
-                now=now,
-                actor=user,
+                now=call.now,
+                actor=call.user,
                 note=f.get("note", ""),
-                ip=client_ip(request),
+                ip=call.ip,
             )
             return _("Incoming batch added."), "success"
         svc.update_batch(
-            session,
+            call.db,
             batch_id,
-            now=now,
-            actor=user,
+            now=call.now,
+            actor=call.user,
             quantity=qty,
             expected_on=when,
-            ip=client_ip(request),
+            ip=call.ip,
         )
         return _("Batch saved."), "success"
 
     key = "batch-add" if batch_id is None else f"batch-{batch_id}"
-    return _submit(request, session, now, form, key, work, "#batches")
+    return _submit(call, form, key, work, "#batches")
 
 
 @router.post("/batches/add", response_class=HTMLResponse)
-def batch_add(
-    request: Request,
-    session: SessionDep,
-    now: NowDep,
-    user: OpsUser,
-    form: Annotated[BatchForm, Form()],
-) -> Response:
-    return _batch_save(request, session, now, user, form, None)
+def batch_add(call: OpsCall, form: Annotated[BatchForm, Form()]) -> Response:
+    return _batch_save(call, form, None)
 
 
 @router.post("/batches/{batch_id}", response_class=HTMLResponse)
-def batch_change(
-    request: Request,
-    batch_id: int,
-    session: SessionDep,
-    now: NowDep,
-    user: OpsUser,
-    form: Annotated[BatchForm, Form()],
-) -> Response:
-    return _batch_save(request, session, now, user, form, batch_id)
+def batch_change(batch_id: int, call: OpsCall, form: Annotated[BatchForm, Form()]) -> Response:
+    return _batch_save(call, form, batch_id)
 
 
 @router.post("/batches/{batch_id}/arrived", response_class=HTMLResponse)
-def batch_arrived(
-    request: Request, batch_id: int, session: SessionDep, now: NowDep, user: OpsUser
-) -> Response:
-    nodes = svc.mark_batch_arrived(session, batch_id, now=now, actor=user, ip=client_ip(request))
-    flash(request, _("Batch arrived: {n} nodes added to stock.").format(n=len(nodes)), "success")
+def batch_arrived(batch_id: int, call: OpsCall) -> Response:
+    nodes = svc.mark_batch_arrived(call.db, batch_id, now=call.now, actor=call.user, ip=call.ip)
+    flash(
+        call.request, _("Batch arrived: {n} nodes added to stock.").format(n=len(nodes)), "success"
+    )
     return _back("#nodes")
 
 
 @router.post("/prices/{sku_id}", response_class=HTMLResponse)
-def price_change(
-    request: Request,
-    sku_id: str,
-    session: SessionDep,
-    now: NowDep,
-    user: OpsUser,
-    form: Annotated[PriceForm, Form()],
-) -> Response:
+def price_change(sku_id: str, call: OpsCall, form: Annotated[PriceForm, Form()]) -> Response:
     def work(f: dict[str, str]) -> Done:
         try:
             cents = parse_amount(f.get("price", ""))
@@ -299,13 +251,13 @@ def price_change(
             ) from None
         try:
             change = svc.set_list_price(
-                session,
+                call.db,
                 sku_id=sku_id,
                 cents=cents,
                 reason=f.get("reason", ""),
-                actor=user,
-                now=now,
-                ip=client_ip(request),
+                actor=call.user,
+                now=call.now,
+                ip=call.ip,
             )
         except InvalidInput as e:
             if "cents" in e.errors:
@@ -315,21 +267,14 @@ def price_change(
             return _("The price is unchanged."), "info"
         return _("List price changed; it applies to new orders and quotes."), "success"
 
-    return _submit(request, session, now, form, f"price-{sku_id}", work, "#prices")
+    return _submit(call, form, f"price-{sku_id}", work, "#prices")
 
 
 @router.post("/lead-times/{sku_id}", response_class=HTMLResponse)
-def lead_time_change(
-    request: Request,
-    sku_id: str,
-    session: SessionDep,
-    now: NowDep,
-    user: OpsUser,
-    form: Annotated[LeadTimeForm, Form()],
-) -> Response:
+def lead_time_change(sku_id: str, call: OpsCall, form: Annotated[LeadTimeForm, Form()]) -> Response:
     def work(f: dict[str, str]) -> Done:
         days = _int(f.get("days", ""), "lead_time", N_("Enter a whole number of business days."))
-        svc.set_lead_time(session, sku_id, days, now=now, actor=user, ip=client_ip(request))
+        svc.set_lead_time(call.db, sku_id, days, now=call.now, actor=call.user, ip=call.ip)
         return _("Lead time saved."), "success"
 
-    return _submit(request, session, now, form, f"lead-{sku_id}", work, "#prices")
+    return _submit(call, form, f"lead-{sku_id}", work, "#prices")
