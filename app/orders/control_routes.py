@@ -4,6 +4,7 @@ without JavaScript; success and refusal both land back on the order page with a 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated
 
 from fastapi import APIRouter, Form, Request
@@ -71,16 +72,24 @@ def _ops_order_page(request: Request, order_id: int | str, anchor: str) -> Redir
     )
 
 
-def _refused(call: Call, e: DomainError) -> None:
-    """A refused change: nothing of it stays, and why shows on the page it goes back to."""
-    call.db.rollback()
-    flash(call.request, e.render_message(_), "error")
+def _change(call: Call, work: Callable[[], object], done: str) -> None:
+    """``work`` as one change, said on the page the request goes back to: ``done``, or why
+    it was refused (nothing of it stays). A missing order or task stays a 404."""
+    try:
+        work()
+    except NotFound:
+        raise
+    except DomainError as e:
+        call.db.rollback()
+        flash(call.request, e.render_message(_), "error")
+    else:
+        flash(call.request, done, "success")
 
 
 @router.post("/orders/{order_id}/tasks")
 def request_task(order_id: int, call: UserCall, form: Annotated[TaskForm, Form()]) -> Response:
-    try:
-        controls.request_task(
+    def work() -> object:
+        return controls.request_task(
             call.db,
             user=call.user,
             order_id=order_id,
@@ -96,43 +105,34 @@ def request_task(order_id: int, call: UserCall, form: Annotated[TaskForm, Form()
             note=form.note,
             ip=call.ip,
         )
-    except NotFound:
-        raise
-    except DomainError as e:
-        _refused(call, e)
-    else:
-        msg = _("Request sent to our operations team. Its status shows below.")
-        flash(call.request, msg, "success")
+
+    _change(call, work, _("Request sent to our operations team. Its status shows below."))
     return _order_page(call.request, order_id)
 
 
 @router.post("/staff/ops/tasks/{task_id}")
 def update_task(task_id: int, call: OpsCall, form: Annotated[TaskUpdateForm, Form()]) -> Response:
-    try:
-        call.run(controls.update_task, task_id=task_id, status=form.status, ops_note=form.ops_note)
-    except NotFound:
-        raise
-    except DomainError as e:
-        _refused(call, e)
-    else:
-        flash(call.request, _("Request updated; the customer sees it on their order."), "success")
+    _change(
+        call,
+        lambda: call.run(
+            controls.update_task, task_id=task_id, status=form.status, ops_note=form.ops_note
+        ),
+        _("Request updated; the customer sees it on their order."),
+    )
     row = call.db.get(controls.OrderTask, task_id)
     return _ops_order_page(call.request, row.order_id if row else "", "#tasks")
 
 
 @router.post("/staff/ops/orders/{order_id}/network")
 def set_network(order_id: int, call: OpsCall, form: Annotated[NetworkForm, Form()]) -> Response:
-    try:
-        call.run(
+    _change(
+        call,
+        lambda: call.run(
             controls.set_network,
             order_id=order_id,
             status=form.network_status,
             subnet=form.network_subnet,
-        )
-    except NotFound:
-        raise
-    except DomainError as e:
-        _refused(call, e)
-    else:
-        flash(call.request, _("Private network status saved."), "success")
+        ),
+        _("Private network status saved."),
+    )
     return _ops_order_page(call.request, order_id, "#network")
