@@ -1,7 +1,7 @@
 """Sales desk under /staff: quote list, builder, detail, PDF, approvals, cluster requests.
 
 Mounted by app/staff/routes.py, which already requires sales or ops. Approving a
-discount above the sales limit needs ``OpsUser``.
+discount above the sales limit needs ``OpsCall``.
 """
 
 from __future__ import annotations
@@ -13,8 +13,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from pydantic import ValidationError
 from sqlmodel import Session
 
-from app.accounts.audit import client_ip
-from app.accounts.deps import OpsUser, SalesUser
+from app.accounts.deps import OpsCall, SalesCall
 from app.catalog.specs import spec
 from app.configurator.routes import layout_rows
 from app.errors import InvalidInput
@@ -22,7 +21,6 @@ from app.quotes import pdf_cache, pricing, service
 from app.quotes.models import Quote
 from app.quotes.pdf import build_pdf, pdf_language, promise_text
 from app.quotes.schemas import QuoteIn
-from app.web.deps import NowDep, SessionDep
 from app.web.flash import flash
 from app.web.forms import field_errors
 from app.web.i18n import current_locale
@@ -127,19 +125,17 @@ def _quote_input(session: Session, form: dict[str, str]) -> service.QuoteInput:
 
 @router.get("/quotes", response_class=HTMLResponse)
 def quote_list(
-    request: Request,
-    session: SessionDep,
-    user: SalesUser,
-    now: NowDep,
+    call: SalesCall,
     status: Annotated[str, Query(max_length=24)] = "",
     q: Annotated[str, Query(max_length=120)] = "",
     page: Annotated[int, Query(ge=1, le=100000)] = 1,
 ) -> Response:
-    result = service.list_quotes(session, now=now, status=status, q=q, page=page)
+    session = call.db
+    result = service.list_quotes(session, now=call.now, status=status, q=q, page=page)
     people = service.users_by_id(session, {x.created_by_id for x in result.items})
     new_requests = service.count_new_cluster_requests(session)
     return render(
-        request,
+        call.request,
         "quotes/list.html",
         {
             "page": result,
@@ -162,9 +158,7 @@ def quote_list(
 
 @router.get("/quotes/new", response_class=HTMLResponse)
 def quote_new(
-    request: Request,
-    session: SessionDep,
-    user: SalesUser,
+    call: SalesCall,
     from_request: Annotated[int | None, Query(ge=1)] = None,
     sizing: Annotated[str, Query(max_length=2000)] = "",
     email: Annotated[str, Query(max_length=254)] = "",
@@ -179,48 +173,43 @@ def quote_new(
         "prospect_email": email,
     }
     if email:
-        customer = service.find_customer(session, email)
+        customer = service.find_customer(call.db, email)
         if customer:
             values["prospect_name"] = customer.name
             values["prospect_company"] = customer.company
     if from_request:
-        values.update(service.quote_values_from_request(session, from_request))
-    return _builder(request, values)
+        values.update(service.quote_values_from_request(call.db, from_request))
+    return _builder(call.request, values)
 
 
 @router.get("/quotes/customers", response_class=HTMLResponse)
 def customer_lookup(
-    request: Request,
-    session: SessionDep,
-    user: SalesUser,
-    prospect_email: Annotated[str, Query(max_length=254)] = "",
+    call: SalesCall, prospect_email: Annotated[str, Query(max_length=254)] = ""
 ) -> Response:
     """Existing customers whose email matches (an htmx fragment under the email field)."""
-    matches = service.search_customers(session, prospect_email)
-    exact = service.find_customer(session, prospect_email)
+    matches = service.search_customers(call.db, prospect_email)
+    exact = service.find_customer(call.db, prospect_email)
     return render(
-        request,
+        call.request,
         "quotes/_customers.html",
         {"matches": matches, "exact": exact, "typed": prospect_email},
     )
 
 
 @router.post("/quotes/new")
-def quote_create(
-    request: Request, session: SessionDep, user: SalesUser, now: NowDep, form: FormData
-) -> Response:
+def quote_create(call: SalesCall, form: FormData) -> Response:
     try:
-        data = _quote_input(session, form)
+        data = _quote_input(call.db, form)
     except InvalidInput as e:
-        return _builder(request, form, e.errors, status_code=422)
-    q = service.create_quote(session, actor=user, data=data, now=now, ip=client_ip(request))
+        return _builder(call.request, form, e.errors, status_code=422)
+    q = service.create_quote(call.db, actor=call.user, data=data, now=call.now, ip=call.ip)
     rr_id = form.get("from_request", "")
     if rr_id.isascii() and rr_id.isdigit() and len(rr_id) < 19:
         service.mark_cluster_request_quoted(
-            session, int(rr_id), q, actor=user, now=now, ip=client_ip(request)
+            call.db, int(rr_id), q, actor=call.user, now=call.now, ip=call.ip
         )
-    flash(request, _("Quote saved as a draft. Check it, then send it."), "success")
-    return _to_quote(request, q)
+    flash(call.request, _("Quote saved as a draft. Check it, then send it."), "success")
+    return _to_quote(call.request, q)
 
 
 # ----------------------------------------------------------------------------- cluster requests
@@ -228,13 +217,11 @@ def quote_create(
 
 @router.get("/quotes/requests", response_class=HTMLResponse)
 def cluster_requests(
-    request: Request,
-    session: SessionDep,
-    user: SalesUser,
+    call: SalesCall,
     status: Annotated[str, Query(max_length=16)] = "",
     page: Annotated[int, Query(ge=1, le=100000)] = 1,
 ) -> Response:
-    result = service.list_cluster_requests(session, status=status, page=page)
+    result = service.list_cluster_requests(call.db, status=status, page=page)
     ctx = {
         "items": result.items,
         "status": status if status in REQUEST_STATUS_LABELS else "",
@@ -244,30 +231,23 @@ def cluster_requests(
         "total": result.total,
         "skus": {s.id: s for s in service.sku_choices()},
     }
-    return render(request, "quotes/requests.html", ctx)
+    return render(call.request, "quotes/requests.html", ctx)
 
 
 @router.post("/quotes/requests/{request_id}")
-def cluster_request_update(
-    request: Request,
-    request_id: int,
-    session: SessionDep,
-    user: SalesUser,
-    now: NowDep,
-    form: FormData,
-) -> Response:
+def cluster_request_update(request_id: int, call: SalesCall, form: FormData) -> Response:
     rr = service.update_cluster_request(
-        session,
+        call.db,
         request_id,
         status=form.get("status", ""),
         staff_note=form.get("staff_note"),
-        actor=user,
-        now=now,
-        ip=client_ip(request),
+        actor=call.user,
+        now=call.now,
+        ip=call.ip,
     )
-    if is_htmx(request):
+    if is_htmx(call.request):
         return render(
-            request,
+            call.request,
             "quotes/_request_row.html",
             {
                 "r": rr,
@@ -276,7 +256,7 @@ def cluster_request_update(
                 "saved": True,
             },
         )
-    flash(request, _("Request updated."), "success")
+    flash(call.request, _("Request updated."), "success")
     back = form.get("back", "")
     target = back if back.startswith("/staff/quotes/requests") else "/staff/quotes/requests"
     return RedirectResponse(target, status_code=303)
@@ -287,10 +267,8 @@ def _load(session: Session, quote_id: int, now: Any, lock: bool = False) -> Quot
 
 
 @router.get("/quotes/{quote_id}/edit", response_class=HTMLResponse)
-def quote_edit(
-    request: Request, quote_id: int, session: SessionDep, user: SalesUser, now: NowDep
-) -> Response:
-    q = _load(session, quote_id, now)
+def quote_edit(quote_id: int, call: SalesCall) -> Response:
+    q = _load(call.db, quote_id, call.now)
     values = {
         "prospect_name": q.prospect_name,
         "prospect_email": q.prospect_email,
@@ -307,56 +285,45 @@ def quote_edit(
         "note_token_budget": q.note_token_budget,
         "note_comm_pattern": q.note_comm_pattern,
     }
-    return _builder(request, values, quote=q)
+    return _builder(call.request, values, quote=q)
 
 
 @router.post("/quotes/{quote_id}/edit")
-def quote_update(
-    request: Request,
-    quote_id: int,
-    session: SessionDep,
-    user: SalesUser,
-    now: NowDep,
-    form: FormData,
-) -> Response:
-    q = _load(session, quote_id, now, lock=True)
+def quote_update(quote_id: int, call: SalesCall, form: FormData) -> Response:
+    q = _load(call.db, quote_id, call.now, lock=True)
     try:
-        data = _quote_input(session, form)
+        data = _quote_input(call.db, form)
     except InvalidInput as e:
-        return _builder(request, form, e.errors, quote=q, status_code=422)
-    service.update_quote(session, q, actor=user, data=data, now=now, ip=client_ip(request))
-    flash(request, _("Quote updated."), "success")
-    return _to_quote(request, q)
+        return _builder(call.request, form, e.errors, quote=q, status_code=422)
+    service.update_quote(call.db, q, actor=call.user, data=data, now=call.now, ip=call.ip)
+    flash(call.request, _("Quote updated."), "success")
+    return _to_quote(call.request, q)
 
 
 # ----------------------------------------------------------------------------- detail & actions
 
 
 @router.get("/quotes/{quote_id}", response_class=HTMLResponse)
-def quote_detail(
-    request: Request, quote_id: int, session: SessionDep, user: SalesUser, now: NowDep
-) -> Response:
-    q = _load(session, quote_id, now)
-    ctx = _quote_ctx(session, q)
-    ctx["share_url"] = request.app.state.settings.base_url.rstrip("/") + service.share_path(q)
+def quote_detail(quote_id: int, call: SalesCall) -> Response:
+    q = _load(call.db, quote_id, call.now)
+    ctx = _quote_ctx(call.db, q)
+    ctx["share_url"] = call.request.app.state.settings.base_url.rstrip("/") + service.share_path(q)
     ctx["shared"] = q.status not in (
         pricing.QuoteStatus.draft,
         pricing.QuoteStatus.pending_approval,
         pricing.QuoteStatus.withdrawn,
     )
     ctx["staff_view"] = True
-    return render(request, "quotes/detail.html", ctx)
+    return render(call.request, "quotes/detail.html", ctx)
 
 
 @router.post("/quotes/{quote_id}/send")
-def quote_send(
-    request: Request, quote_id: int, session: SessionDep, user: SalesUser, now: NowDep
-) -> Response:
-    q = _load(session, quote_id, now, lock=True)
-    service.send_quote(session, q, actor=user, now=now, ip=client_ip(request))
+def quote_send(quote_id: int, call: SalesCall) -> Response:
+    q = _load(call.db, quote_id, call.now, lock=True)
+    service.send_quote(call.db, q, actor=call.user, now=call.now, ip=call.ip)
     if q.status == pricing.QuoteStatus.pending_approval:
         flash(
-            request,
+            call.request,
             _(
                 "The discount is above 10 %: the quote now waits for an ops approval before it is shared."
             ),
@@ -364,54 +331,45 @@ def quote_send(
         )
     else:
         flash(
-            request, _("Quote sent. Copy the link below and share it with the prospect."), "success"
+            call.request,
+            _("Quote sent. Copy the link below and share it with the prospect."),
+            "success",
         )
-    return _to_quote(request, q)
+    return _to_quote(call.request, q)
 
 
 @router.post("/quotes/{quote_id}/approve")
-def quote_approve(
-    request: Request,
-    quote_id: int,
-    session: SessionDep,
-    user: OpsUser,
-    now: NowDep,
-    form: FormData,
-) -> Response:
-    q = _load(session, quote_id, now, lock=True)
+def quote_approve(quote_id: int, call: OpsCall, form: FormData) -> Response:
+    q = _load(call.db, quote_id, call.now, lock=True)
     approve = form.get("decision") != "decline"
     service.decide_discount(
-        session,
+        call.db,
         q,
         approve=approve,
-        actor=user,
+        actor=call.user,
         reason=form.get("reason", ""),
-        now=now,
-        ip=client_ip(request),
+        now=call.now,
+        ip=call.ip,
     )
     if approve:
-        flash(request, _("Discount approved and the quote is sent."), "success")
+        flash(call.request, _("Discount approved and the quote is sent."), "success")
     else:
-        flash(request, _("Discount declined; the quote is back to draft."), "warning")
-    return _to_quote(request, q)
+        flash(call.request, _("Discount declined; the quote is back to draft."), "warning")
+    return _to_quote(call.request, q)
 
 
 @router.post("/quotes/{quote_id}/withdraw")
-def quote_withdraw(
-    request: Request, quote_id: int, session: SessionDep, user: SalesUser, now: NowDep
-) -> Response:
-    q = _load(session, quote_id, now, lock=True)
-    service.withdraw_quote(session, q, actor=user, now=now, ip=client_ip(request))
-    flash(request, _("Quote withdrawn: its link no longer works."), "success")
-    return _to_quote(request, q)
+def quote_withdraw(quote_id: int, call: SalesCall) -> Response:
+    q = _load(call.db, quote_id, call.now, lock=True)
+    service.withdraw_quote(call.db, q, actor=call.user, now=call.now, ip=call.ip)
+    flash(call.request, _("Quote withdrawn: its link no longer works."), "success")
+    return _to_quote(call.request, q)
 
 
 @router.get("/quotes/{quote_id}/pdf")
-def quote_pdf(
-    request: Request, quote_id: int, session: SessionDep, user: SalesUser, now: NowDep
-) -> Response:
-    q = _load(session, quote_id, now)
-    return pdf_response(session, q, now, staff=user)
+def quote_pdf(quote_id: int, call: SalesCall) -> Response:
+    q = _load(call.db, quote_id, call.now)
+    return pdf_response(call.db, q, call.now, staff=call.user)
 
 
 def pdf_response(session: Session, q: Quote, now: Any, staff: Any = None) -> Response:
