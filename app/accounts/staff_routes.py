@@ -8,16 +8,15 @@ from datetime import UTC, date, datetime, time, timedelta
 from typing import Annotated, Any
 from urllib.parse import urlencode
 
-from fastapi import APIRouter, Form, Query, Request
+from fastapi import APIRouter, Form, Query
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from pydantic import Field
 from sqlmodel import Session, col, func, or_, select
 
 from app.accounts import service
-from app.accounts.audit import AuditEvent, client_ip
-from app.accounts.deps import OpsUser, StaffUser
+from app.accounts.audit import AuditEvent
+from app.accounts.deps import OpsCall, StaffCall
 from app.accounts.models import Role, User
-from app.web.deps import NowDep, SessionDep
 from app.web.flash import flash
 from app.web.i18n import gettext as _
 from app.web.params import Paged
@@ -65,9 +64,7 @@ class AuditFilters(Paged):
 
 
 @router.get("/audit", response_class=HTMLResponse)
-def audit_log(
-    request: Request, db: SessionDep, user: OpsUser, f: Annotated[AuditFilters, Query()]
-) -> Response:
+def audit_log(call: OpsCall, f: Annotated[AuditFilters, Query()]) -> Response:
     conds: list[Any] = []
     if f.action.strip():
         conds.append(col(AuditEvent.action).like(f.action.strip().lower() + "%"))
@@ -83,10 +80,10 @@ def audit_log(
     if end:
         conds.append(col(AuditEvent.at) < end + timedelta(days=1))
     newest = (col(AuditEvent.at).desc(), col(AuditEvent.id).desc())
-    rows, total, pages = _paged(db, AuditEvent, conds, newest, f.page)
+    rows, total, pages = _paged(call.db, AuditEvent, conds, newest, f.page)
     filters = f.model_dump(exclude={"page"})
     ctx = {"events": rows, "filters": filters, "page": f.page, "pages": pages, "total": total}
-    return render(request, "accounts/staff_audit.html", ctx)
+    return render(call.request, "accounts/staff_audit.html", ctx)
 
 
 class UserFilters(Paged):
@@ -95,9 +92,7 @@ class UserFilters(Paged):
 
 
 @router.get("/users", response_class=HTMLResponse)
-def users(
-    request: Request, db: SessionDep, user: StaffUser, f: Annotated[UserFilters, Query()]
-) -> Response:
+def users(call: StaffCall, f: Annotated[UserFilters, Query()]) -> Response:
     conds: list[Any] = []
     if f.q.strip():
         pattern = _like(f.q.strip().lower())
@@ -111,9 +106,9 @@ def users(
     if f.role in {r.value for r in Role}:
         conds.append(col(User.role) == f.role)
     newest = (col(User.created_at).desc(), col(User.id).desc())
-    rows, total, pages = _paged(db, User, conds, newest, f.page)
+    rows, total, pages = _paged(call.db, User, conds, newest, f.page)
     ctx = {"users": rows, "q": f.q, "role": f.role, "page": f.page, "pages": pages, "total": total}
-    return render(request, "accounts/staff_users.html", ctx)
+    return render(call.request, "accounts/staff_users.html", ctx)
 
 
 def _back(q: str) -> str:
@@ -123,20 +118,13 @@ def _back(q: str) -> str:
 
 @router.post("/users/{user_id}/disable")
 @router.post("/users/{user_id}/enable")
-def switch_user(
-    request: Request,
-    db: SessionDep,
-    user: OpsUser,
-    now: NowDep,
-    user_id: int,
-    q: Annotated[str, Form()] = "",
-) -> Response:
+def switch_user(call: OpsCall, user_id: int, q: Annotated[str, Form()] = "") -> Response:
     """Disable (signed out everywhere) or re-enable an account, as the path says."""
-    active = request.url.path.endswith("/enable")
-    target = service.set_active(db, user, user_id, active, now, ip=client_ip(request))
+    active = call.request.url.path.endswith("/enable")
+    target = service.set_active(call.db, call.user, user_id, active, call.now, ip=call.ip)
     if active:
         done = _("{email} can log in again.")
     else:
         done = _("{email} is disabled and signed out everywhere.")
-    flash(request, done.format(email=target.email), "success")
+    flash(call.request, done.format(email=target.email), "success")
     return RedirectResponse(_back(q[:254]), status_code=303)
