@@ -12,7 +12,7 @@ from sqlmodel import Session
 
 from app import i18n
 from app.accounts import service as accounts
-from app.accounts.deps import CurrentUser
+from app.accounts.deps import UserCall
 from app.accounts.models import User
 from app.catalog import service as catalog
 from app.catalog import specs
@@ -23,7 +23,6 @@ from app.notifications.service import mark_read, unread_for
 from app.orders import controls, renewals, service, status_text
 from app.orders.lifecycle import GRACE_DAYS
 from app.orders.models import Order
-from app.web.deps import NowDep, SessionDep
 from app.web.routing import AppRoute
 from app.web.templating import render
 
@@ -76,14 +75,13 @@ def status_badge(order: Order, now: datetime) -> tuple[str, str]:
 
 
 @router.get("/console", response_class=HTMLResponse)
-def console(request: Request, session: SessionDep, now: NowDep, user: CurrentUser) -> Response:
-
-    orders = service.visible_orders(session, user)
-    available, held = service.balance_of(session, user)
-    notifications = unread_for(session, user.id or 0)
+def console(call: UserCall) -> Response:
+    orders = service.visible_orders(call.db, call.user)
+    available, held = service.balance_of(call.db, call.user)
+    notifications = unread_for(call.db, call.user.id or 0)
     unread = {n.id for n in notifications if n.read_at is None}
     # Shown once as new, then seen: a short write of its own (this GET only reads).
-    mark_read(request.app.state.engine, user.id or 0, [i for i in unread if i], now)
+    mark_read(call.request.app.state.engine, call.user.id or 0, [i for i in unread if i], call.now)
     # What the balance lacks for each lease's next renewal; within the reminders' reach
     # (7 days) a banner with the date the lease would end unpaid.
     shortfalls: dict[int, int] = {}
@@ -96,18 +94,18 @@ def console(request: Request, session: SessionDep, now: NowDep, user: CurrentUse
         for o in orders
         if o.id in shortfalls
         and o.period_end is not None
-        and renewals.reminder_stage(utc(o.period_end), now) is not None
+        and renewals.reminder_stage(utc(o.period_end), call.now) is not None
     }
     return render(
-        request,
+        call.request,
         "orders/console.html",
         {
             "unread": unread,
             "orders": orders,
-            "badges": {o.id: status_badge(o, now) for o in orders},
-            "statuses": {o.id: status_text.for_order(o, now) for o in orders},
+            "badges": {o.id: status_badge(o, call.now) for o in orders},
+            "statuses": {o.id: status_text.for_order(o, call.now) for o in orders},
             "deadlines": {o.id: _deadline(o.promised_date) for o in orders},
-            "offset_ms": _clock_offset_ms(now),
+            "offset_ms": _clock_offset_ms(call.now),
             "notifications": notifications,
             "available": available,
             "held": held,
@@ -115,49 +113,47 @@ def console(request: Request, session: SessionDep, now: NowDep, user: CurrentUse
             "shortfalls": shortfalls,
             "reminders": reminders,
             "topup_links": {k: renewals.topup_path(k, v) for k, v in shortfalls.items()},
-            "reader_zone": reader_zone(request, user),
+            "reader_zone": reader_zone(call.request, call.user),
         },
         headers=NO_STORE,
     )
 
 
 @router.get("/console/orders/{order_id}", response_class=HTMLResponse)
-def console_order(
-    order_id: int, request: Request, session: SessionDep, now: NowDep, user: CurrentUser
-) -> Response:
-    order = service.get_order_for(session, user, order_id)
+def console_order(order_id: int, call: UserCall) -> Response:
+    order = service.get_order_for(call.db, call.user, order_id)
     spec = specs.spec(order.sku_id)
     assert order.id is not None
-    available = service.balance_of(session, user)[0] or 0
+    available = service.balance_of(call.db, call.user)[0] or 0
     short = renewals.renewal_shortfall(order, available) if order.period_end else 0
     return render(
-        request,
+        call.request,
         "orders/order.html",
         {
             "order": order,
             "spec": spec,
-            "badge": status_badge(order, now),
-            "late": service.is_order_late(order, now),
+            "badge": status_badge(order, call.now),
+            "late": service.is_order_late(order, call.now),
             "deadline": _deadline(order.promised_date),
-            "offset_ms": _clock_offset_ms(now),
-            "events": service.timeline(session, order.id),
-            "hosts": service.hosts_of(session, order.id),
+            "offset_ms": _clock_offset_ms(call.now),
+            "events": service.timeline(call.db, order.id),
+            "hosts": service.hosts_of(call.db, order.id),
             "keys": service.ssh_keys_of(order),
             "image_label": image_name(order.image_id),
-            "action": service.cancel_action(order, now),
+            "action": service.cancel_action(order, call.now),
             "busbw": str(spec.raw.get("nccl_allreduce_busbw_gbps") or ""),
-            "status": _status_text(session, order, now),
+            "status": _status_text(call.db, order, call.now),
             "available": available,
             "renewal_short": short,
             "renewal_grace": (
                 utc(order.period_end) + timedelta(days=GRACE_DAYS) if order.period_end else None
             ),
             "renewal_topup": renewals.topup_path(order.id, short),
-            "reader_zone": reader_zone(request, user),
+            "reader_zone": reader_zone(call.request, call.user),
             # the order's invoices and credit notes, as the ledger issued them
-            "order_receipts": ledger.receipts_for_order(session, order.user_id, order.id),
-            "order_credit_notes": ledger.credit_notes_for_order(session, order.user_id, order.id),
-            **controls_context(session, order, user),
+            "order_receipts": ledger.receipts_for_order(call.db, order.user_id, order.id),
+            "order_credit_notes": ledger.credit_notes_for_order(call.db, order.user_id, order.id),
+            **controls_context(call.db, order, call.user),
         },
         headers=NO_STORE,
     )

@@ -17,12 +17,11 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 from starlette.datastructures import QueryParams
 
-from app.accounts.deps import CurrentUser
+from app.accounts.deps import UserCall
 from app.configurator import forms, launch_view
 from app.orders import service
 from app.sizing import SizingError, list_presets
 from app.sizing.launch import Bundle, LaunchError, export_launch
-from app.web.deps import SessionDep
 from app.web.i18n import gettext as _
 from app.web.routing import AppRoute
 from app.web.templating import render
@@ -73,11 +72,9 @@ def _framework(request: Request) -> str | None:
 
 
 @router.get("/console/orders/{order_id}/launch", response_class=HTMLResponse)
-def console_order_launch(
-    order_id: int, request: Request, session: SessionDep, user: CurrentUser
-) -> Response:
-    fw = _framework(request)
-    bundle, refused, note = _bundle(session, user, order_id, fw)
+def console_order_launch(order_id: int, call: UserCall) -> Response:
+    fw = _framework(call.request)
+    bundle, refused, note = _bundle(call.db, call.user, order_id, fw)
     base = f"/console/orders/{order_id}/launch"
     ctx = launch_view.page_context(
         bundle,
@@ -94,12 +91,10 @@ def console_order_launch(
         note=note,
     )
     status = 422 if refused is not None else 200
-    return render(request, "configurator/launch.html", ctx, status_code=status)
+    return render(call.request, "configurator/launch.html", ctx, status_code=status)
 
 
 @router.get("/console/orders/{order_id}/launch/file")
-def console_order_launch_file(
-    order_id: int, request: Request, session: SessionDep, user: CurrentUser
-) -> Response:
-    bundle, refused, _note = _bundle(session, user, order_id, _framework(request))
-    return launch_view.file_response(bundle, refused, request.query_params.get("name", ""))
+def console_order_launch_file(order_id: int, call: UserCall) -> Response:
+    bundle, refused, _note = _bundle(call.db, call.user, order_id, _framework(call.request))
+    return launch_view.file_response(bundle, refused, call.request.query_params.get("name", ""))

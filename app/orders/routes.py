@@ -12,7 +12,7 @@ from sqlmodel import Session
 
 from app.accounts import login
 from app.accounts import service as accounts
-from app.accounts.deps import CurrentUser, OptionalUser
+from app.accounts.deps import Call, OptionalUser, UserCall
 from app.accounts.models import User
 from app.accounts.security import SESSION_COOKIE
 from app.accounts.sshkeys import looks_private
@@ -364,10 +364,8 @@ def _with_cookies(page: Response, source: Response) -> Response:
 
 
 def _review_page(
-    request: Request,
-    session: Session,
+    call: Call,
     order: Order,
-    now: datetime,
     *,
     error: str | None = None,
     status_code: int = 200,
@@ -375,16 +373,16 @@ def _review_page(
     topup_amount: str | None = None,
 ) -> HTMLResponse:
 
-    rv = service.review(session, order, now)
+    rv = service.review(call.db, order, call.now)
     spec = specs.spec(order.sku_id)
-    back = request.app.url_path_for("review_page", order_id=order.id)
+    back = call.request.app.url_path_for("review_page", order_id=order.id)
     open_topups = [
         i
-        for i in payments.invoices_for(session, order.user_id)
+        for i in payments.invoices_for(call.db, order.user_id)
         if i.return_to == back and not i.final
     ]
     return render(
-        request,
+        call.request,
         "orders/review.html",
         {
             "open_topups": open_topups if rv.shortfall_cents > 0 else [],
@@ -413,33 +411,24 @@ def _to_order(request: Request, order_id: int | None) -> RedirectResponse:
 
 
 @router.get("/orders/{order_id}/review", response_class=HTMLResponse)
-def review_page(
-    order_id: int, request: Request, session: SessionDep, now: NowDep, user: CurrentUser
-) -> Response:
-    order = service.get_order_for(session, user, order_id)
+def review_page(order_id: int, call: UserCall) -> Response:
+    order = service.get_order_for(call.db, call.user, order_id)
     if order.status != OrderStatus.awaiting_payment.value:
-        return _to_order(request, order.id)
-    return _review_page(request, session, order, now)
+        return _to_order(call.request, order.id)
+    return _review_page(call, order)
 
 
 @router.post("/orders/{order_id}/pay", response_class=HTMLResponse)
-def pay(
-    order_id: int,
-    request: Request,
-    session: SessionDep,
-    now: NowDep,
-    user: CurrentUser,
-    form: Annotated[PayForm, Form()],
-) -> Response:
+def pay(order_id: int, call: UserCall, form: Annotated[PayForm, Form()]) -> Response:
     expected = form.expected_promise()
     key = form.idempotency_key
     try:
         order = service.pay_order(
-            session,
-            user=user,
+            call.db,
+            user=call.user,
             order_id=order_id,
             idempotency_key=key,
-            now=now,
+            now=call.now,
             expected_promise=expected,
         )
     except (
@@ -448,32 +437,22 @@ def pay(
         service.NotPromisable,
         InsufficientBalance,
     ) as e:
-        order = service.get_order_for(session, user, order_id)
-        return _review_page(
-            request, session, order, now, error=e.render_message(_), status_code=e.status_code
-        )
+        order = service.get_order_for(call.db, call.user, order_id)
+        return _review_page(call, order, error=e.render_message(_), status_code=e.status_code)
     flash(
-        request,
+        call.request,
         _("Paid. Your order is confirmed; we will hand over the nodes by the promised date."),
         "success",
     )
-    return _to_order(request, order.id)
+    return _to_order(call.request, order.id)
 
 
 @router.post("/orders/{order_id}/topup", response_class=HTMLResponse)
-def topup(
-    order_id: int,
-    request: Request,
-    session: SessionDep,
-    now: NowDep,
-    user: CurrentUser,
-    form: Annotated[TopupForm, Form()],
-) -> Response:
-
-    order = service.get_order_for(session, user, order_id)
+def topup(order_id: int, call: UserCall, form: Annotated[TopupForm, Form()]) -> Response:
+    order = service.get_order_for(call.db, call.user, order_id)
     if order.status != OrderStatus.awaiting_payment.value:
-        return _to_order(request, order.id)
-    rv = service.review(session, order, now)
+        return _to_order(call.request, order.id)
+    rv = service.review(call.db, order, call.now)
     raw = form.amount
     currency = form.currency
     errors: dict[str, str] = {}
@@ -487,18 +466,16 @@ def topup(
     if currency not in CURRENCIES:
         errors["currency"] = _("Choose a currency.")
     if errors:
-        return _review_page(
-            request, session, order, now, topup_errors=errors, topup_amount=raw, status_code=422
-        )
-    assert user.id is not None
+        return _review_page(call, order, topup_errors=errors, topup_amount=raw, status_code=422)
+    assert call.user.id is not None
     invoice = payments.create_topup(
-        session,
-        user_id=user.id,
+        call.db,
+        user_id=call.user.id,
         amount_cents=cents,
         currency=currency,
-        now=now,
-        return_to=str(request.app.url_path_for("review_page", order_id=order.id)),
-        provider=request.app.state.payment_provider,
+        now=call.now,
+        return_to=str(call.request.app.url_path_for("review_page", order_id=order.id)),
+        provider=call.request.app.state.payment_provider,
     )
     return RedirectResponse(_invoice_url(invoice), status_code=303)
 
@@ -508,61 +485,58 @@ def _invoice_url(invoice: Any) -> str:
 
 
 @router.get("/orders/{order_id}/cancel", response_class=HTMLResponse)
-def cancel_confirm(
-    order_id: int, request: Request, session: SessionDep, now: NowDep, user: CurrentUser
-) -> Response:
+def cancel_confirm(order_id: int, call: UserCall) -> Response:
     """The confirmation step before a paid, undelivered order is cancelled."""
-    order = service.get_order_for(session, user, order_id)
-    action = service.cancel_action(order, now)
+    order = service.get_order_for(call.db, call.user, order_id)
+    action = service.cancel_action(order, call.now)
     if action != "refund":
-        return _to_order(request, order_id)
+        return _to_order(call.request, order_id)
     assert order.id is not None
     return render(
-        request,
+        call.request,
         "orders/cancel.html",
         {
             "order": order,
             "spec": specs.spec(order.sku_id),
-            "late": service.is_order_late(order, now),
+            "late": service.is_order_late(order, call.now),
         },
     )
 
 
 @router.post("/orders/{order_id}/cancel", response_class=HTMLResponse)
 def cancel(
-    order_id: int,
-    request: Request,
-    session: SessionDep,
-    now: NowDep,
-    user: CurrentUser,
-    confirm: Annotated[str, Form(max_length=8)] = "",
+    order_id: int, call: UserCall, confirm: Annotated[str, Form(max_length=8)] = ""
 ) -> Response:
-    current = service.get_order_for(session, user, order_id)
-    if service.cancel_action(current, now) == "refund" and confirm != "yes":
+    current = service.get_order_for(call.db, call.user, order_id)
+    if service.cancel_action(current, call.now) == "refund" and confirm != "yes":
         # A refund-cancel of a paid order needs the confirmation step first.
         return RedirectResponse(
-            request.app.url_path_for("cancel_confirm", order_id=order_id), status_code=303
+            call.request.app.url_path_for("cancel_confirm", order_id=order_id), status_code=303
         )
     try:
         order = service.cancel_order(
-            session,
-            user=user,
+            call.db,
+            user=call.user,
             order_id=order_id,
-            now=now,
+            now=call.now,
             expected_action="refund" if confirm == "yes" else None,
         )
     except (service.NotCancellable, service.OrderChangedMeanwhile) as e:
-        flash(request, e.render_message(_), "error")
-        return _to_order(request, order_id)
+        flash(call.request, e.render_message(_), "error")
+        return _to_order(call.request, order_id)
     if order.status == OrderStatus.cancelled.value:
-        flash(request, _("Cancelled. The first month is back in your balance in full."), "success")
+        flash(
+            call.request,
+            _("Cancelled. The first month is back in your balance in full."),
+            "success",
+        )
     elif order.status == OrderStatus.abandoned.value:
-        flash(request, _("Order discarded. Nothing was charged."), "success")
+        flash(call.request, _("Order discarded. Nothing was charged."), "success")
         return RedirectResponse("/console", status_code=303)
     else:
         flash(
-            request,
+            call.request,
             _("Your lease will end at the end of the paid month. Nothing more will be charged."),
             "success",
         )
-    return _to_order(request, order.id)
+    return _to_order(call.request, order.id)
