@@ -152,20 +152,25 @@ class Call:
         action(self.db, actor=self.user, now=self.now, ip=self.ip, **args)
 
 
-def get_user_call(request: Request, db: SessionDep, user: CurrentUser, now: NowDep) -> Call:
-    return Call(request, db, user, now)
+# Each ``def`` dependency is a worker-thread call of its own: a ``Call`` resolves its user
+# by calling the user dependencies above as functions (as ``get_current_user`` does
+# ``get_optional_user``), in their order and with their refusals, in one thread call.
+def get_user_call(request: Request, db: SessionDep, now: NowDep) -> Call:
+    return Call(request, db, get_current_user(request, db), now)
 
 
-def get_staff_call(request: Request, db: SessionDep, user: StaffUser, now: NowDep) -> Call:
-    return Call(request, db, user, now)
+def get_staff_call(request: Request, db: SessionDep, now: NowDep) -> Call:
+    return Call(request, db, get_staff_user(request, get_current_user(request, db)), now)
 
 
-def get_sales_call(request: Request, db: SessionDep, user: SalesUser, now: NowDep) -> Call:
-    return Call(request, db, user, now)
+def get_sales_call(request: Request, db: SessionDep, now: NowDep) -> Call:
+    staff = get_staff_user(request, get_current_user(request, db))
+    return Call(request, db, get_sales_user(staff), now)
 
 
-def get_ops_call(request: Request, db: SessionDep, user: OpsUser, now: NowDep) -> Call:
-    return Call(request, db, user, now)
+def get_ops_call(request: Request, db: SessionDep, now: NowDep) -> Call:
+    staff = get_staff_user(request, get_current_user(request, db))
+    return Call(request, db, get_ops_user(staff), now)
 
 
 UserCall = Annotated[Call, Depends(get_user_call)]

@@ -1,7 +1,7 @@
 """The ops desk (mounted under /staff): the provisioning queue and each order's actions.
 
 Access: ops work the desk; sales may open the queue and an order read-only (they answer
-customers' "when is my node ready?"), and every action (POST) needs ``OpsUser`` → sales get
+customers' "when is my node ready?"), and every action (POST) needs ``OpsCall`` → sales get
 403 and nothing changes.
 """
 
