@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, Unpack
 
 from sqlmodel import Session, select
 
@@ -14,35 +14,27 @@ from app.accounts import audit
 from app.errors import N_
 from app.ledger.invoicing import CreditReason, InvoiceLine
 from app.ledger.models import JournalEntry
-from app.ledger.moves import check_amount, check_key, keyed_command, lock_customer, move
+from app.ledger.moves import Debit, check_amount, check_key, keyed_command, lock_customer, move
 from app.ledger.postings import EntryKind
 from app.text import single_line
 
 
 def charge(
-    session: Session,
-    *,
-    user_id: int,
-    amount_cents: int,
-    idempotency_key: str,
-    now: datetime,
-    reason: str,
-    order_id: int | None = None,
-    actor_id: int | None = None,
-    lines: Sequence[InvoiceLine] = (),
+    session: Session, *, lines: Sequence[InvoiceLine] = (), **debit: Unpack[Debit]
 ) -> JournalEntry:
     """A direct debit (available → revenue), e.g. a monthly renewal. ``lines``: what it
     pays for, printed on its receipt (they add up to ``amount_cents``)."""
+    order_id, reason = debit.get("order_id"), debit["reason"]
     entry, _made = keyed_command(
         session,
         command="charge",
         kind=EntryKind.charge,
-        user_id=user_id,
-        key=idempotency_key,
-        amount_cents=amount_cents,
-        now=now,
+        user_id=debit["user_id"],
+        key=debit["idempotency_key"],
+        amount_cents=debit["amount_cents"],
+        now=debit["now"],
         params={"order_id": order_id},
-        entry={"reason": reason[:300], "order_id": order_id, "actor_id": actor_id},
+        entry={"reason": reason[:300], "order_id": order_id, "actor_id": debit.get("actor_id")},
         order_id=order_id,
         reason=reason,
         lines=lines,

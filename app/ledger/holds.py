@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, NotRequired, TypedDict, Unpack, cast
+from typing import Any, Unpack, cast
 
 from sqlalchemy import (
     CTE,
@@ -43,6 +43,7 @@ from app.errors import N_
 from app.ledger.invoicing import CreditReason, InvoiceLine
 from app.ledger.models import Hold, IdempotencyRecord, JournalEntry, LedgerAccount, Posting
 from app.ledger.moves import (
+    Debit,
     HoldAlreadyResolved,
     IdempotencyConflict,
     Short,
@@ -69,20 +70,7 @@ _ENTRIES = _table(JournalEntry)
 _POSTINGS = _table(Posting)
 
 
-class HoldCommand(TypedDict):
-    """What a hold names: ``place_hold``, ``place_hold_id`` and ``hold_in_one_params``
-    take these keywords."""
-
-    user_id: int
-    amount_cents: int
-    idempotency_key: str
-    now: datetime
-    reason: str
-    order_id: NotRequired[int | None]
-    actor_id: NotRequired[int | None]
-
-
-def place_hold(session: Session, **command: Unpack[HoldCommand]) -> Hold:
+def place_hold(session: Session, **command: Unpack[Debit]) -> Hold:
     """Reserve money: it leaves *available* at once. Raises ``InsufficientBalance``."""
     hold = session.get(Hold, place_hold_id(session, **command))
     assert hold is not None
@@ -124,23 +112,24 @@ _SET_HOLD_ENTRY = (
 )
 
 
-def place_hold_id(
-    session: Session,
-    *,
-    user_id: int,
-    amount_cents: int,
-    idempotency_key: str,
-    now: datetime,
-    reason: str,
-    order_id: int | None = None,
-    actor_id: int | None = None,
-) -> int:
+def place_hold_id(session: Session, **debit: Unpack[Debit]) -> int:
     """``place_hold``, returning the hold's id (the checkout needs no more): the same rules
     in plain statements — the customer's available row locked, the key looked up under the
     lock, both balances in one conditional UPDATE, then the hold, entry, postings and the
     idempotency record. The key is looked up by the UPDATE itself (it moves nothing when
     the key was used; then the record is read and replayed), or, when the locked balance
     is short, by a read of its own before declining."""
+    user_id, amount_cents, idempotency_key = (
+        debit["user_id"],
+        debit["amount_cents"],
+        debit["idempotency_key"],
+    )
+    now, reason, order_id, actor_id = (
+        debit["now"],
+        debit["reason"],
+        debit.get("order_id"),
+        debit.get("actor_id"),
+    )
     check_amount(amount_cents)
     check_key(idempotency_key)
     avail_code, held_code = (
@@ -385,7 +374,7 @@ def _hold_in_one() -> HoldInOne:
 HOLD_IN_ONE = _hold_in_one()
 
 
-def hold_in_one_params(**command: Unpack[HoldCommand]) -> dict[str, Any]:
+def hold_in_one_params(**command: Unpack[Debit]) -> dict[str, Any]:
     """``HOLD_IN_ONE``'s parameters (the amount and key checked as ``place_hold`` does)."""
     user_id, amount_cents = command["user_id"], command["amount_cents"]
     order_id = command.get("order_id")

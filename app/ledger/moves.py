@@ -14,7 +14,7 @@ import hashlib
 import json
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 from sqlalchemy import update
 from sqlalchemy.exc import IntegrityError
@@ -70,6 +70,20 @@ class IdempotencyConflict(errors.Conflict):
 class HoldAlreadyResolved(errors.Conflict):
     code = "hold_already_resolved"
     default_message = N_("This reservation was already settled another way.")
+
+
+class Debit(TypedDict):
+    """What a keyed debit of a customer's balance names: a hold (``holds.place_hold``,
+    ``place_hold_id``, ``hold_in_one_params``) and a charge (``commands.charge``) take
+    these keywords."""
+
+    user_id: int
+    amount_cents: int
+    idempotency_key: str
+    now: datetime
+    reason: str
+    order_id: NotRequired[int | None]
+    actor_id: NotRequired[int | None]
 
 
 class Short(Exception):

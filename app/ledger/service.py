@@ -44,7 +44,6 @@ from app.ledger.commands import adjust, charge, credit_topup, credit_unused_days
 from app.ledger.credit_notes import credit_note_of_entry, credit_note_path, credit_notes_for_order
 from app.ledger.holds import (
     HOLD_IN_ONE,
-    HoldCommand,
     HoldInOne,
     hold_in_one_params,
     hold_in_one_result,
@@ -57,6 +56,7 @@ from app.ledger.invoicing import CreditReason, InvoiceLine, LineError
 from app.ledger.moves import (
     MAX_CENTS,
     SYSTEM_NAMES,
+    Debit,
     HoldAlreadyResolved,
     IdempotencyConflict,
     InsufficientBalance,
@@ -110,7 +110,7 @@ __all__ = [
     "get_hold",
     "grant_promotion",
     "held_cents",
-    "HoldCommand",
+    "Debit",
     "hold_in_one_params",
     "hold_in_one_result",
     "journal",

@@ -236,7 +236,7 @@ def _pay_in_savepoint(session: Session, pay: _Payment, *, seen: Any, early: bool
     session.flush()  # anything pending: written before any lock is taken
     changes = _paid_changes(now, pay.attempts, told, seen)
     msgs = _message_params(session, order, user, told, now) if told is not None else None
-    hold: ledger.HoldCommand = {
+    hold: ledger.Debit = {
         "user_id": user.id,
         "amount_cents": pay.amount,
         "idempotency_key": _first_month_key(order),
