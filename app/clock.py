@@ -14,6 +14,8 @@ from typing import Protocol
 from sqlalchemy.engine import Engine
 from sqlmodel import Field, Session, SQLModel, select
 
+from app.db import read_value
+
 
 class Clock(Protocol):
     def now(self) -> datetime: ...
@@ -79,22 +81,13 @@ class SimulatedClock:
         return value
 
     def _read_offset_seconds(self) -> int:
-        # A bare read on its own DB-API connection: no ORM session, so no BEGIN (IMMEDIATE)
-        # on SQLite, which would wait for the request's own write transaction to finish.
-        raw = self.engine.raw_connection()
+        # A bare read outside any ORM session (see app.db.read_value): it never waits for
+        # the request's own write transaction on SQLite.
         try:
-            cur = raw.cursor()
-            try:
-                cur.execute("SELECT offset_seconds FROM sim_clock WHERE id = 1")
-                row = cur.fetchone()
-            finally:
-                cur.close()
-            raw.rollback()
+            value = read_value(self.engine, "SELECT offset_seconds FROM sim_clock WHERE id = 1")
         except Exception:  # noqa: BLE001 - no table yet (before migrations): no offset
             return 0
-        finally:
-            raw.close()
-        return int(row[0]) if row else 0
+        return int(value or 0)
 
     def now(self) -> datetime:
         return wall_now() + self.offset()

@@ -17,13 +17,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from sqlalchemy import DateTime, MetaData, event
+from sqlalchemy import DateTime, MetaData, event, func
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import Dialect, Engine, make_url
 from sqlalchemy.types import TypeDecorator
-from sqlmodel import Session, SQLModel, create_engine
+from sqlmodel import Session, SQLModel, col, create_engine, select
+
+T = TypeVar("T", bound=SQLModel)
 
 NAMING_CONVENTION = {
     "ix": "ix_%(column_0_label)s",
@@ -162,3 +164,51 @@ def pg_type_name(type_: Any) -> str:
     if name.startswith("VARCHAR"):
         return "VARCHAR"
     return "TIMESTAMPTZ" if name == "TIMESTAMP WITH TIME ZONE" else name
+
+
+def read_value(engine: Engine, sql: str) -> Any | None:
+    """The first column of the first row of ``sql``, read on its own pooled DB-API connection
+    outside any ORM session: on SQLite no ``BEGIN IMMEDIATE`` (so it never waits for a
+    request's own write transaction), on PostgreSQL one statement rolled back at once.
+    ``None`` when there is no row. The caller owns the table it names."""
+    raw = engine.raw_connection()
+    try:
+        cur = raw.cursor()
+        try:
+            cur.execute(sql)
+            row = cur.fetchone()
+        finally:
+            cur.close()
+        raw.rollback()
+        return row[0] if row else None
+    finally:
+        raw.close()
+
+
+def rows_of_user(
+    session: Session, model: type[T], user_id: int, *, limit: int, offset: int = 0
+) -> list[T]:
+    """A customer's rows of ``model`` (a table with ``id`` and ``user_id``), newest first."""
+    return list(
+        session.exec(
+            select(model)
+            .where(col(model.user_id) == user_id)  # type: ignore[attr-defined]
+            .order_by(col(model.id).desc())  # type: ignore[attr-defined]
+            .offset(offset)
+            .limit(limit)
+        ).all()
+    )
+
+
+def count_of_user(session: Session, model: type[SQLModel], user_id: int) -> int:
+    """How many rows of ``model`` belong to the customer."""
+    return int(
+        session.exec(
+            select(func.count()).select_from(model).where(col(model.user_id) == user_id)  # type: ignore[attr-defined]
+        ).one()
+    )
+
+
+def rows_where(session: Session, model: type[T], *where: Any, order_by: Any) -> list[T]:
+    """Every row of ``model`` matching ``where``, in ``order_by`` order."""
+    return list(session.exec(select(model).where(*where).order_by(order_by)).all())

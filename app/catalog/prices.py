@@ -23,7 +23,7 @@ from app.catalog.models import (
     PriceVersion,
 )
 from app.catalog.specs import NodeSpec, all_specs, spec
-from app.db import reader
+from app.db import read_value, reader
 from app.errors import N_, InvalidInput, NotFound
 
 MAX_PRICE_CENTS = 100_000_000  # US$1,000,000 a month: anything above is a typo
@@ -91,17 +91,7 @@ def price_version_now(engine: Engine) -> int:
     """The price version read on a pooled connection outside any ORM transaction: on
     SQLite a plain autocommit SELECT (no ``BEGIN IMMEDIATE``, so no write lock), on
     PostgreSQL one statement rolled back when the connection goes back to the pool."""
-    raw = engine.raw_connection()
-    try:
-        cur = raw.cursor()
-        try:
-            cur.execute("SELECT version FROM catalog_price_version WHERE id = 1")
-            row = cur.fetchone()
-        finally:
-            cur.close()
-        return int(row[0]) if row else 0
-    finally:
-        raw.close()
+    return int(read_value(engine, "SELECT version FROM catalog_price_version WHERE id = 1") or 0)
 
 
 class PriceCache:

@@ -23,9 +23,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from sqlmodel import Session, col, select
+from sqlmodel import Session, col
 
 from app.accounts.models import User
+from app.db import rows_where
 from app.errors import N_
 from app.ledger import receipts
 from app.ledger.invoicing import CreditReason, InvoiceLine, check_lines
@@ -89,12 +90,11 @@ def issue_for_entry(
 
 
 def lines_of(session: Session, credit_note_id: int) -> list[CreditNoteLine]:
-    return list(
-        session.exec(
-            select(CreditNoteLine)
-            .where(CreditNoteLine.credit_note_id == credit_note_id)
-            .order_by(col(CreditNoteLine.position))
-        ).all()
+    return rows_where(
+        session,
+        CreditNoteLine,
+        col(CreditNoteLine.credit_note_id) == credit_note_id,
+        order_by=col(CreditNoteLine.position),
     )
 
 
@@ -109,12 +109,8 @@ def credit_notes_for_order(session: Session, user_id: int, order_id: int) -> lis
 
 
 def credit_notes_correcting(session: Session, receipt_id: int) -> list[CreditNote]:
-    return list(
-        session.exec(
-            select(CreditNote)
-            .where(CreditNote.receipt_id == receipt_id)
-            .order_by(col(CreditNote.id))
-        ).all()
+    return rows_where(
+        session, CreditNote, col(CreditNote.receipt_id) == receipt_id, order_by=col(CreditNote.id)
     )
 
 

@@ -11,6 +11,7 @@ from sqlalchemy import Table
 from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, func, select
 
+from app.db import count_of_user, rows_of_user
 from app.ledger.models import DeclinedAttempt, Hold, JournalEntry, LedgerAccount, Posting
 from app.ledger.moves import code_of, find_account
 from app.ledger.postings import AccountKind, EntryKind, HoldStatus
@@ -120,22 +121,11 @@ def pending_holds(session: Session, user_id: int) -> list[Hold]:
 
 
 def declined_attempts(session: Session, user_id: int, limit: int = 20) -> list[DeclinedAttempt]:
-    return list(
-        session.exec(
-            select(DeclinedAttempt)
-            .where(DeclinedAttempt.user_id == user_id)
-            .order_by(col(DeclinedAttempt.id).desc())
-            .limit(limit)
-        )
-    )
+    return rows_of_user(session, DeclinedAttempt, user_id, limit=limit)
 
 
 def statement_count(session: Session, user_id: int) -> int:
-    return int(
-        session.exec(
-            select(func.count()).select_from(JournalEntry).where(JournalEntry.user_id == user_id)
-        ).one()
-    )
+    return count_of_user(session, JournalEntry, user_id)
 
 
 def balance_and_statement(

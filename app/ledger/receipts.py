@@ -22,9 +22,10 @@ from typing import Any, Protocol, TypeVar
 
 from sqlalchemy import update
 from sqlalchemy.exc import IntegrityError
-from sqlmodel import Session, col, func, select
+from sqlmodel import Session, col, select
 
 from app.accounts.models import User
+from app.db import count_of_user, rows_of_user, rows_where
 from app.errors import N_, NotFound
 from app.ledger.invoicing import InvoiceLine, Seller, check_lines
 from app.ledger.models import (
@@ -226,12 +227,11 @@ def issue_for_entry(
 
 
 def lines_of(session: Session, receipt_id: int) -> list[ReceiptLine]:
-    return list(
-        session.exec(
-            select(ReceiptLine)
-            .where(ReceiptLine.receipt_id == receipt_id)
-            .order_by(col(ReceiptLine.position))
-        ).all()
+    return rows_where(
+        session,
+        ReceiptLine,
+        col(ReceiptLine.receipt_id) == receipt_id,
+        order_by=col(ReceiptLine.position),
     )
 
 
@@ -268,15 +268,7 @@ def documents_for(
     session: Session, doc: type[D], user_id: int, limit: int = 50, offset: int = 0
 ) -> list[D]:
     """The customer's documents of kind ``doc``, newest first."""
-    return list(
-        session.exec(
-            select(doc)
-            .where(doc.user_id == user_id)
-            .order_by(col(doc.id).desc())
-            .offset(offset)
-            .limit(limit)
-        ).all()
-    )
+    return rows_of_user(session, doc, user_id, limit=limit, offset=offset)
 
 
 def receipts_for(session: Session, user_id: int, limit: int = 50, offset: int = 0) -> list[Receipt]:
@@ -284,11 +276,7 @@ def receipts_for(session: Session, user_id: int, limit: int = 50, offset: int = 
 
 
 def receipt_count(session: Session, user_id: int) -> int:
-    return int(
-        session.exec(
-            select(func.count()).select_from(Receipt).where(Receipt.user_id == user_id)
-        ).one()
-    )
+    return count_of_user(session, Receipt, user_id)
 
 
 def numbers_by_entry(

@@ -19,7 +19,7 @@ from app.ledger.postings import unused_days_credit
 from app.orders.invoice_lines import credit_note_links, unused_days_line
 from app.orders.lifecycle import LEASE_ACTIVE, OrderStatus
 from app.orders.models import Order
-from app.orders.ops import audit_action, load_order, move_to, require, step_done, tell
+from app.orders.ops import audit_action, load_order, move_to, step_done, tell
 from app.orders.writes import add_event
 
 
@@ -78,8 +78,7 @@ def end_lease(
     customer reads (order page, notification, email); the unused whole days of the paid
     month go back to the customer's balance as one ledger entry named for the order."""
 
-    order = load_order(session, order_id)
-    require(order, LEASE_ACTIVE | {OrderStatus.suspended})
+    order = load_order(session, order_id, allowed=LEASE_ACTIVE | {OrderStatus.suspended})
     reason = " ".join((reason or "").split())
     errors: dict[str, str] = {}
     if len(reason) < 5:
@@ -153,8 +152,7 @@ def confirm_wipe(
     session: Session, *, actor: User, order_id: int, now: datetime, ip: str = ""
 ) -> Order:
     """The secure wipe is done: the order is closed and the nodes are free again."""
-    order = load_order(session, order_id)
-    require(order, {OrderStatus.ended, OrderStatus.wiping})
+    order = load_order(session, order_id, allowed={OrderStatus.ended, OrderStatus.wiping})
     if order.status == OrderStatus.ended.value:
         move_to(order, OrderStatus.wiping)
     move_to(order, OrderStatus.wiped)

@@ -75,13 +75,23 @@ STATUS_LABELS: dict[str, str] = {
 # --- helpers -------------------------------------------------------------------------
 
 
-def load_order(session: Session, order_id: int, *, lock: bool = True) -> Order:
+def load_order(
+    session: Session,
+    order_id: int,
+    *,
+    lock: bool = True,
+    allowed: frozenset[OrderStatus] | set[OrderStatus] | None = None,
+) -> Order:
+    """The order (locked for this transaction unless ``lock=False``); 404 when there is no
+    such order, 409 when ``allowed`` is given and the order is in none of those states."""
     stmt = select(Order).where(Order.id == order_id)
     if lock:
         stmt = stmt.with_for_update()
     order = session.exec(stmt).first()
     if order is None:
         raise NotFound(N_("No order with that number."))
+    if allowed is not None:
+        require(order, allowed)
     return order
 
 
@@ -202,8 +212,7 @@ def acknowledge(
     session: Session, *, actor: User, order_id: int, now: datetime, ip: str = ""
 ) -> Order:
     """An engineer has read the order and its notes."""
-    order = load_order(session, order_id)
-    require(order, PRE_DELIVERY)
+    order = load_order(session, order_id, allowed=PRE_DELIVERY)
     if order.acknowledged_at is not None:
         raise OrderStateConflict(N_("This order was already acknowledged."))
     order.acknowledged_at = now
@@ -253,8 +262,7 @@ def assign_nodes(
     (``OrderHost``) take each node's address, which ops may still change when they enter
     the credentials.
     """
-    order = load_order(session, order_id)
-    require(order, PRE_DELIVERY)
+    order = load_order(session, order_id, allowed=PRE_DELIVERY)
     waiting = catalog.waiting_units(session, order.id or 0)
     if waiting > 0:
         raise InvalidInput(
@@ -384,8 +392,7 @@ def set_credentials(
     ip: str = "",
 ) -> list[OrderHost]:
     """Enter IPs, SSH user and host keys; the customer sees them at once in the console."""
-    order = load_order(session, order_id)
-    require(order, PRE_DELIVERY | LEASE_ACTIVE)
+    order = load_order(session, order_id, allowed=PRE_DELIVERY | LEASE_ACTIVE)
     errors = validate_credentials(data, order.quantity)
     if errors:
         raise InvalidInput(errors=errors)
@@ -449,8 +456,7 @@ def mark_delivered(
 ) -> Order:
     """Hand-over: the first month's hold is posted and the lease starts now."""
 
-    order = load_order(session, order_id)
-    require(order, PRE_DELIVERY)
+    order = load_order(session, order_id, allowed=PRE_DELIVERY)
     waiting = catalog.waiting_units(session, order.id or 0)
     if waiting > 0:
         raise OrderStateConflict(
@@ -509,8 +515,7 @@ def mark_delayed(
 ) -> Order:
     """Tell the customer why and when; after the promise has passed they may cancel for a
     full refund (the console offers it)."""
-    order = load_order(session, order_id)
-    require(order, PRE_DELIVERY)
+    order = load_order(session, order_id, allowed=PRE_DELIVERY)
     errors: dict[str, str] = {}
     reason = single_line(reason)  # it reaches an email subject
     if len(reason) < 5:

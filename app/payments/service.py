@@ -22,6 +22,7 @@ from sqlmodel import Session, col, or_, select
 
 from app import errors
 from app.clock import utc
+from app.db import rows_of_user
 from app.errors import N_
 from app.ledger import service as ledger
 from app.ledger.postings import credit_for_invoice, crypto_due
@@ -190,14 +191,7 @@ def invoice_visible_to(session: Session, user: Any, invoice_id: int) -> Invoice:
 
 
 def invoices_for(session: Session, user_id: int, limit: int = 20) -> list[Invoice]:
-    return list(
-        session.exec(
-            select(Invoice)
-            .where(Invoice.user_id == user_id)
-            .order_by(col(Invoice.id).desc())
-            .limit(limit)
-        )
-    )
+    return rows_of_user(session, Invoice, user_id, limit=limit)
 
 
 def _lock(session: Session, invoice_id: int) -> Invoice:
