@@ -486,11 +486,16 @@ def predict(
     tokens_local = tok_mb / cp  # tokens this TP group holds per micro-batch
     layers_here = L / pp
     if tp > 1:
-        vol = 8.0 * tokens_local * h * act_bytes * (tp - 1) / tp  # 4 AG + 4 RS per layer
+        # 4 AG + 4 RS per layer (forward 2 + 2, backward 2 + 2); a full recompute replays
+        # the forward's 2 + 2 (Korthikanti et al. 2022, arXiv 2205.05198, section 5)
+        n_coll = 12.0 if s.recompute == "full" else 8.0
+        vol = n_coll * tokens_local * h * act_bytes * (tp - 1) / tp
         comm_mb += tp_exposed * layers_here * vol / _bw(tp, hw)
     if cp > 1:
         kv = 2.0 * arch.num_kv_heads * arch.head_dim
-        vol = 3.0 * tokens_local / tp * kv * act_bytes * (cp - 1)  # ring: fwd KV + bwd KV, dKV
+        # ring: forward KV, backward KV and dKV; a full recompute passes the KV once more
+        n_pass = 4.0 if s.recompute == "full" else 3.0
+        vol = n_pass * tokens_local / tp * kv * act_bytes * (cp - 1)
         comm_mb += tp_exposed * layers_here * vol / _bw(tp * cp, hw)
     if moe is not None and n_moe and ep > 1:
         a2a_bytes = 1.5 if precision in ("fp8", "fp4") else act_bytes  # FP8 dispatch
