@@ -1,7 +1,8 @@
 """``GET /size/launch``: one option of a /size answer as launch files, and its downloads.
 
-The card's "Launch config" control is a plain GET form (works without JavaScript): the
-answer's canonical query, the option's index and a framework. The page shows each file
+The card's "Launch config" is a plain link (works without JavaScript): the answer's
+canonical query and the option's index; the framework defaults to the one the request was
+sized for, and the page's own form switches it. The page shows each file
 (preview, copy, download); a layout the framework cannot run shows why, in the reader's
 language, with links to the frameworks that can. Nothing per user: public, like /size.
 """

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from functools import lru_cache
 from typing import Any
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
@@ -194,6 +195,7 @@ def _context(
         "warnings": warnings,
         "segments": [(_(label), css) for _k, css, label in SEGMENTS],
         "share_url": "/size?" + form.query_string(),
+        "launch_url": "/size/launch?" + urlencode({"q": form.query_string()}),
         "field_names": forms.FIELDS,
         "field_labels": {k: _(v).replace("%%", "%") for k, v in FIELD_LABELS.items()},
         "accuracy": accuracy(str(result["options"][0].get("framework") or "fsdp2"))

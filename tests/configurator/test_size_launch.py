@@ -1,10 +1,10 @@
-"""/size's "Launch config": a GET form per card, the files page, downloads, refusals (EN/ZH)."""
+"""/size's "Launch config": a link per card, the files page, downloads, refusals (EN/ZH)."""
 
 from __future__ import annotations
 
 import html as htmllib
 import re
-from urllib.parse import urlencode
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 from fastapi.testclient import TestClient
 from markupsafe import escape
@@ -19,23 +19,27 @@ def _page(client: TestClient, framework: str, **extra: str) -> str:
     return r.text if r.status_code == 200 else f"{r.status_code}\n{r.text}"
 
 
-def test_each_fitting_card_has_a_plain_get_form_defaulting_to_the_request_framework(
+def test_each_fitting_card_links_to_its_launch_files_in_the_request_framework(
     client: TestClient,
 ) -> None:
-    html = client.get("/size?model=llama-3.1-8b&tokens=1e11").text
-    forms = re.findall(
-        r'<form class="launch-form" method="get" action="/size/launch">(.*?)</form>', html, re.S
-    )
-    assert forms, "no launch control"
-    for f in forms:
-        assert 'name="q"' in f and 'name="option"' in f
-        # the request's framework (the form's default, fsdp2) runs as torchtitan
-        assert re.search(r'<option value="torchtitan" selected>', f)
+    html = client.get("/size?model=llama-3.1-8b&tokens=1e11", headers={"HX-Request": "true"}).text
+    links = re.findall(r'<p class="launch"><a href="(/size/launch\?[^"]*)">', html)
+    fitting = len(re.findall(r'<article class="card sku-card fits', html))
+    assert links and len(links) == fitting, (len(links), fitting)
+    for i, link in enumerate(links):
+        assert link.endswith(f"&amp;option={i}")
+        page = client.get(htmllib.unescape(link))
+        assert page.status_code == 200
+        # no framework in the link: the page opens on the request's (fsdp2 -> torchtitan)
+        # and its own form switches it
+        assert '<option value="torchtitan" selected>' in page.text
+        assert "launch_job.py" in page.text
 
 
 def test_files_page_shows_every_file_with_download_and_copy(client: TestClient) -> None:
-    form_q = client.get("/size?" + Q).text
-    q = htmllib.unescape(re.search(r'name="q" value="([^"]*)"', form_q).group(1))
+    card = client.get("/size?" + Q, headers={"HX-Request": "true"}).text
+    link = htmllib.unescape(re.search(r'<p class="launch"><a href="([^"]*)"', card).group(1))
+    q = parse_qs(urlsplit(link).query)["q"][0]
     r = client.get("/size/launch?" + urlencode({"q": q, "option": "0", "framework": "torchtitan"}))
     assert r.status_code == 200
     html = r.text
