@@ -131,17 +131,29 @@ class PriceVersionMemo:
         self.max_age_s = max_age_s
         self.now = now
         self._state: tuple[Any, float] | None = None  # (version, read at); swapped whole
+        self._refresh_sent: float | None = None  # the "read at" whose refresh a caller took
         self.reads = 0
 
     def fresh(self) -> Any:
-        """The version last read if it is still within the interval, else None (read
-        nothing: the caller that may not wait for the database leaves the read to one that
-        may)."""
+        """The version last read if it is still within the interval, else None: read
+        nothing (the caller that may not wait for the database leaves the read to one that
+        may, the route in a worker thread).
+
+        Once the interval has passed, the first caller gets None and goes to read; callers
+        after it keep the last value while that read runs, for at most one more interval.
+        So a refresh sends one request to the route instead of every request that arrives
+        before the read lands (16 connections did each 200 ms: docs/benchmarks-ab.md, "the
+        fragment against the pre-house parent again"). Called on the event loop only."""
         state = self._state
         if state is None or self.max_age_s <= 0:
             return None
         age = self.now() - state[1]
-        return state[0] if 0 <= age < self.max_age_s else None
+        if 0 <= age < self.max_age_s:
+            return state[0]
+        if age < 2 * self.max_age_s and self._refresh_sent == state[1]:
+            return state[0]  # one caller has gone to read it
+        self._refresh_sent = state[1]
+        return None
 
     def get(self, read: Callable[[], Any]) -> Any:
         t = self.now()

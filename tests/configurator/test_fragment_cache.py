@@ -141,6 +141,26 @@ def test_the_price_version_is_read_at_most_once_per_interval() -> None:
     assert failing.get(read) == 5  # a failed read is not kept for the interval
 
 
+def test_a_stale_version_sends_one_caller_to_read_it_and_keeps_the_rest_answering() -> None:
+    t = [0.0]
+    memo = PriceVersionMemo(0.2, now=lambda: t[0])
+    assert memo.fresh() is None  # nothing read yet: every caller goes to the route
+    assert memo.fresh() is None
+    memo.get(lambda: 7)
+    assert memo.fresh() == 7
+    t[0] = 0.25  # past the interval
+    assert memo.fresh() is None  # the first caller goes and reads
+    assert [memo.fresh() for _ in range(3)] == [7, 7, 7]  # the rest keep answering meanwhile
+    memo.get(lambda: 8)  # the read lands
+    assert memo.fresh() == 8
+    t[0] = 0.5
+    assert memo.fresh() is None
+    t[0] = 0.9  # that read never landed (a database blip): after one more interval, the
+    assert memo.fresh() is None  # early answers stop and every caller goes to read
+    assert memo.fresh() is None
+    assert PriceVersionMemo(0).fresh() is None  # no interval: always read
+
+
 def test_the_cache_is_bounded() -> None:
     from app.configurator.fragments import Fragment
 
