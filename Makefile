@@ -38,7 +38,7 @@ fonts:
 ## make run: install, compile translations, migrate, seed demo data once, serve on :8000 (+ worker, + mail catcher)
 run: install i18n fonts seed
 	@echo "Serving on http://127.0.0.1:8000  (Ctrl-C stops the app, the worker and the mail catcher)"
-	@trap 'kill 0' EXIT INT TERM; \
+	@trap 'trap - EXIT INT TERM; kill 0' EXIT INT TERM; \
 	$(BIN)/python -m aiosmtpd -n -l 127.0.0.1:8025 -c aiosmtpd.handlers.Debugging stdout >var/mail.log 2>&1 & \
 	$(BIN)/python -m app worker --interval 5 >var/worker.log 2>&1 & \
 	$(BIN)/uvicorn --factory app.main:asgi --host 127.0.0.1 --port 8000 --loop uvloop --http app.web.http1:BoundedHttpTools --no-proxy-headers
