@@ -119,17 +119,11 @@ def place_hold_id(session: Session, **debit: Unpack[Debit]) -> int:
     idempotency record. The key is looked up by the UPDATE itself (it moves nothing when
     the key was used; then the record is read and replayed), or, when the locked balance
     is short, by a read of its own before declining."""
-    user_id, amount_cents, idempotency_key = (
-        debit["user_id"],
-        debit["amount_cents"],
-        debit["idempotency_key"],
-    )
-    now, reason, order_id, actor_id = (
-        debit["now"],
-        debit["reason"],
-        debit.get("order_id"),
-        debit.get("actor_id"),
-    )
+    user_id = debit["user_id"]
+    amount_cents = debit["amount_cents"]
+    idempotency_key = debit["idempotency_key"]
+    now, reason = debit["now"], debit["reason"]
+    order_id, actor_id = debit.get("order_id"), debit.get("actor_id")
     check_amount(amount_cents)
     check_key(idempotency_key)
     avail_code, held_code = (

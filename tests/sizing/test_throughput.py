@@ -117,6 +117,31 @@ def test_expert_shards_are_gathered_over_one_nic_per_gpu_when_ep_fills_the_node(
     assert t.breakdown["data_parallel_exposed"] >= floor
 
 
+@pytest.mark.parametrize(("tp", "cp", "ratio"), [(8, 1, 12 / 8), (1, 2, 4 / 3)])
+def test_a_full_recompute_replays_the_forwards_tp_and_cp_collectives(
+    tp: int, cp: int, ratio: float
+) -> None:
+    """Recomputing the forward replays its two all-gathers and two reduce-scatters per layer
+    under sequence parallel (12 collectives instead of 8), and the CP ring's forward KV pass
+    (4 passes instead of 3): arXiv 2205.05198, section 5."""
+    arch = PRESETS["llama-3.1-70b"].arch
+    c = count(arch)
+    hw = hardware_from_spec(spec("hgx-h100"))
+    comm = {
+        rc: predict(
+            arch,
+            c,
+            8192,
+            "bf16",
+            Setup(world=8, tp=tp, cp=cp, sharding="zero3", num_microbatches=1, recompute=rc),
+            hw,
+        ).breakdown["collectives_exposed"]
+        for rc in ("selective", "full")
+    }
+    assert comm["selective"] > 0
+    assert comm["full"] == pytest.approx(comm["selective"] * ratio, rel=1e-9)
+
+
 @settings(max_examples=150, deadline=None)
 @given(jobs())
 def test_weak_scaling_never_raises_throughput_per_gpu(job: tuple[object, ...]) -> None:
