@@ -31,7 +31,7 @@ import json
 import os
 import time
 from collections import defaultdict
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from functools import partial
 
 import torch
@@ -84,6 +84,10 @@ class Config:
     mbs: int
     ac: str  # none | selective | full
     compile: bool = False
+    # torchao float8 training recipe for the blocks' linear layers ("tensorwise" or
+    # "rowwise"); "" trains every GEMM in BF16. The output projection stays in BF16, as
+    # torchtitan-style float8 converters leave it.
+    float8: str = ""
 
 
 CONFIGS = [
@@ -119,9 +123,32 @@ CONFIGS = [
     Config("l405b1-s8k-b1-full", "llama-3.1-405b-1l", 8192, 1, "full"),
     Config("l405b1-s16k-b1-sel", "llama-3.1-405b-1l", 16384, 1, "selective"),
     Config("l405b1-s8k-b2-none-compile", "llama-3.1-405b-1l", 8192, 2, "none", True),
+    # float8 (torchao) beside BF16 under torch.compile, in the same run: one BF16 row of each
+    # shape is measured again so that every float8 speed-up is a ratio within one machine
+    Config("l8b16-s8k-b1-none-compile-r2", "llama-3.1-8b-16l", 8192, 1, "none", True),
+    Config("l8b16-s8k-b1-none-compile-fp8tw", "llama-3.1-8b-16l", 8192, 1, "none", True, "tensorwise"),
+    Config("l8b16-s8k-b1-none-compile-fp8rw", "llama-3.1-8b-16l", 8192, 1, "none", True, "rowwise"),
+    Config("l8b16-s8k-b1-full-compile-fp8tw", "llama-3.1-8b-16l", 8192, 1, "full", True, "tensorwise"),
+    Config("l8b16-s8k-b1-sel-compile-fp8tw", "llama-3.1-8b-16l", 8192, 1, "selective", True, "tensorwise"),
+    Config("l8b16-s4k-b2-none-compile", "llama-3.1-8b-16l", 4096, 2, "none", True),
+    Config("l8b16-s4k-b2-none-compile-fp8tw", "llama-3.1-8b-16l", 4096, 2, "none", True, "tensorwise"),
+    Config("l70b4-s8k-b1-none-compile", "llama-3.1-70b-4l", 8192, 1, "none", True),
+    Config("l70b4-s8k-b1-none-compile-fp8tw", "llama-3.1-70b-4l", 8192, 1, "none", True, "tensorwise"),
+    Config("l70b4-s8k-b1-none-compile-fp8rw", "llama-3.1-70b-4l", 8192, 1, "none", True, "rowwise"),
+    Config("l70b4-s8k-b1-full-compile-fp8tw", "llama-3.1-70b-4l", 8192, 1, "full", True, "tensorwise"),
+    Config("l405b1-s8k-b1-none-compile", "llama-3.1-405b-1l", 8192, 1, "none", True),
+    Config("l405b1-s8k-b1-none-compile-fp8tw", "llama-3.1-405b-1l", 8192, 1, "none", True, "tensorwise"),
+    Config("l3b-s8k-b2-none-compile-r2", "llama-3.2-3b", 8192, 2, "none", True),
+    Config("l3b-s8k-b2-none-compile-fp8tw", "llama-3.2-3b", 8192, 2, "none", True, "tensorwise"),
+    Config("l1b-s8k-b4-none-compile", "llama-3.2-1b", 8192, 4, "none", True),
+    Config("l1b-s8k-b4-none-compile-fp8tw", "llama-3.2-1b", 8192, 4, "none", True, "tensorwise"),
+    Config("l8b16-s32k-b1-full-compile", "llama-3.1-8b-16l", 32768, 1, "full", True),
+    Config("l8b16-s32k-b1-full-compile-fp8tw", "llama-3.1-8b-16l", 32768, 1, "full", True, "tensorwise"),
     Config("smoke", "smoke", 128, 2, "selective"),
     Config("smoke-sel-compile", "smoke", 128, 2, "selective", True),
     Config("smoke-full-compile", "smoke", 128, 2, "full", True),
+    Config("smoke-fp8", "smoke", 128, 2, "none", False, "tensorwise"),
+    Config("smoke-fp8-sel-compile", "smoke", 128, 2, "selective", True, "rowwise"),
 ]
 
 
@@ -203,9 +230,15 @@ class Checkpointed(nn.Module):
         return checkpoint(self.block, x, table, use_reentrant=False, preserve_rng_state=False)
 
 
+# the matmuls the selective policy counts: BF16 ``mm`` and float8's scaled matmul
+MATMULS = {torch.ops.aten.mm.default} | (
+    {torch.ops.aten._scaled_mm.default} if hasattr(torch.ops.aten, "_scaled_mm") else set()
+)
+
+
 def _save_ops() -> set[object]:
     aten = torch.ops.aten
-    ops: set[object] = {aten.mm.default, aten.max.default}
+    ops: set[object] = {aten.mm.default, aten.max.default, *MATMULS}
     for name in (
         "_scaled_dot_product_flash_attention",
         "_scaled_dot_product_efficient_attention",
@@ -225,7 +258,7 @@ def _policy(
     meta: dict[str, int], ctx: object, func: object, *args: object, **kwargs: object
 ) -> CheckpointPolicy:
     mode = "recompute" if getattr(ctx, "is_recompute", False) else "forward"
-    if func is torch.ops.aten.mm.default:
+    if func in MATMULS:
         meta[mode] += 1
         # every other matmul output is recomputed rather than kept
         if meta[mode] % 2 == 0:
@@ -266,6 +299,14 @@ def build(cfg: Config, device: torch.device) -> tuple[Model, torch.optim.Optimiz
     with torch.device("meta"):
         model = Model(a)
     n_params = count_params(model)
+    if cfg.float8:
+        # imported here: torchao is carried to the GPU machine only for the float8 runs
+        from torchao.float8 import Float8LinearConfig, convert_to_float8_training
+
+        f8 = Float8LinearConfig.from_recipe_name(cfg.float8)
+        if device.type == "cpu":  # the smoke test: no float8 matmul on a CPU, emulate it
+            f8 = replace(f8, emulate=True)
+        convert_to_float8_training(model.layers, config=f8)
     for i, blk in enumerate(model.layers):
         if cfg.ac != "none":
             blk = Checkpointed(blk, selective=cfg.ac == "selective")
@@ -307,6 +348,9 @@ def step(model: Model, opt: torch.optim.Optimizer, tokens: torch.Tensor) -> None
 def measure(cfg: Config, device: torch.device, steps: int) -> dict[str, object]:
     a = ARCHS[cfg.model]
     cuda = device.type == "cuda"
+    # every configuration compiles afresh: without this, dynamo's per-function recompile
+    # limit (8) is reached after a few shapes and later "compile" runs silently run eager
+    torch._dynamo.reset()
     if cuda:
         torch.cuda.empty_cache()
         torch.cuda.reset_peak_memory_stats()

@@ -1,7 +1,12 @@
-"""Turn measure.py results into cases of the public memory set (bench/data/memory-public.json).
+"""Turn measure.py results into cases of the public memory or throughput set.
 
 ``python tools/gpu_memory/to_cases.py tools/gpu_memory/results/h200-2026-11-30.jsonl``
-replaces the set's ``h200-`` cases with one case per measured (or out-of-memory) row.
+replaces the memory set's (bench/data/memory-public.json) ``h200-`` cases with one case per
+measured (or out-of-memory) row.
+
+``python tools/gpu_memory/to_cases.py --time tools/gpu_memory/results/h200-2026-12-04-float8.jsonl``
+replaces the throughput set's (bench/data/throughput-public.json) cases read from that file
+with one ``own_h200_single_gpu`` case per measured row (cases from other files stay).
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 PUBLIC = ROOT / "bench" / "data" / "memory-public.json"
+TIME_PUBLIC = ROOT / "bench" / "data" / "throughput-public.json"
 PRESET = {"llama-3.2-1b": "llama-3.2-1b", "llama-3.2-3b": "llama-3.2-3b"}
 # measurement shapes with fewer layers than the model they come from (no product preset)
 SHAPES = {
@@ -20,9 +26,11 @@ SHAPES = {
     "llama-3.1-405b-1l": "Llama 3.1 405B's layer shapes, 1 of 126 layers, tied embedding",
 }
 SOURCE = (
-    "own measurement: tools/gpu_memory/measure.py on one NVIDIA H200 (141 GB, driver "
-    "580.159.04), PyTorch {torch}, 2026-11-30; raw rows in tools/gpu_memory/results/{file}"
+    "own measurement: tools/gpu_memory/measure.py on one NVIDIA H200 (141 GB{driver}), "
+    "PyTorch {torch}, {date}; raw rows in tools/gpu_memory/results/{file}"
 )
+# the driver as nvidia-smi reported it, where the run's log kept it
+DRIVER = {"2026-11-30": ", driver 580.159.04"}
 HOW = (
     "Llama-architecture decoder written in the script (torchtitan-style: RMSNorm, complex "
     "RoPE, K/V heads repeated before scaled_dot_product_attention, eager SwiGLU), FSDP2 "
@@ -45,6 +53,8 @@ def case(row: dict[str, object], file: str) -> dict[str, object]:
     }
     if row.get("compile"):
         cfg["compile"] = True
+    if row.get("float8"):
+        cfg["precision"] = "fp8"
     if model in PRESET:
         cfg = {"preset": PRESET[model], **cfg}
     else:
@@ -68,7 +78,10 @@ def case(row: dict[str, object], file: str) -> dict[str, object]:
     ac = {"none": "off", "full": "full (whole block)", "selective": "op-level selective"}
     return {
         "id": f"h200-{row['id']}" + ("-OOM" if oom else ""),
-        "source": SOURCE.format(torch=row.get("torch", "2.11"), file=file),
+        "source": SOURCE.format(
+            torch=row.get("torch", "2.11"), file=file, date=file[5:15],
+            driver=DRIVER.get(file[5:15], ""),
+        ),
         "gpu": "H200 141 GB (139.8 GiB as the driver reports)",
         "gpu_usable_gib": 139.8,
         "metric": "allocator reserved (torch.cuda.max_memory_reserved, as torchtitan logs it)",
@@ -90,12 +103,86 @@ def case(row: dict[str, object], file: str) -> dict[str, object]:
             mbs=row["mbs"],
             ac=ac[str(row["ac"])],
             compile=", torch.compile per block" if row.get("compile") else "",
+            float8=f", torchao float8 training ({row['float8']} scaling) on the blocks' "
+            "linear layers" if row.get("float8") else "",
         ),
         "config": cfg,
     }
 
 
+def time_case(row: dict[str, object], file: str) -> dict[str, object]:
+    """One case of the throughput set: the measured tokens/s of one configuration."""
+    recipe = str(row.get("float8") or "")
+    how = (
+        "mean step time of 3 steps after a warm-up step; FSDP2 on one rank, fused AdamW, "
+        "SDPA (flash), eager" + (" + torch.compile per block" if row.get("compile") else "")
+    )
+    if recipe:
+        how += (
+            f"; torchao float8 training, {recipe} scaling, on every linear layer of the "
+            "blocks (output projection in BF16)"
+        )
+    case: dict[str, object] = {
+        "id": f"h200-{row['id']}",
+        "group": "own_h200_single_gpu",
+        "model": f"{row['model']}-measured",
+        "gpu": "H200",
+        "num_gpus": 1,
+        "precision": "fp8" if recipe else "bf16",
+        "seq_len": row["seq"],
+        "micro_batch_size": row["mbs"],
+        "global_batch_size": row["mbs"],
+        "parallelism": {"tp": 1, "cp": 1, "ep": 1, "pp": 1, "vpp": 1, "dp": 1},
+        "sharding": "zero3",
+        "recompute": row["ac"],
+        "measured": {"tokens_per_sec_per_gpu": row["tokens_per_s"]},
+        "source": {
+            "citation": f"own measurement: tools/gpu_memory/measure.py on one H200, PyTorch "
+            f"{row.get('torch', '2.11')}, {file[5:15]} (tools/gpu_memory/results/{file})",
+            "how_read": how,
+        },
+    }
+    if recipe:
+        case["fp8_recipe"] = recipe
+    return case
+
+
+def dump_time_set(data: dict[str, object]) -> str:
+    """The throughput set as it is kept: one architecture and one case per line."""
+    lines = ["{"]
+    for i, (key, value) in enumerate(data.items()):
+        comma = "," if i < len(data) - 1 else ""
+        if key == "architectures":
+            assert isinstance(value, dict)
+            items = [f"    {json.dumps(k)}: {json.dumps(v, ensure_ascii=False)}" for k, v in value.items()]
+            lines += [f'  "{key}": {{', ",\n".join(items), "  }" + comma]
+        elif key == "measured_cases":
+            assert isinstance(value, list)
+            items = ["    " + json.dumps(c, ensure_ascii=False) for c in value]
+            lines += [f'  "{key}": [', ",\n".join(items), "  ]" + comma]
+        else:
+            lines.append(f"  {json.dumps(key)}: {json.dumps(value, ensure_ascii=False)}{comma}")
+    return "\n".join(lines + ["}"]) + "\n"
+
+
+def main_time(paths: list[str]) -> None:
+    data = json.loads(TIME_PUBLIC.read_text(encoding="utf-8"))
+    cases = data["measured_cases"]
+    for arg in paths:
+        path = Path(arg)
+        rows = [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
+        new = [time_case(r, path.name) for r in rows if "tokens_per_s" in r]
+        cases = [c for c in cases if f"results/{path.name})" not in c["source"].get("citation", "")]
+        cases += new
+        print(f"{len(new)} cases from {path.name}")
+    data["measured_cases"] = cases
+    TIME_PUBLIC.write_text(dump_time_set(data), encoding="utf-8")
+
+
 def main() -> None:
+    if sys.argv[1:2] == ["--time"]:
+        main_time(sys.argv[2:])
+        return
     new = []
     for arg in sys.argv[1:]:
         path = Path(arg)
