@@ -939,7 +939,11 @@ def render(res: dict[str, Any]) -> str:
         "BF16 peak from 8k to 32k tokens, against the 31 % of `E_ATTN`, which was fitted "
         "on 2k-8k rows where other unmodelled costs share the step; the float8 rows "
         "(tensorwise, compiled) land within 5 % at 8B-405B layer widths, rowwise scaling "
-        "runs 10-15 % slower than tensorwise and the model does not tell them apart). Not "
+        "runs 10-15 % slower than tensorwise and the model does not tell them apart; the "
+        "routed-expert runs on one GPU (Qwen3-30B-A3B and Mixtral layer shapes, grouped "
+        "GEMM, EP 1) are 10-158 % slower than predicted: their step keeps a cost that "
+        "scales with all the experts' weights, not the active ones, and the model does "
+        "not price it on one GPU). Not "
         "used: the Megatron-Bridge / NeMo performance summaries, torchtitan "
         "benchmarks and torchao benchmark tables (kept as the independent check).",
         "",

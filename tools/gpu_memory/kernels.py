@@ -24,6 +24,7 @@ import argparse
 import json
 import time
 from collections.abc import Callable
+from functools import partial
 
 import torch
 import torch.nn.functional as F
@@ -38,15 +39,15 @@ EXPERT_SHAPES = {
 }
 
 
-def timed(fn: Callable[[], object], reps: int) -> float:
-    """Mean seconds of one call, after three warm-ups."""
+def timed(fn: Callable[..., object], *args: torch.Tensor, reps: int) -> float:
+    """Mean seconds of one call ``fn(*args)``, after three warm-ups."""
     for _ in range(3):
-        fn()
+        fn(*args)
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     torch.cuda.synchronize()
     start.record()
     for _ in range(reps):
-        fn()
+        fn(*args)
     end.record()
     torch.cuda.synchronize()
     return start.elapsed_time(end) / 1e3 / reps
@@ -58,27 +59,58 @@ def grouped_mm() -> Callable[..., torch.Tensor] | None:
     return public if public is not None else getattr(torch, "_grouped_mm", None)
 
 
+def expert_loop(x: torch.Tensor, w: torch.Tensor, per_expert: int) -> list[torch.Tensor]:
+    """The routed experts' up projection as one GEMM per expert (no grouped kernel)."""
+    return [c @ w[i].t() for i, c in enumerate(x.split(per_expert))]
+
+
+def causal_fwd_bwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
+    o = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    o.backward(torch.ones_like(o))
+
+
 def dense(out: list[dict[str, object]], tokens: int, reps: int) -> None:
     dev = torch.device("cuda")
     for d in (512, 1024, 2048, 4096, 8192, 16384):
         a = torch.randn(tokens, d, device=dev, dtype=torch.bfloat16)
         b = torch.randn(d, d, device=dev, dtype=torch.bfloat16)
         flops = 2.0 * tokens * d * d
-        s = timed(lambda: a @ b, reps)
-        out.append({"kind": "mm", "dtype": "bf16", "m": tokens, "k": d, "n": d,
-                    "s": s, "tflops": flops / s / 1e12})
+        s = timed(torch.mm, a, b, reps=reps)
+        out.append(
+            {
+                "kind": "mm",
+                "dtype": "bf16",
+                "m": tokens,
+                "k": d,
+                "n": d,
+                "s": s,
+                "tflops": flops / s / 1e12,
+            }
+        )
         a8 = a.to(torch.float8_e4m3fn)
         b8 = b.t().contiguous().to(torch.float8_e4m3fn).t()  # column-major, as required
         one = torch.ones((), device=dev)
         for fast in (True, False):
-            s8 = timed(
-                lambda: torch._scaled_mm(
-                    a8, b8, one, one, out_dtype=torch.bfloat16, use_fast_accum=fast
-                ),
-                reps,
+            fp8_mm = partial(
+                torch._scaled_mm,
+                scale_a=one,
+                scale_b=one,
+                out_dtype=torch.bfloat16,
+                use_fast_accum=fast,
             )
-            out.append({"kind": "mm", "dtype": "fp8-tensorwise", "fast_accum": fast,
-                        "m": tokens, "k": d, "n": d, "s": s8, "tflops": flops / s8 / 1e12})
+            s8 = timed(fp8_mm, a8, b8, reps=reps)
+            out.append(
+                {
+                    "kind": "mm",
+                    "dtype": "fp8-tensorwise",
+                    "fast_accum": fast,
+                    "m": tokens,
+                    "k": d,
+                    "n": d,
+                    "s": s8,
+                    "tflops": flops / s8 / 1e12,
+                }
+            )
         del a, b, a8, b8
 
 
@@ -93,21 +125,29 @@ def grouped(out: list[dict[str, object]], reps: int) -> None:
                 x = torch.randn(experts * per_expert, hidden, device=dev, dtype=torch.bfloat16)
                 w = torch.randn(experts, width, hidden, device=dev, dtype=torch.bfloat16)
                 flops = 2.0 * experts * per_expert * hidden * width
-                row = {"kind": "grouped", "model": model, "hidden": hidden, "width": width,
-                       "experts": experts, "tokens_per_expert": per_expert}
+                row = {
+                    "kind": "grouped",
+                    "model": model,
+                    "hidden": hidden,
+                    "width": width,
+                    "experts": experts,
+                    "tokens_per_expert": per_expert,
+                }
                 if gmm is not None:
                     offs = torch.arange(
-                        per_expert, experts * per_expert + 1, per_expert, device=dev,
+                        per_expert,
+                        experts * per_expert + 1,
+                        per_expert,
+                        device=dev,
                         dtype=torch.int32,
                     )
                     wt = w.transpose(-2, -1)  # (experts, hidden, width), column-major
                     try:
-                        s = timed(lambda: gmm(x, wt, offs=offs), reps)
+                        s = timed(partial(gmm, offs=offs), x, wt, reps=reps)
                         row.update(grouped_s=s, grouped_tflops=flops / s / 1e12)
                     except (RuntimeError, TypeError) as e:
                         row["grouped_error"] = f"{type(e).__name__}: {e}"[:200]
-                chunks = x.split(per_expert)
-                s_loop = timed(lambda: [c @ w[i].t() for i, c in enumerate(chunks)], reps)
+                s_loop = timed(partial(expert_loop, per_expert=per_expert), x, w, reps=reps)
                 row.update(loop_s=s_loop, loop_tflops=flops / s_loop / 1e12)
                 out.append(row)
                 del x, w
@@ -122,16 +162,20 @@ def attention(out: list[dict[str, object]], reps: int) -> None:
             for _ in range(3)
         )
         fwd_flops = 2.0 * 2.0 * seq * seq * heads * dim / 2.0  # causal: half the square
-        s_f = timed(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True), reps)
-
-        def fwd_bwd() -> None:
-            o = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-            o.backward(torch.ones_like(o))
-
-        s_fb = timed(fwd_bwd, reps)
-        out.append({"kind": "attn", "seq": seq, "heads": heads, "head_dim": dim,
-                    "fwd_s": s_f, "fwd_tflops": fwd_flops / s_f / 1e12,
-                    "fwd_bwd_s": s_fb, "fwd_bwd_tflops": 3.5 * fwd_flops / s_fb / 1e12})
+        s_f = timed(partial(F.scaled_dot_product_attention, is_causal=True), q, k, v, reps=reps)
+        s_fb = timed(causal_fwd_bwd, q, k, v, reps=reps)
+        out.append(
+            {
+                "kind": "attn",
+                "seq": seq,
+                "heads": heads,
+                "head_dim": dim,
+                "fwd_s": s_f,
+                "fwd_tflops": fwd_flops / s_f / 1e12,
+                "fwd_bwd_s": s_fb,
+                "fwd_bwd_tflops": 3.5 * fwd_flops / s_fb / 1e12,
+            }
+        )
         del q, k, v
 
 
@@ -155,8 +199,9 @@ def main() -> None:
         with open(args.out, "a", encoding="utf-8") as f:
             for row in rows:
                 row.update(env)
-                line = json.dumps({k: round(v, 6) if isinstance(v, float) else v
-                                   for k, v in row.items()})
+                line = json.dumps(
+                    {k: round(v, 6) if isinstance(v, float) else v for k, v in row.items()}
+                )
                 print(line, flush=True)
                 f.write(line + "\n")
         torch.cuda.empty_cache()

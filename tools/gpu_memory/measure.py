@@ -59,6 +59,11 @@ class Arch:
     head_dim: int
     tied: bool
     rope_theta: float = 500000.0
+    # routed experts (0: a dense SwiGLU MLP of width ``ffn``): how many, how many each token
+    # goes to, and each expert's SwiGLU width
+    experts: int = 0
+    top_k: int = 0
+    expert_ffn: int = 0
 
 
 ARCHS = {
@@ -72,7 +77,13 @@ ARCHS = {
     # 405B's with 1 of 126 layers (embedding tied to the output to leave room)
     "llama-3.1-70b-4l": Arch(128256, 8192, 28672, 4, 64, 8, 128, False),
     "llama-3.1-405b-1l": Arch(128256, 16384, 53248, 1, 128, 8, 128, True),
+    # MoE layers from the published config.json files, fewer of them: Qwen3-30B-A3B (128
+    # experts of 768, 8 per token; q/k norms left out) and Mixtral 8x7B (8 of 14336, 2 per
+    # token)
+    "qwen3-30b-a3b-4l": Arch(151936, 2048, 6144, 4, 32, 4, 128, False, 1e6, 128, 8, 768),
+    "mixtral-8x7b-2l": Arch(32000, 4096, 14336, 2, 32, 8, 128, False, 1e6, 8, 2, 14336),
     "smoke": Arch(512, 64, 128, 2, 4, 2, 16, False),
+    "smoke-moe": Arch(512, 64, 128, 2, 4, 2, 16, False, 500000.0, 8, 2, 32),
 }
 
 
@@ -126,29 +137,61 @@ CONFIGS = [
     # float8 (torchao) beside BF16 under torch.compile, in the same run: one BF16 row of each
     # shape is measured again so that every float8 speed-up is a ratio within one machine
     Config("l8b16-s8k-b1-none-compile-r2", "llama-3.1-8b-16l", 8192, 1, "none", True),
-    Config("l8b16-s8k-b1-none-compile-fp8tw", "llama-3.1-8b-16l", 8192, 1, "none", True, "tensorwise"),
+    Config(
+        "l8b16-s8k-b1-none-compile-fp8tw", "llama-3.1-8b-16l", 8192, 1, "none", True, "tensorwise"
+    ),
     Config("l8b16-s8k-b1-none-compile-fp8rw", "llama-3.1-8b-16l", 8192, 1, "none", True, "rowwise"),
-    Config("l8b16-s8k-b1-full-compile-fp8tw", "llama-3.1-8b-16l", 8192, 1, "full", True, "tensorwise"),
-    Config("l8b16-s8k-b1-sel-compile-fp8tw", "llama-3.1-8b-16l", 8192, 1, "selective", True, "tensorwise"),
+    Config(
+        "l8b16-s8k-b1-full-compile-fp8tw", "llama-3.1-8b-16l", 8192, 1, "full", True, "tensorwise"
+    ),
+    Config(
+        "l8b16-s8k-b1-sel-compile-fp8tw",
+        "llama-3.1-8b-16l",
+        8192,
+        1,
+        "selective",
+        True,
+        "tensorwise",
+    ),
     Config("l8b16-s4k-b2-none-compile", "llama-3.1-8b-16l", 4096, 2, "none", True),
-    Config("l8b16-s4k-b2-none-compile-fp8tw", "llama-3.1-8b-16l", 4096, 2, "none", True, "tensorwise"),
+    Config(
+        "l8b16-s4k-b2-none-compile-fp8tw", "llama-3.1-8b-16l", 4096, 2, "none", True, "tensorwise"
+    ),
     Config("l70b4-s8k-b1-none-compile", "llama-3.1-70b-4l", 8192, 1, "none", True),
-    Config("l70b4-s8k-b1-none-compile-fp8tw", "llama-3.1-70b-4l", 8192, 1, "none", True, "tensorwise"),
+    Config(
+        "l70b4-s8k-b1-none-compile-fp8tw", "llama-3.1-70b-4l", 8192, 1, "none", True, "tensorwise"
+    ),
     Config("l70b4-s8k-b1-none-compile-fp8rw", "llama-3.1-70b-4l", 8192, 1, "none", True, "rowwise"),
-    Config("l70b4-s8k-b1-full-compile-fp8tw", "llama-3.1-70b-4l", 8192, 1, "full", True, "tensorwise"),
+    Config(
+        "l70b4-s8k-b1-full-compile-fp8tw", "llama-3.1-70b-4l", 8192, 1, "full", True, "tensorwise"
+    ),
     Config("l405b1-s8k-b1-none-compile", "llama-3.1-405b-1l", 8192, 1, "none", True),
-    Config("l405b1-s8k-b1-none-compile-fp8tw", "llama-3.1-405b-1l", 8192, 1, "none", True, "tensorwise"),
+    Config(
+        "l405b1-s8k-b1-none-compile-fp8tw", "llama-3.1-405b-1l", 8192, 1, "none", True, "tensorwise"
+    ),
     Config("l3b-s8k-b2-none-compile-r2", "llama-3.2-3b", 8192, 2, "none", True),
     Config("l3b-s8k-b2-none-compile-fp8tw", "llama-3.2-3b", 8192, 2, "none", True, "tensorwise"),
     Config("l1b-s8k-b4-none-compile", "llama-3.2-1b", 8192, 4, "none", True),
     Config("l1b-s8k-b4-none-compile-fp8tw", "llama-3.2-1b", 8192, 4, "none", True, "tensorwise"),
     Config("l8b16-s32k-b1-full-compile", "llama-3.1-8b-16l", 32768, 1, "full", True),
-    Config("l8b16-s32k-b1-full-compile-fp8tw", "llama-3.1-8b-16l", 32768, 1, "full", True, "tensorwise"),
+    Config(
+        "l8b16-s32k-b1-full-compile-fp8tw", "llama-3.1-8b-16l", 32768, 1, "full", True, "tensorwise"
+    ),
+    # routed experts on one GPU (EP 1): one grouped GEMM per projection for all experts
+    Config("q30a3-4l-s8k-b1-none", "qwen3-30b-a3b-4l", 8192, 1, "none"),
+    Config("q30a3-4l-s8k-b1-full", "qwen3-30b-a3b-4l", 8192, 1, "full"),
+    Config("q30a3-4l-s4k-b1-none", "qwen3-30b-a3b-4l", 4096, 1, "none"),
+    Config("q30a3-4l-s8k-b2-none", "qwen3-30b-a3b-4l", 8192, 2, "none"),
+    Config("q30a3-4l-s8k-b1-none-compile", "qwen3-30b-a3b-4l", 8192, 1, "none", True),
+    Config("mix-2l-s8k-b1-none", "mixtral-8x7b-2l", 8192, 1, "none"),
+    Config("mix-2l-s8k-b1-full", "mixtral-8x7b-2l", 8192, 1, "full"),
     Config("smoke", "smoke", 128, 2, "selective"),
     Config("smoke-sel-compile", "smoke", 128, 2, "selective", True),
     Config("smoke-full-compile", "smoke", 128, 2, "full", True),
     Config("smoke-fp8", "smoke", 128, 2, "none", False, "tensorwise"),
     Config("smoke-fp8-sel-compile", "smoke", 128, 2, "selective", True, "rowwise"),
+    Config("smoke-moe", "smoke-moe", 128, 2, "none"),
+    Config("smoke-moe-full-compile", "smoke-moe", 128, 2, "full", True),
 ]
 
 
@@ -166,6 +209,42 @@ def rotate(x: torch.Tensor, table: torch.Tensor) -> torch.Tensor:
     return out.type_as(x)
 
 
+class Experts(nn.Module):
+    """Routed experts without expert parallelism (torchtitan-style, EP 1): softmax router,
+    top-k renormalised, tokens sorted by expert, and each SwiGLU projection of every expert
+    as one grouped GEMM over the sorted tokens; the outputs weighted and added back."""
+
+    def __init__(self, a: Arch) -> None:
+        super().__init__()
+        self.a = a
+        self.router = nn.Linear(a.hidden, a.experts, bias=False)
+        # (experts, out, in), as nn.Linear keeps its weight
+        self.w1 = nn.Parameter(torch.empty(a.experts, a.expert_ffn, a.hidden))
+        self.w3 = nn.Parameter(torch.empty(a.experts, a.expert_ffn, a.hidden))
+        self.w2 = nn.Parameter(torch.empty(a.experts, a.hidden, a.expert_ffn))
+
+    def forward(self, h: torch.Tensor) -> torch.Tensor:
+        a = self.a
+        x = h.reshape(-1, a.hidden)
+        probs = self.router(x).float().softmax(dim=-1)
+        weight, expert = probs.topk(a.top_k, dim=-1)
+        weight = (weight / weight.sum(dim=-1, keepdim=True)).to(x.dtype)
+        order = expert.flatten().argsort(stable=True)
+        offs = torch.bincount(expert.flatten(), minlength=a.experts).cumsum(0).to(torch.int32)
+        token = order // a.top_k
+        xs = x[token]
+        mm = GROUPED_MM
+        up = F.silu(mm(xs, self.w1.transpose(-2, -1), offs=offs)) * mm(
+            xs, self.w3.transpose(-2, -1), offs=offs
+        )
+        out = mm(up, self.w2.transpose(-2, -1), offs=offs) * weight.flatten()[order, None]
+        return torch.zeros_like(x).index_add(0, token, out).view_as(h)
+
+
+# PyTorch's grouped GEMM: the public name where this release has one
+GROUPED_MM = getattr(F, "grouped_mm", None) or getattr(torch, "_grouped_mm", None)
+
+
 class Block(nn.Module):
     def __init__(self, a: Arch) -> None:
         super().__init__()
@@ -177,9 +256,12 @@ class Block(nn.Module):
         self.wv = nn.Linear(a.hidden, kv, bias=False)
         self.wo = nn.Linear(q, a.hidden, bias=False)
         self.ffn_norm = nn.RMSNorm(a.hidden, eps=1e-5)
-        self.w1 = nn.Linear(a.hidden, a.ffn, bias=False)
-        self.w3 = nn.Linear(a.hidden, a.ffn, bias=False)
-        self.w2 = nn.Linear(a.ffn, a.hidden, bias=False)
+        if a.experts:
+            self.experts = Experts(a)
+        else:
+            self.w1 = nn.Linear(a.hidden, a.ffn, bias=False)
+            self.w3 = nn.Linear(a.hidden, a.ffn, bias=False)
+            self.w2 = nn.Linear(a.ffn, a.hidden, bias=False)
 
     def forward(self, x: torch.Tensor, table: torch.Tensor) -> torch.Tensor:
         a = self.a
@@ -206,6 +288,8 @@ class Block(nn.Module):
         )
         x = x + self.wo(o.transpose(1, 2).reshape(b, s, -1))
         h = self.ffn_norm(x)
+        if self.a.experts:
+            return x + self.experts(h)
         return x + self.w2(F.silu(self.w1(h)) * self.w3(h))
 
 

@@ -24,6 +24,8 @@ SHAPES = {
     "llama-3.1-8b-16l": "Llama 3.1 8B's layer shapes, 16 of 32 layers",
     "llama-3.1-70b-4l": "Llama 3.1 70B's layer shapes, 4 of 80 layers",
     "llama-3.1-405b-1l": "Llama 3.1 405B's layer shapes, 1 of 126 layers, tied embedding",
+    "qwen3-30b-a3b-4l": "Qwen3-30B-A3B's layer shapes, 4 of 48 layers, no q/k norms",
+    "mixtral-8x7b-2l": "Mixtral 8x7B's layer shapes, 2 of 32 layers",
 }
 SOURCE = (
     "own measurement: tools/gpu_memory/measure.py on one NVIDIA H200 (141 GB{driver}), "
@@ -71,6 +73,17 @@ def case(row: dict[str, object], file: str) -> dict[str, object]:
                 "num_kv_heads": a["kv_heads"],
                 "head_dim": a["head_dim"],
                 "tie_embeddings": a["tied"],
+                **(
+                    {
+                        "moe": {
+                            "num_experts": a["experts"],
+                            "experts_per_token": a["top_k"],
+                            "expert_intermediate_size": a["expert_ffn"],
+                        }
+                    }
+                    if a.get("experts")
+                    else {}
+                ),
             },
             **cfg,
         }
@@ -79,7 +92,9 @@ def case(row: dict[str, object], file: str) -> dict[str, object]:
     return {
         "id": f"h200-{row['id']}" + ("-OOM" if oom else ""),
         "source": SOURCE.format(
-            torch=row.get("torch", "2.11"), file=file, date=file[5:15],
+            torch=row.get("torch", "2.11"),
+            file=file,
+            date=file[5:15],
             driver=DRIVER.get(file[5:15], ""),
         ),
         "gpu": "H200 141 GB (139.8 GiB as the driver reports)",
@@ -104,7 +119,9 @@ def case(row: dict[str, object], file: str) -> dict[str, object]:
             ac=ac[str(row["ac"])],
             compile=", torch.compile per block" if row.get("compile") else "",
             float8=f", torchao float8 training ({row['float8']} scaling) on the blocks' "
-            "linear layers" if row.get("float8") else "",
+            "linear layers"
+            if row.get("float8")
+            else "",
         ),
         "config": cfg,
     }
@@ -154,7 +171,10 @@ def dump_time_set(data: dict[str, object]) -> str:
         comma = "," if i < len(data) - 1 else ""
         if key == "architectures":
             assert isinstance(value, dict)
-            items = [f"    {json.dumps(k)}: {json.dumps(v, ensure_ascii=False)}" for k, v in value.items()]
+            items = [
+                f"    {json.dumps(k)}: {json.dumps(v, ensure_ascii=False)}"
+                for k, v in value.items()
+            ]
             lines += [f'  "{key}": {{', ",\n".join(items), "  }" + comma]
         elif key == "measured_cases":
             assert isinstance(value, list)
