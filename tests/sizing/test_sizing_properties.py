@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from app.sizing import PRESETS, size
 from app.sizing.memory import Job, Layout, memory
-from app.sizing.params import Architecture, MoE, count
+from app.sizing.params import Architecture, MoE, count, derive_architecture
 
 FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -176,9 +176,20 @@ def requests(draw: st.DrawFn) -> dict[str, Any]:
             "tp": draw(st.sampled_from([1, 2, 4, 8])),
             "pp": draw(st.sampled_from([1, 2])),
         }
-        heads = PRESETS[model["preset"]].arch.num_attention_heads if kind == "preset" else 1
-        if heads % req["parallelism"]["tp"]:
-            req["parallelism"]["tp"] = 1  # keep the request valid: TP must divide the heads
+        if kind in ("preset", "params"):
+            a = (
+                PRESETS[model["preset"]].arch
+                if kind == "preset"
+                else derive_architecture(model["params"])
+            )
+            heads, kv_heads = a.num_attention_heads, a.num_kv_heads
+        else:
+            heads = model["architecture"]["num_attention_heads"]
+            kv_heads = model["architecture"]["num_kv_heads"]
+        tp = req["parallelism"]["tp"]
+        if heads % tp or kv_heads % tp:
+            # keep the request valid: TP must divide the heads and the KV heads
+            req["parallelism"]["tp"] = 1
         if kind != "preset":
             req["parallelism"]["pp"] = 1  # generated models may have a single layer
     return req
