@@ -122,8 +122,17 @@ def _stage_params_uncached(job: Job, lay: Layout, *, first_stage: bool) -> tuple
         head = c.head if c.head else c.embedding  # tied head needs its own copy with PP
         extra = head + c.final_norm
     nonexpert = (layers - experts + extra) / lay.tp
-    expert = experts / (lay.tp * lay.ep)
+    expert = experts / _expert_split(lay)
     return nonexpert, expert
+
+
+def _expert_split(lay: Layout) -> int:
+    """How many ways a stage's routed experts are split. With expert parallelism they run
+    without tensor parallelism (ETP = 1: Megatron's ``--expert-tensor-parallel-size 1``, which
+    the launch file sets, and torchtitan's default ``expert_tensor_parallel_degree = 1``), so
+    each GPU holds whole experts, 1/ep of the stage's; without it, TP splits them like any
+    MLP."""
+    return lay.ep if lay.ep > 1 else lay.tp
 
 
 def low_precision_copy_bytes(precision: str) -> float:
@@ -267,7 +276,7 @@ def _stage_parts(job: Job, lay: Layout, *, first_stage: bool) -> _StageParts:
         unit = c.largest_unit / lay.tp
         if job.arch.moe is not None and c.largest_unit == c.moe_layer:
             unit = (c.moe_layer - c.moe_layer_experts) / lay.tp + c.moe_layer_experts / (
-                lay.tp * lay.ep
+                _expert_split(lay)
             )
         act, _logits = activation_bytes(job, lay, first_stage=first_stage)
         # parallel dimensions in use (one NCCL communicator kind each)
@@ -299,7 +308,9 @@ def _memory_stage(job: Job, lay: Layout, *, first_stage: bool) -> Memory:
         job, lay, first_stage=first_stage
     )
     d = max(1, lay.shard_group) if lay.sharding != "ddp" else 1
-    d_e = max(1, d // lay.ep)
+    # the experts' shard group: the ranks of the dense one's TP groups holding the same
+    # experts (with EP, ETP = 1: d * tp / ep of them; without, the dense group itself)
+    d_e = max(1, d * lay.tp // _expert_split(lay)) if lay.sharding != "ddp" else 1
 
     # parameters per GPU, whole or sharded (bytes per parameter × one of these: what a
     # ``sharded(bytes, shard)`` helper returned, without a closure per call)

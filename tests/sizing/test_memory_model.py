@@ -308,3 +308,24 @@ def test_fsdp2_keeps_gathered_bf16_copies_on_a_single_rank() -> None:
     assert (
         memory(_job("llama-3.2-1b", "megatron"), replace(lay, sharding="zero1")).gather_buffers == 0
     )
+
+
+def test_experts_under_ep_stay_whole_as_the_launch_file_runs_them() -> None:
+    """With EP the exported Megatron file sets ``--expert-tensor-parallel-size 1`` (torchtitan's
+    default is 1 as well): each GPU holds 1/ep of the stage's experts, whole, whatever the TP
+    degree, and their ZeRO-1 state is sharded over tp × dp / ep ranks; without EP, TP splits
+    them like any MLP."""
+    job = _job("qwen3-30b-a3b", "megatron", seq=4096)
+    moe = job.arch.moe
+    assert moe is not None
+    experts = job.counts.moe_layer_experts * moe.moe_layers_in(0, job.arch.num_layers)
+    dense = job.counts.total - experts
+    for tp, ep in ((1, 8), (2, 8), (4, 8), (2, 1), (4, 1)):
+        lay = _lay(sharding="zero1", shard_group=8, tp=tp, ep=ep, world=8 * tp)
+        mem = memory(job, lay)
+        split = ep if ep > 1 else tp
+        # BF16 weights whole on every rank of the data-parallel group (ZeRO-1)
+        assert mem.weights == pytest.approx(2.0 * (dense / tp + experts / split), rel=1e-9)
+        # the FP32 master is sharded: the experts' over tp * 8 / split ranks
+        shard = dense / tp / 8 + experts / split / (8 * tp // split)
+        assert mem.master_weights == pytest.approx(4.0 * shard, rel=1e-9)
