@@ -74,6 +74,10 @@ class StackProfile:
     dualpipe: bool
     range_slow: float
     range_fast: float
+    # EP must be a multiple of TP x CP: torchtitan runs experts without tensor parallelism
+    # (expert_tensor_parallel_degree = 1, its default) by folding the TP and CP ranks into the
+    # EP group, and its ParallelDims refuses an EP degree that does not hold them whole
+    ep_holds_tp_cp: bool = False
     # sustained share of the FP8 / FP4 dense peak in large GEMMs with this stack's recipes
     # and kernels; None: the hardware model's E_GEMM (app/sizing/throughput.py)
     fp8_gemm: float | None = None
@@ -86,6 +90,7 @@ class StackProfile:
             and (pp <= 1 or self.pp)
             and (ep <= 1 or self.ep)
             and (cp <= 1 or self.cp)
+            and (ep <= 1 or not self.ep_holds_tp_cp or ep % (tp * cp) == 0)
         )
 
     def elem(self, compiled: bool) -> float:
@@ -132,6 +137,7 @@ FSDP2 = replace(
     tp_exposed=1.0,
     a2a_exposed=1.0,
     dualpipe=False,
+    ep_holds_tp_cp=True,
     range_slow=0.74,
     range_fast=1.18,
 )

@@ -346,3 +346,26 @@ def test_the_engine_never_gives_a_gpu_more_speed_on_more_nodes(
     small, big = tok(nodes), tok(2 * nodes)
     assume(small is not None and big is not None)
     assert big <= small * (1 + 1e-6)
+
+
+def test_fsdp2_is_never_given_an_expert_degree_that_does_not_hold_tp_and_cp() -> None:
+    """torchtitan folds the TP and CP ranks into the EP group (expert TP 1, its default):
+    EP 2 under TP 4 is refused by its ParallelDims, so the search must not offer it and a
+    pinned one is refused with the reason; Megatron (EP carved from the data-parallel
+    ranks, expert TP 1 set in the file) runs it."""
+    assert not profile("fsdp2").runs(4, 1, 2, 1)
+    assert not profile("fsdp2").runs(2, 1, 2, 2)
+    assert profile("fsdp2").runs(2, 1, 8, 2) and profile("fsdp2").runs(4, 1, 8, 1)
+    assert profile("megatron").runs(4, 1, 2, 1)
+    o = size(
+        {
+            "model": {"preset": "mixtral-8x7b"},
+            "tokens": 1e10,
+            "framework": "fsdp2",
+            "sku": "hgx-h100",
+            "nodes": 2,
+            "parallelism": {"sharding": "zero3", "tp": 4, "ep": 2},
+        }
+    )["options"][0]
+    assert o["layout"] is None
+    assert o["note_codes"][0]["code"] == "note.framework_layout"
