@@ -49,14 +49,16 @@ serve: install i18n migrate
 worker: install
 	$(BIN)/python -m app worker
 
-## make lint: ruff (lint + format check), mypy, the import contracts (pyproject.toml) and
-## pylint's duplicate-code check over app/ (settings in pyproject.toml, [tool.pylint.*])
+## make lint: ruff (lint + format check), mypy, the import contracts (pyproject.toml),
+## pylint's duplicate-code check over app/ (settings in pyproject.toml, [tool.pylint.*]) and
+## the dead-code check (scripts/deadcode.py: vulture, what app/ defines and nothing calls)
 lint: install
 	$(BIN)/ruff check app tests bench scripts migrations
 	$(BIN)/ruff format --check app tests bench scripts
 	$(BIN)/mypy
 	$(BIN)/lint-imports --no-cache
 	$(BIN)/pylint --rcfile=pyproject.toml app
+	$(BIN)/python scripts/deadcode.py
 
 fmt: install
 	$(BIN)/ruff check --fix app tests bench scripts

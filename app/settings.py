@@ -295,10 +295,6 @@ class Settings(BaseSettings):
         return self.environment == "production" or self.staff_second_factor
 
     @property
-    def is_sqlite(self) -> bool:
-        return self.database_url.startswith("sqlite")
-
-    @property
     def https(self) -> bool:
         return self.base_url.startswith("https://")
 

@@ -56,10 +56,6 @@ class User(SQLModel, table=True):
     def is_ops(self) -> bool:
         return policy.acts_as(self, Role.ops.value)
 
-    @property
-    def is_sales(self) -> bool:
-        return policy.acts_as(self, Role.sales.value)
-
 
 def _sha256_digest() -> Any:
     """A column for a SHA-256 hex digest (64 characters), unique: a secret is stored only as

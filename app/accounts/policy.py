@@ -3,7 +3,7 @@
 A user's role says what they are hired to do; this module decides what they *can* do in a
 request, and every check asks it — the staff dependencies (``StaffUser``, ``OpsUser``,
 ``SalesUser``), and every "the owner or staff" test in the domains, which read
-``User.is_staff`` / ``is_ops`` / ``is_sales`` (those properties answer from here).
+``User.is_staff`` / ``is_ops`` (those properties answer from here).
 
 The rules:
 
