@@ -11,6 +11,8 @@ from __future__ import annotations
 import hashlib
 import hmac
 
+from Crypto.Hash import keccak
+
 from app.payments.rates import CURRENCIES, format_units
 
 # --- bech32 (BIP-173) --------------------------------------------------------------------
@@ -82,78 +84,10 @@ def segwit_address(hrp: str, witver: int, program: bytes) -> str:
 
 # --- Keccak-256 (the pre-standard SHA-3 Ethereum uses; hashlib.sha3_256 pads differently) --
 
-_RC = [
-    0x0000000000000001,
-    0x0000000000008082,
-    0x800000000000808A,
-    0x8000000080008000,
-    0x000000000000808B,
-    0x0000000080000001,
-    0x8000000080008081,
-    0x8000000000008009,
-    0x000000000000008A,
-    0x0000000000000088,
-    0x0000000080008009,
-    0x000000008000000A,
-    0x000000008000808B,
-    0x800000000000008B,
-    0x8000000000008089,
-    0x8000000000008003,
-    0x8000000000008002,
-    0x8000000000000080,
-    0x000000000000800A,
-    0x800000008000000A,
-    0x8000000080008081,
-    0x8000000000008080,
-    0x0000000080000001,
-    0x8000000080008008,
-]
-_ROT = [
-    [0, 36, 3, 41, 18],
-    [1, 44, 10, 45, 2],
-    [62, 6, 43, 15, 61],
-    [28, 55, 25, 21, 56],
-    [27, 20, 39, 8, 14],
-]
-_M = (1 << 64) - 1
-
-
-def _rol(x: int, n: int) -> int:
-    return ((x << n) | (x >> (64 - n))) & _M if n else x
-
-
-def _keccak_f(a: list[list[int]]) -> None:
-    for rc in _RC:
-        c = [a[x][0] ^ a[x][1] ^ a[x][2] ^ a[x][3] ^ a[x][4] for x in range(5)]
-        d = [c[(x - 1) % 5] ^ _rol(c[(x + 1) % 5], 1) for x in range(5)]
-        for x in range(5):
-            for y in range(5):
-                a[x][y] ^= d[x]
-        b = [[0] * 5 for _ in range(5)]
-        for x in range(5):
-            for y in range(5):
-                b[y][(2 * x + 3 * y) % 5] = _rol(a[x][y], _ROT[x][y])
-        for x in range(5):
-            for y in range(5):
-                a[x][y] = b[x][y] ^ ((~b[(x + 1) % 5][y]) & b[(x + 2) % 5][y])
-        a[0][0] ^= rc
-
 
 def keccak256(data: bytes) -> bytes:
-    rate = 136
-    msg = bytearray(data) + b"\x01"
-    while len(msg) % rate:
-        msg += b"\x00"
-    msg[-1] |= 0x80
-    a = [[0] * 5 for _ in range(5)]
-    for off in range(0, len(msg), rate):
-        block = msg[off : off + rate]
-        for i in range(rate // 8):
-            x, y = i % 5, i // 5
-            a[x][y] ^= int.from_bytes(block[8 * i : 8 * i + 8], "little")
-        _keccak_f(a)
-    out = b"".join(a[i % 5][i // 5].to_bytes(8, "little") for i in range(4))
-    return out
+    """Keccak-256 as Ethereum uses it (pycryptodome's, the original Keccak padding)."""
+    return keccak.new(digest_bits=256, data=data).digest()
 
 
 def eip55(address_hex: str) -> str:
