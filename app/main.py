@@ -35,7 +35,7 @@ from app.tables import MODEL_MODULES, import_models
 from app.warmup import warm_process
 from app.web import routes as web_routes
 from app.web.csrf import csrf_protect
-from app.web.encoding import Compress
+from app.web.encoding import MINIMUM_SIZE, Compress
 from app.web.errors import install_handlers
 from app.web.middleware import AppMiddleware, BodyLimit, ConcurrencyLimit
 from app.web.proxy import AllowedHosts, TrustedProxies
@@ -110,12 +110,13 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
     # AppMiddleware (request id, locale, headers, access log) wraps them all.
     app.add_middleware(ConcurrencyLimit, limit=settings.db_pool_size)
     app.add_middleware(BodyLimit)
+    # Compress pages, fragments and static files (htmx is ~51 KB raw, ~16 KB gzipped).
+    app.add_middleware(Compress, minimum_size=MINIMUM_SIZE)
     # A live /size fragment already rendered is answered here, before the router and the
-    # thread pool (the most frequent request; app/configurator/routes.py).
+    # thread pool (the most frequent request; app/configurator/routes.py), and before
+    # Compress: it keeps its body gzipped once already, so it skips the compressor's checks.
     app.add_middleware(configurator_routes.CachedFragments)
     app.add_middleware(AppMiddleware, https=settings.https, default_locale=settings.default_locale)
-    # Outermost: compress pages, fragments and static files (htmx is ~51 KB raw, ~16 KB gzipped).
-    app.add_middleware(Compress, minimum_size=800)
     if settings.environment == "production":
         app.add_middleware(AllowedHosts, hosts=settings.host_names)
     # Outermost of all: the client address everything else sees (throttles, audit, logs).

@@ -35,7 +35,7 @@ from app.configurator.fragments import Fragment, fragment_cache_of, price_versio
 from app.errors import N_
 from app.sizing import SizingError, list_presets, size
 from app.sizing.messages import Msg
-from app.web.encoding import accepts_gzip
+from app.web.encoding import MINIMUM_SIZE, accepts_gzip
 from app.web.i18n import current_locale, punct
 from app.web.i18n import gettext as _
 from app.web.routing import AppRoute
@@ -273,11 +273,14 @@ def size_page(request: Request) -> Response:
 
 
 def fragment_headers(canonical: str, gzipped: bool) -> dict[str, str]:
-    """The fragment's own headers, the same from the route and from ``CachedFragments``."""
+    """The fragment's own headers, the same from the route and from ``CachedFragments``
+    (which adds what ``Compress`` adds to the route's answer: it sits outside it)."""
     # htmx would push the form's raw query (~30 empty fields); push the canonical one.
-    headers = {"HX-Push-Url": "/size?" + canonical, "Vary": VARY + ", Accept-Encoding"}
+    headers = {"HX-Push-Url": "/size?" + canonical, "Vary": VARY}
     if gzipped:
+        # compressed here already: Compress passes it through as it is
         headers["Content-Encoding"] = "gzip"
+        headers["Vary"] = VARY + ", Accept-Encoding"
     return headers
 
 
@@ -373,8 +376,8 @@ class CachedFragments:
         assert body_bytes is not None
         headers = [(b"content-length", str(len(body_bytes)).encode())]
         headers.append((b"content-type", b"text/html; charset=utf-8"))
-        headers += [
-            (k.lower().encode("latin-1"), v.encode("latin-1"))
-            for k, v in fragment_headers(canonical, gz).items()
-        ]
+        own = fragment_headers(canonical, gz)
+        if not gz and len(body_bytes) >= MINIMUM_SIZE:
+            own["Vary"] += ", Accept-Encoding"  # what Compress adds to the route's answer
+        headers += [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in own.items()]
         return fragment.status, body_bytes, headers

@@ -23,6 +23,8 @@ from starlette.types import Receive, Scope, Send
 
 GZIP = "gzip"
 IDENTITY = "identity"
+# Compress leaves answers shorter than this as they are (and adds no Vary to them)
+MINIMUM_SIZE = 800
 
 
 def _qvalue(params: list[str]) -> float | None:
