@@ -13,6 +13,7 @@ the code; a name called from outside Python goes in ``CALLED_ELSEWHERE`` with wh
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from pathlib import Path
 
@@ -31,9 +32,28 @@ CALLED_ELSEWHERE = [
 ]
 
 
+def sources() -> list[str]:
+    """The project's own Python files under ``CALLERS``: what git tracks or would track (not
+    the virtual environments and build outputs it ignores, such as tools/launch/.venv)."""
+    try:
+        out = subprocess.run(  # noqa: S603
+            ["git", "ls-files", "--cached", "--others", "--exclude-standard", "--", *CALLERS],  # noqa: S607
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    except (OSError, subprocess.CalledProcessError):  # not a git checkout: skip hidden folders
+        files = [f for p in CALLERS for f in (ROOT / p).rglob("*.py")]
+        return [
+            str(f) for f in files if not any(p.startswith(".") for p in f.relative_to(ROOT).parts)
+        ]
+    return [str(ROOT / f) for f in out.splitlines() if f.endswith(".py") and (ROOT / f).exists()]
+
+
 def findings() -> list[str]:
     v = Vulture(ignore_names=CALLED_ELSEWHERE, ignore_decorators=DECORATORS)
-    v.scavenge([str(ROOT / p) for p in CALLERS if (ROOT / p).exists()])
+    v.scavenge(sources())
     app = ROOT / "app"
     return [
         item.get_report()
