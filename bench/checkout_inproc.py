@@ -11,7 +11,8 @@
 
 CPU is ``time.process_time`` (every thread of this process) per checkout; the database
 server's CPU is not counted. The database is reset (schema migrated, catalog seeded).
-``--profile services|asgi`` prints cProfile's top functions for that part.
+``--profile services|asgi`` prints cProfile's top functions for that part (``--sort tottime``
+for each function's own time).
 """
 
 from __future__ import annotations
@@ -134,6 +135,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("-n", type=int, default=200)
     ap.add_argument("--profile", choices=["services", "asgi"])
+    ap.add_argument("--sort", choices=["cumulative", "tottime"], default="cumulative")
     args = ap.parse_args()
     url = os.environ["TEST_DATABASE_URL"]
     from app.main import create_app
@@ -169,7 +171,7 @@ def main() -> None:
             f"(n={len(vals)})"
         )
         if prof is not None:
-            pstats.Stats(prof).sort_stats("cumulative").print_stats(60)
+            pstats.Stats(prof).sort_stats(args.sort).print_stats(60)
     app.state.engine.dispose()
 
 
