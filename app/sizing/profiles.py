@@ -82,6 +82,12 @@ class StackProfile:
     # and kernels; None: the hardware model's E_GEMM (app/sizing/throughput.py)
     fp8_gemm: float | None = None
     fp4_gemm: float | None = None
+    # ZeRO-2/3 gradients reduce-scattered after every micro-batch's backward, not once per
+    # step: torchtitan's train loop runs each gradient-accumulation micro-batch's backward
+    # with gradient sync on (no set_requires_gradient_sync(False)), and DeepSpeed ZeRO-2/3
+    # reduces each micro-step into its shard (no_sync is refused there). False: one reduction
+    # per step from an unsharded gradient buffer (Megatron's main_grad, accelerate's no_sync)
+    grads_every_microbatch: bool = False
 
     def runs(self, tp: int, pp: int, ep: int, cp: int) -> bool:
         """Whether this stack can run a layout with these degrees."""
@@ -138,6 +144,7 @@ FSDP2 = replace(
     a2a_exposed=1.0,
     dualpipe=False,
     ep_holds_tp_cp=True,
+    grads_every_microbatch=True,
     range_slow=0.74,
     range_fast=1.18,
 )
@@ -178,6 +185,7 @@ PROFILES: dict[str, StackProfile] = {
         nearest="fsdp2",
         tp_exposed_compiled=1.0,
         grouped_gemm=False,
+        grads_every_microbatch=False,
         tp=False,
         pp=False,
         cp=False,

@@ -530,6 +530,11 @@ def predict(
         grad_b = 0.0  # frozen base: no gradients to reduce (the adapters' are negligible)
     span_dp = tp * cp * dp
     stride = tp * cp
+    # micro-batches that each gather the sharded parameters again (a pipeline schedule runs
+    # a step's micro-batches together and reshards after the last), and that each reduce
+    # their gradients (app/sizing/profiles.py grads_every_microbatch)
+    per_mb = m if pp == 1 else 1
+    grad_mb = per_mb if profile.grads_every_microbatch else 1
     dp_t = 0.0
     # Routed experts are sharded over the expert-data-parallel group: the ranks holding the
     # same experts, EP apart (torchtitan's dp_shard_mod_ep mesh dimension, Megatron's
@@ -545,13 +550,18 @@ def predict(
         if s.sharding == "zero3":
             sg = max(1, min(n, s.shard_group or n))
             rep = max(1, n // sg)
-            # gather for forward and backward, reduce-scatter gradients inside the shard group
-            dp_t += (sg - 1) / sg * p_loc * (2.0 * 2.0 + grad_b) / _bw(st * sg, hw, st)
+            # gather for forward and backward, reduce-scatter gradients inside the shard
+            # group; the gathered parameters are freed after each micro-batch, so gradient
+            # accumulation gathers them again for every micro-batch
+            moved = 2.0 * 2.0 * per_mb + grad_b * grad_mb  # bytes per parameter per step
+            dp_t += (sg - 1) / sg * p_loc * moved / _bw(st * sg, hw, st)
             if rep > 1:  # HSDP: all-reduce the sharded gradients across the replicas
-                dp_t += 2.0 * (rep - 1) / rep * p_loc / sg * grad_b / bw
+                dp_t += 2.0 * (rep - 1) / rep * p_loc / sg * grad_b * grad_mb / bw
         elif s.sharding == "ddp":
             dp_t += 2.0 * frac * p_loc * grad_b / bw
-        else:  # zero1 / zero2: reduce-scatter gradients, all-gather updated parameters
+        elif s.sharding == "zero2":  # reduce-scatter gradients, all-gather updated parameters
+            dp_t += frac * p_loc * (grad_b * grad_mb + 2.0) / bw
+        else:  # zero1: one reduce-scatter of the accumulated gradients per step
             dp_t += frac * p_loc * (grad_b + 2.0) / bw
     dp_exposed = max(dp_t - profile.dp_overlap * m * compute_mb, 0.1 * dp_t) if dp_t else 0.0
 
