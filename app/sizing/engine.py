@@ -56,7 +56,7 @@ def option_for(r: Request, search: SkuSearch) -> Option:
     plans = search.plans()
     if not plans:
         return evaluate_option(search, search.closest(), None)
-    plan = choose_plan(plans, search)
+    plan = search.refined(choose_plan(plans, search))
     return evaluate_option(search, plan, search.runner_up(plan.nodes))
 
 

@@ -311,19 +311,29 @@ class _Probe:
         return m
 
 
+_Family = tuple[int, int, bool]
+
+
+def _family(s: Shape | Layout) -> _Family:
+    """What the static order cannot rank for the throughput model: the TP and EP degrees,
+    and whether the parameters are ZeRO-3 sharded (gathered again for every micro-batch,
+    which the order's flat factor does not see)."""
+    return (s.tp, s.ep, s.sharding == "zero3")
+
+
 def _tp_done(
     found: list[Candidate],
-    reps: dict[tuple[int, int], Candidate],
-    tp_count: dict[tuple[int, int], int],
+    reps: dict[_Family, Candidate],
+    tp_count: dict[_Family, int],
     shapes_: list[Shape],
     dead: set[int],
 ) -> bool:
-    """Every (TP, EP) pair has a representative, or all its shapes are out."""
-    have = set(reps) | {(c.layout.tp, c.layout.ep) for c in found}
+    """Every family (:func:`_family`) has a representative, or all its shapes are out."""
+    have = set(reps) | {_family(c.layout) for c in found}
     for t, n in tp_count.items():
         if t in have:
             continue
-        if sum(1 for r in dead if (shapes_[r].tp, shapes_[r].ep) == t) < n:
+        if sum(1 for r in dead if _family(shapes_[r]) == t) < n:
             return False
     return True
 
@@ -350,11 +360,12 @@ def best_layouts(
 ) -> list[Candidate]:
     """The best ``want`` fitting layouts (distinct shapes) for this node count, best first.
 
-    ``per_tp``: also the heuristically best surely-fitting layout of every (tensor-parallel,
-    expert-parallel) degree pair that has one (after the ``want`` best), for a caller that
-    ranks them with the throughput model: the static order cannot tell a MoE whose small
-    expert GEMMs suffer under TP, or whose experts must be spread by EP, from a dense model,
-    so every pair gets a representative.
+    ``per_tp``: also the heuristically best surely-fitting layout of every family — the
+    (tensor-parallel, expert-parallel) degree pair, ZeRO-3 or not — that has one (after the
+    ``want`` best), for a caller that ranks them with the throughput model: the static order
+    cannot tell a MoE whose small expert GEMMs suffer under TP, or whose experts must be
+    spread by EP, from a dense model, nor what ZeRO-3's gathers cost when every micro-batch
+    of a step gathers the parameters again, so every family gets a representative.
 
     A combination whose memory floor (:func:`memory_floor`) already overflows the GPU is
     treated as the miss it is without evaluating its memory at this count: the answer is
@@ -400,12 +411,12 @@ def best_layouts(
         walk = ({}, {})
         job.cache.put(wk, walk)
     lean_floor, floor = walk
-    # per_tp: one sure representative per (TP, EP) degree pair
-    reps: dict[tuple[int, int], Candidate] = {}
-    tp_count: dict[tuple[int, int], int] = {}
+    # per_tp: one sure representative per family (TP, EP, ZeRO-3 or not)
+    reps: dict[_Family, Candidate] = {}
+    tp_count: dict[_Family, int] = {}
     if per_tp:
         for s in all_shapes:
-            tp_count[(s.tp, s.ep)] = tp_count.get((s.tp, s.ep), 0) + 1
+            tp_count[_family(s)] = tp_count.get(_family(s), 0) + 1
     dead: set[int] = set()
     alive: set[int] = set()  # shapes whose leanest variant fits on the GPU
     lean_fits: dict[int, bool] = {}
@@ -455,10 +466,10 @@ def best_layouts(
                     full_at = i
             elif (
                 per_tp
-                and (s.tp, s.ep) not in reps
-                and (s.tp, s.ep) not in {(c.layout.tp, c.layout.ep) for c in found}
+                and _family(s) not in reps
+                and _family(s) not in {_family(c.layout) for c in found}
             ):
-                reps[(s.tp, s.ep)] = cand
+                reps[_family(s)] = cand
             dead.add(rank)
             if len(found) >= want and (
                 not per_tp or _tp_done(found, reps, tp_count, all_shapes, dead)

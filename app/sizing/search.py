@@ -173,8 +173,11 @@ class SkuSearch:
         got = self._predicted.get(lay)
         return None if got is None else got[1]
 
-    def best(self, n: int, want: int = 1) -> list[layout.Candidate]:
-        key = (n, want)
+    def best(self, n: int, want: int = 1, *, families: bool = False) -> list[layout.Candidate]:
+        """The ``want`` best fitting layouts at ``n`` nodes. ``families``: the throughput
+        model also ranks one layout of every family (TP, EP, ZeRO-3 or not; see
+        ``layout.best_layouts``), as it always does for a pinned node count."""
+        key = (n, want, families)
         if key not in self._best:
             # the heuristic order proposes the first few layouts that fit; the throughput
             # model picks among them (TP or not, EP or not: the heuristic cannot tell)
@@ -182,10 +185,10 @@ class SkuSearch:
             # the layouts depend on the job and the node, not on the tokens: kept in the
             # job's memo, which requests for the same job share (memory.with_shared_memo)
             memo = self.r.job.cache
-            # a pinned node count of a MoE: one layout of each (TP, EP) pair goes to the
-            # throughput model too (the static order cannot rank TP against EP for a MoE;
-            # one count only, so the extra candidates cost little)
-            per_tp = self.modelled and self.r.job.arch.moe is not None and self.r.nodes is not None
+            # one count only (a pinned count, or the count a plan was chosen at): one layout
+            # of each family goes to the throughput model too, so the extra candidates cost
+            # little
+            per_tp = self.modelled and (families or self.r.nodes is not None)
             mk = ("best", n, self.variants, want + extra, per_tp)
             found = memo.get(mk)
             if found is None:
@@ -222,8 +225,26 @@ class SkuSearch:
         hours, months, cost = self.cost(n, found[0].efficiency)
         return Plan(n, found[0], hours, months, cost)
 
+    def refined(self, p: Plan) -> Plan:
+        """``p`` with the best layout at its node count once one layout of every family has
+        been ranked by the throughput model (the plans were priced with the static order's
+        first few only: a count's best ZeRO-3 layout can be far slower than a pipelined
+        one that order puts later)."""
+        if not self.modelled:
+            return p
+        found = self.best(p.nodes, want=2, families=True)  # the runner-up's list too
+        limit = self.usable * (1 - SAFETY_MARGIN)
+
+        def rank(c: layout.Candidate) -> tuple[bool, float]:  # as best() sorts them
+            return fit_verdict(c.memory, limit) != "fits", -round(c.efficiency, 6)
+
+        if not found or rank(found[0]) >= rank(p.candidate):
+            return p  # no better layout (a tie keeps the plan's own)
+        hours, months, cost = self.cost(p.nodes, found[0].efficiency)
+        return Plan(p.nodes, found[0], hours, months, cost)
+
     def runner_up(self, n: int) -> layout.Candidate | None:
-        both = self.best(n, want=2)
+        both = self.best(n, want=2, families=True)
         return both[1] if len(both) > 1 else None
 
     # --- the search -------------------------------------------------------------------------

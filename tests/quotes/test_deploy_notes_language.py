@@ -58,7 +58,7 @@ def test_the_sizing_defaults_follow_the_reader(
     notes = _accept(en, token)  # accepting again: the same landing page, in English
     assert notes["note_model_size"] == ["8.0B params"]
     assert notes["note_token_budget"] == ["1T tokens"]
-    assert "data parallel across nodes" in notes["note_comm_pattern"][0]
+    assert "optimizer state sharded over all GPUs" in notes["note_comm_pattern"][0]
 
 
 def test_a_note_sales_wrote_stays_as_written(

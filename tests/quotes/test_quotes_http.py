@@ -269,7 +269,7 @@ def test_prospect_views_accepts_and_lands_on_deploy_with_the_quoted_price(
     assert params["quote"] == [token]
     assert params["note_node_count"] == ["2"] and params["note_private_network"] == ["1"]
     assert params["note_token_budget"] == ["1T tokens"]
-    assert "data parallel across nodes" in params["note_comm_pattern"][0]
+    assert "optimizer state sharded over all GPUs" in params["note_comm_pattern"][0]
     assert "model=llama-3.1-8b" in params["sizing"][0]
     assert params["image"][0].startswith("ubuntu")
     assert _quote(session, qid).status == "accepted"

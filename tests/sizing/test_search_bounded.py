@@ -91,7 +91,7 @@ def test_the_cluster_plan_does_not_depend_on_what_was_priced_before(
     ("req", "sku"),
     [
         ({"model": {"preset": "qwen2.5-72b"}, "tokens": 1e12, "seq_len": 32768}, "hgx-h200"),
-        ({"model": {"preset": "llama-4-scout"}, "tokens": 1.5e13, "seq_len": 32768}, "mi355x"),
+        ({"model": {"preset": "mixtral-8x22b"}, "tokens": 6e12, "seq_len": 32768}, "mi355x"),
     ],
 )
 def test_a_self_serve_count_within_a_year_for_at_most_ten_percent_more_wins(

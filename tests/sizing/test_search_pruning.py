@@ -25,6 +25,7 @@ from app.sizing import shapes as shapes_mod
 from app.sizing.layout import (
     OFFLOAD_OPT_EFF,
     RECOMPUTE_EFF,
+    REP_SCAN,
     Candidate,
     fits,
     make_layout,
@@ -72,7 +73,9 @@ def reference_best_layouts(
     want: int,
     per_tp: bool = False,
 ) -> list[Candidate]:
-    """The walk with every memory evaluated (the search before any pruning)."""
+    """The walk with every memory evaluated (the search before any pruning); ``per_tp``:
+    then, for up to REP_SCAN more variants, the first sure layout of every family (TP, EP,
+    ZeRO-3 or not) that the ``want`` best do not already stand for."""
     mbs_options, recompute_options = [1], ["none", "selective", "full"]
     offload_options = [False, True] if host_ram is not None else [False]
     world = nodes * g
@@ -99,7 +102,11 @@ def reference_best_layouts(
         )
         return memory(job, lay)
 
-    for eff, rank, mbs, rc, off in combos:
+    reps: dict[tuple[int, int, bool], Candidate] = {}
+    full_at: int | None = None
+    for i, (eff, rank, mbs, rc, off) in enumerate(combos):
+        if full_at is not None and (not per_tp or i - full_at > REP_SCAN):
+            break
         if rank in dead:
             continue
         if lean(rank).total > limit:
@@ -117,14 +124,21 @@ def reference_best_layouts(
                 if fit_verdict(lean(rank), limit) != "fits":
                     dead.add(rank)
                 continue
-            found.append(cand)
+            fam = (s.tp, s.ep, s.sharding == "zero3")
+            if len(found) < want:
+                found.append(cand)
+                if len(found) >= want:
+                    full_at = i
+            elif fam not in reps and fam not in {
+                (c.layout.tp, c.layout.ep, c.layout.sharding == "zero3") for c in found
+            }:
+                reps[fam] = cand
             dead.add(rank)
-            if len(found) >= want:
-                break
         elif not fits(lean(rank), usable, host_ram, g):
             # if the leanest variant does not fit, none will (for the leanest itself: it
             # just did not)
             dead.add(rank)
+    found += sorted(reps.values(), key=lambda c: (-c.efficiency, c.rank))
     if len(found) < want:
         sure = {c.rank for c in found}
         rest = sorted(
