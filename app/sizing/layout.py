@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+from collections.abc import Callable, Hashable
 from dataclasses import MISSING, fields, replace
 from typing import Any, NamedTuple
 
@@ -311,31 +312,23 @@ class _Probe:
         return m
 
 
-_Family = tuple[int, int, bool]
+# A family of layouts: what the static order cannot rank for the throughput model, so that
+# :func:`best_layouts` proposes one layout of each (``family=``).
+Family = Callable[[Shape | Layout], Hashable]
 
 
-def _family(s: Shape | Layout) -> _Family:
-    """What the static order cannot rank for the throughput model: the TP and EP degrees,
-    and whether the parameters are ZeRO-3 sharded (gathered again for every micro-batch,
-    which the order's flat factor does not see)."""
+def zero3_and_ep(s: Shape | Layout) -> Hashable:
+    """Whether the parameters are ZeRO-3 sharded (gathered again for every micro-batch of a
+    step, which the order's flat factor for ZeRO-3 across nodes does not see) and whether
+    the experts are spread by EP (the order's flat EP factor cannot tell a MoE whose experts
+    must be spread from a dense model)."""
+    return s.sharding == "zero3", s.ep > 1
+
+
+def tp_ep_zero3(s: Shape | Layout) -> Hashable:
+    """The TP and EP degrees as well (a MoE's small expert GEMMs suffer under TP, or its
+    experts must be spread by EP), and ZeRO-3 or not."""
     return (s.tp, s.ep, s.sharding == "zero3")
-
-
-def _tp_done(
-    found: list[Candidate],
-    reps: dict[_Family, Candidate],
-    tp_count: dict[_Family, int],
-    shapes_: list[Shape],
-    dead: set[int],
-) -> bool:
-    """Every family (:func:`_family`) has a representative, or all its shapes are out."""
-    have = set(reps) | {_family(c.layout) for c in found}
-    for t, n in tp_count.items():
-        if t in have:
-            continue
-        if sum(1 for r in dead if _family(shapes_[r]) == t) < n:
-            return False
-    return True
 
 
 class Variants(NamedTuple):
@@ -356,16 +349,23 @@ class Variants(NamedTuple):
 
 
 def best_layouts(
-    job: Job, v: Variants, nodes: int, *, want: int = 2, per_tp: bool = False
+    job: Job,
+    v: Variants,
+    nodes: int,
+    *,
+    want: int = 2,
+    family: Family | None = None,
+    scan: int = REP_SCAN,
 ) -> list[Candidate]:
     """The best ``want`` fitting layouts (distinct shapes) for this node count, best first.
 
-    ``per_tp``: also the heuristically best surely-fitting layout of every family — the
-    (tensor-parallel, expert-parallel) degree pair, ZeRO-3 or not — that has one (after the
-    ``want`` best), for a caller that ranks them with the throughput model: the static order
-    cannot tell a MoE whose small expert GEMMs suffer under TP, or whose experts must be
-    spread by EP, from a dense model, nor what ZeRO-3's gathers cost when every micro-batch
-    of a step gathers the parameters again, so every family gets a representative.
+    ``family``: also the heuristically best surely-fitting layout of every family that has
+    one (after the ``want`` best; :func:`zero3_and_ep`, :func:`tp_ep_zero3`), for a caller
+    that ranks them with the throughput model: the static order cannot tell a MoE whose
+    small expert GEMMs suffer under TP, or whose experts must be spread by EP, from a dense
+    model, nor what ZeRO-3's gathers cost when every micro-batch of a step gathers the
+    parameters again, so every family gets a representative among the ``scan`` variants
+    after the ``want``-th.
 
     A combination whose memory floor (:func:`memory_floor`) already overflows the GPU is
     treated as the miss it is without evaluating its memory at this count: the answer is
@@ -411,20 +411,38 @@ def best_layouts(
         walk = ({}, {})
         job.cache.put(wk, walk)
     lean_floor, floor = walk
-    # per_tp: one sure representative per family (TP, EP, ZeRO-3 or not)
-    reps: dict[_Family, Candidate] = {}
-    tp_count: dict[_Family, int] = {}
-    if per_tp:
-        for s in all_shapes:
-            tp_count[_family(s)] = tp_count.get(_family(s), 0) + 1
+    # family: one sure representative per family; ``left``: how many shapes of each family
+    # are not yet out (a family whose shapes are all out needs no representative)
+    reps: dict[Hashable, Candidate] = {}
+    fam: list[Hashable] = []
+    left: dict[Hashable, int] = {}
+    if family is not None:
+        fk = ("families", nodes, g, family)
+        got = job.cache.get(fk)
+        if got is None:
+            fams = [family(s) for s in all_shapes]
+            counts: dict[Hashable, int] = {}
+            for f in fams:
+                counts[f] = counts.get(f, 0) + 1
+            got = (fams, counts)
+            job.cache.put(fk, got)
+        fam, left = got[0], dict(got[1])
+    have: set[Hashable] = set()  # the families of ``found`` and ``reps``
     dead: set[int] = set()
+
+    def out(rank: int) -> None:
+        if rank not in dead:
+            dead.add(rank)
+            if fam:
+                left[fam[rank]] -= 1
+
     alive: set[int] = set()  # shapes whose leanest variant fits on the GPU
     lean_fits: dict[int, bool] = {}
 
     full_at: int | None = None  # index at which ``want`` layouts were found
     for i, (eff, rank, mbs, rc, off) in enumerate(combos):
-        if full_at is not None and i - full_at > REP_SCAN:
-            break  # per_tp: the representatives' search is bounded
+        if full_at is not None and i - full_at > scan:
+            break  # family: the representatives' search is bounded
         if rank in dead:
             continue
         if rank not in alive:
@@ -434,7 +452,7 @@ def best_layouts(
             if over or probe.over(rank, *lean):
                 # the leanest variant holds the least on the GPU: if even it overflows the
                 # GPU, no variant of this shape fits (one memory evaluation instead of two)
-                dead.add(rank)
+                out(rank)
                 continue
             alive.add(rank)
         miss = floor.get(i)
@@ -454,7 +472,7 @@ def best_layouts(
                     tight[rank] = Candidate(lay, mem, eff, s.label, rank)
                 # if even the leanest variant of this shape is tight, none is sure
                 if fit_verdict(probe.memory(rank, *lean), limit) != "fits":
-                    dead.add(rank)
+                    out(rank)
                 continue
             lay = make_layout(
                 s, world=world, mbs=mbs, recompute=rc, offload_opt=off, offload_params=False
@@ -462,17 +480,16 @@ def best_layouts(
             cand = Candidate(lay, mem, eff, s.label, rank)
             if len(found) < want:
                 found.append(cand)
+                if fam:
+                    have.add(fam[rank])
                 if len(found) >= want:
                     full_at = i
-            elif (
-                per_tp
-                and _family(s) not in reps
-                and _family(s) not in {_family(c.layout) for c in found}
-            ):
-                reps[_family(s)] = cand
-            dead.add(rank)
+            elif fam and fam[rank] not in have:
+                reps[fam[rank]] = cand
+                have.add(fam[rank])
+            out(rank)
             if len(found) >= want and (
-                not per_tp or _tp_done(found, reps, tp_count, all_shapes, dead)
+                not fam or all(t in have or n == 0 for t, n in left.items())
             ):
                 break
         elif (rc, off, mbs) != (lean_rc, lean_off, lean_mbs):
@@ -480,9 +497,9 @@ def best_layouts(
             if rank not in lean_fits:
                 lean_fits[rank] = probe.fits(rank, *lean)
             if not lean_fits[rank]:
-                dead.add(rank)
+                out(rank)
         else:
-            dead.add(rank)
+            out(rank)
     found += sorted(reps.values(), key=lambda c: (-c.efficiency, c.rank))
     if len(found) < want:
         sure_ranks = {c.rank for c in found}

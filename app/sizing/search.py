@@ -23,6 +23,7 @@ from app.sizing.splits import job_breaks
 MAX_MONTHS_SEARCHED = 36
 SEARCH_BUDGET = 40  # node counts priced per SKU beyond the first that fits
 STEPS = 16  # counts priced per shape by SkuSearch.fewest_within's aims
+WALK_SCAN = 8  # variants scanned for the families of every count (layout.best_layouts)
 SCAN = 12  # counts priced one by one below the best that SkuSearch.fewest_within's aims found
 HOURS_PER_YEAR = 12 * compute.HOURS_PER_MONTH
 
@@ -174,8 +175,8 @@ class SkuSearch:
         return None if got is None else got[1]
 
     def best(self, n: int, want: int = 1, *, families: bool = False) -> list[layout.Candidate]:
-        """The ``want`` best fitting layouts at ``n`` nodes. ``families``: the throughput
-        model also ranks one layout of every family (TP, EP, ZeRO-3 or not; see
+        """The ``want`` best fitting layouts at ``n`` nodes. ``families``: for a MoE the
+        throughput model also ranks one layout of every (TP, EP) pair, ZeRO-3 or not (see
         ``layout.best_layouts``), as it always does for a pinned node count."""
         key = (n, want, families)
         if key not in self._best:
@@ -185,15 +186,22 @@ class SkuSearch:
             # the layouts depend on the job and the node, not on the tokens: kept in the
             # job's memo, which requests for the same job share (memory.with_shared_memo)
             memo = self.r.job.cache
-            # one count only (a pinned count, or the count a plan was chosen at): one layout
-            # of each family goes to the throughput model too, so the extra candidates cost
-            # little
-            per_tp = self.modelled and (families or self.r.nodes is not None)
-            mk = ("best", n, self.variants, want + extra, per_tp)
+            # the throughput model also ranks one layout of each family the static order
+            # cannot rank: ZeRO-3 or not, EP or not at every count; for a MoE every (TP, EP)
+            # pair too, at one count only (a pinned count, or the count a plan was chosen at:
+            # turned on for every count it cost the grid's p95 a half more,
+            # docs/benchmarks-ab.md)
+            family: layout.Family | None = None
+            if self.modelled:
+                moe = self.r.job.arch.moe is not None
+                wide = moe and (families or self.r.nodes is not None)
+                family = layout.tp_ep_zero3 if wide else layout.zero3_and_ep
+            scan = layout.REP_SCAN if family is layout.tp_ep_zero3 else WALK_SCAN
+            mk = ("best", n, self.variants, want + extra, family, scan)
             found = memo.get(mk)
             if found is None:
                 found = layout.best_layouts(
-                    self.r.job, self.variants, n, want=want + extra, per_tp=per_tp
+                    self.r.job, self.variants, n, want=want + extra, family=family, scan=scan
                 )
                 memo.put(mk, found)
             found = [self.with_model(c) for c in found]
@@ -226,12 +234,13 @@ class SkuSearch:
         return Plan(n, found[0], hours, months, cost)
 
     def refined(self, p: Plan) -> Plan:
-        """``p`` with the best layout at its node count once one layout of every family has
-        been ranked by the throughput model (the plans were priced with the static order's
-        first few only: a count's best ZeRO-3 layout can be far slower than a pipelined
-        one that order puts later)."""
-        if not self.modelled:
-            return p
+        """A MoE's plan ``p`` with the best layout at its node count once one layout of every
+        (TP, EP) pair, ZeRO-3 or not, has been ranked by the throughput model (the plans
+        were priced with the static order's first few and one layout per ZeRO-3-or-not and
+        EP-or-not family: TP splits a MoE's small expert GEMMs, which that order cannot
+        rank)."""
+        if not self.modelled or self.r.job.arch.moe is None:
+            return p  # a dense model's families were ranked at every count
         found = self.best(p.nodes, want=2, families=True)  # the runner-up's list too
         limit = self.usable * (1 - SAFETY_MARGIN)
 
@@ -357,6 +366,16 @@ class SkuSearch:
                 if self.r.max_days:
                     extra.add(min(self.max_nodes, self.nodes_within(self.r.max_days * 24, e)))
                     extra |= self.deadline_counts(self.r.max_days * 24, e)
+                # each aimed at the fewest count that offers this plan's shape: a shape needs
+                # whole data-parallel groups (PP 2 x EP 8 runs on 8 nodes, not on 7), and an
+                # efficiency met far above the first fit may already make a month just
+                # above it
+                lay = p.candidate.layout
+                kind = (lay.tp, lay.pp, lay.ep, lay.cp)
+                extra = {
+                    (self._with_shape(max(x, n0 + 1), kind) or x) if x < p.nodes else x
+                    for x in extra
+                }
                 queue = sorted(set(queue) | {x for x in extra if n0 < x <= upto})
         return sorted(out.values(), key=lambda p: p.nodes)
 

@@ -16,7 +16,7 @@ from app.sizing.splits import job_breaks, max_tp
 # Heuristics (ours), stated in every answer's assumptions and in docs/sizing.md.
 RECOMPUTE_EFF = {"none": 1.0, "selective": 0.97, "full": 0.75}  # full: one extra forward
 TP_EFF = {1: 1.0, 2: 0.97, 4: 0.94, 8: 0.90}
-# per_tp (best_layouts): variants tried past the ``want`` best for (TP, EP) representatives
+# best_layouts(family=...): variants tried past the ``want`` best for the families' representatives
 REP_SCAN = 64
 PP_EFF = 0.92  # 1F1B bubble with ≥ 4·pp micro-batches per step
 FSDP_ACROSS_NODES_EFF = 0.90  # ZeRO-3 gathers over the inter-node network

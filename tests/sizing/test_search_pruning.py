@@ -71,11 +71,12 @@ def reference_best_layouts(
     usable: int,
     host_ram: int | None,
     want: int,
-    per_tp: bool = False,
+    family: layout.Family | None = None,
+    scan: int = REP_SCAN,
 ) -> list[Candidate]:
-    """The walk with every memory evaluated (the search before any pruning); ``per_tp``:
-    then, for up to REP_SCAN more variants, the first sure layout of every family (TP, EP,
-    ZeRO-3 or not) that the ``want`` best do not already stand for."""
+    """The walk with every memory evaluated (the search before any pruning); ``family``:
+    then, for up to ``scan`` more variants, the first sure layout of every family that the
+    ``want`` best do not already stand for."""
     mbs_options, recompute_options = [1], ["none", "selective", "full"]
     offload_options = [False, True] if host_ram is not None else [False]
     world = nodes * g
@@ -102,10 +103,10 @@ def reference_best_layouts(
         )
         return memory(job, lay)
 
-    reps: dict[tuple[int, int, bool], Candidate] = {}
+    reps: dict[Any, Candidate] = {}
     full_at: int | None = None
     for i, (eff, rank, mbs, rc, off) in enumerate(combos):
-        if full_at is not None and (not per_tp or i - full_at > REP_SCAN):
+        if full_at is not None and (family is None or i - full_at > scan):
             break
         if rank in dead:
             continue
@@ -124,15 +125,16 @@ def reference_best_layouts(
                 if fit_verdict(lean(rank), limit) != "fits":
                     dead.add(rank)
                 continue
-            fam = (s.tp, s.ep, s.sharding == "zero3")
             if len(found) < want:
                 found.append(cand)
                 if len(found) >= want:
                     full_at = i
-            elif fam not in reps and fam not in {
-                (c.layout.tp, c.layout.ep, c.layout.sharding == "zero3") for c in found
-            }:
-                reps[fam] = cand
+            elif (
+                family is not None
+                and family(s) not in reps
+                and family(s) not in {family(c.layout) for c in found}
+            ):
+                reps[family(s)] = cand
             dead.add(rank)
         elif not fits(lean(rank), usable, host_ram, g):
             # if the leanest variant does not fit, none will (for the leanest itself: it
@@ -256,12 +258,25 @@ def reference_any_fits(job: Job, v: layout.Variants, nodes: int) -> bool:
 
 
 def _reference_best(
-    job: Job, v: layout.Variants, nodes: int, *, want: int = 2, per_tp: bool = False
+    job: Job,
+    v: layout.Variants,
+    nodes: int,
+    *,
+    want: int = 2,
+    family: layout.Family | None = None,
+    scan: int = REP_SCAN,
 ) -> list[Candidate]:
     assert v.mbs_options == (1,) and v.offload_options == (False, True)
     assert v.recompute_options == ("none", "selective", "full")
     return reference_best_layouts(
-        job, nodes=nodes, g=v.g, usable=v.usable, host_ram=v.host_ram, want=want, per_tp=per_tp
+        job,
+        nodes=nodes,
+        g=v.g,
+        usable=v.usable,
+        host_ram=v.host_ram,
+        want=want,
+        family=family,
+        scan=scan,
     )
 
 
