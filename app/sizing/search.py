@@ -106,7 +106,7 @@ class SkuSearch:
         self.variants = layout.Variants(
             self.g, self.usable, self.host, (self.mbs,), self.rc_opts, self.off_opts
         )
-        self._best: dict[tuple[int, int], list[layout.Candidate]] = {}
+        self._best: dict[tuple[int, int, bool], list[layout.Candidate]] = {}
         # plans(): whether only the self-serve counts were priced (the cluster plan is then
         # asked for by choose_plan through fewest_within), and what fewest_within priced
         self.bounded = False
