@@ -57,7 +57,7 @@ def option_for(r: Request, search: SkuSearch) -> Option:
     if not plans:
         return evaluate_option(search, search.closest(), None)
     plan = search.refined(choose_plan(plans, search))
-    return evaluate_option(search, plan, search.runner_up(plan.nodes))
+    return evaluate_option(search, plan, search.runner_up(plan))
 
 
 CACHE_SIZE = 512  # answers kept per process (the engine is pure: same request, same answer)

@@ -252,9 +252,11 @@ class SkuSearch:
         hours, months, cost = self.cost(p.nodes, found[0].efficiency)
         return Plan(p.nodes, found[0], hours, months, cost)
 
-    def runner_up(self, n: int) -> layout.Candidate | None:
-        both = self.best(n, want=2, families=True)
-        return both[1] if len(both) > 1 else None
+    def runner_up(self, p: Plan) -> layout.Candidate | None:
+        """The next best layout at ``p``'s count (never ``p``'s own: on a tie ``refined``
+        keeps the plan's layout, which the list may rank second)."""
+        ranked = self.best(p.nodes, want=2, families=True)
+        return next((c for c in ranked if c.layout != p.candidate.layout), None)
 
     # --- the search -------------------------------------------------------------------------
 

@@ -72,3 +72,17 @@ def test_a_layout_met_at_a_larger_count_is_aimed_at_the_fewest_count_that_offers
     for p in s.self_serve_plans():
         if p.months <= chosen.months:
             assert chosen.cost_cents <= p.cost_cents * (1 + NEAR_CHEAPEST), p.nodes
+
+
+@pytest.mark.parametrize(
+    "preset", ["llama-3.1-8b", "qwen2.5-32b", "llama-3.1-70b", "mixtral-8x7b", "deepseek-v3"]
+)
+@pytest.mark.parametrize("seq", [4096, 32768])
+def test_the_runner_up_is_another_layout(preset: str, seq: int) -> None:
+    """ "Runner-up layout on the same node" names another layout: the parent commit named the
+    card's own in 117 of the grid's 1,049 options (its runner-up came from a longer list,
+    whose first could be a layout the card's shorter list had not seen)."""
+    answer = size({"model": {"preset": preset}, "seq_len": seq, "tokens": 1e12})
+    for o in answer["options"]:
+        if "runner_up" in o:
+            assert o["runner_up"]["layout"] != o["layout"], o["sku"]
