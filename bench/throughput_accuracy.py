@@ -17,20 +17,18 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from app.sizing.gpus import PEAK_SHARE, Hardware, gpu_family
 from app.sizing.params import MLA, Architecture, MoE, ParamCounts, count
 from app.sizing.presets import PRESETS
 from app.sizing.profiles import PROFILES, profile
 from app.sizing.throughput import (
     BATCH_LAW_COEF,
     BATCH_LAW_EXP,
-    PEAK_SHARE,
-    Hardware,
     Setup,
     Throughput,
     attention_width,
     gemm_asymptote,
     gemm_split,
-    gpu_family,
     predict,
 )
 
@@ -528,9 +526,9 @@ def kimi_fp4() -> dict[str, Any]:
     """Issue 16's Kimi K2 / FP4 / HGX B300 question, answered live (not scored)."""
     from app.catalog.specs import spec
     from app.sizing import size
+    from app.sizing.gpus import hardware_from_spec
     from app.sizing.memory import Layout, memory, offloaded_activation_bytes
     from app.sizing.request import parse
-    from app.sizing.throughput import hardware_from_spec
 
     def opt(**kw: Any) -> dict[str, Any]:
         return dict(size({**KIMI_FP4_B300, **kw})["options"][0])
@@ -1018,7 +1016,7 @@ def _constants() -> list[tuple[str, str, str]]:
         ("GEMM_HALF_DIM", f"{t.GEMM_HALF_DIM:g}", "GEMM dimension at half that efficiency"),
         (
             "PEAK_SHARE",
-            str(t.PEAK_SHARE),
+            str(PEAK_SHARE),
             "share of the datasheet peaks a GPU family sustains, relative to the Ampere/Hopper "
             "parts the efficiencies were fitted on (fitted on the MLPerf v5.x and ModelZoo "
             "rows that ran one stack on several families)",

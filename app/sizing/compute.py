@@ -7,17 +7,12 @@ import math
 from app.catalog.pricing import HOURS_PER_MONTH
 from app.catalog.specs import NodeSpec
 from app.money import cents_to_usd as cents_to_usd  # re-exported for the engine
+from app.sizing.gpus import Hardware, dense_peak_tflops, hardware_from_spec
 from app.sizing.memo import Memo
 from app.sizing.memory import Job, Layout, offloaded_activation_bytes
 from app.sizing.params import Architecture
 from app.sizing.profiles import profile
-from app.sizing.throughput import (
-    Hardware,
-    Setup,
-    dense_peak_tflops,
-    hardware_from_spec,
-    predict,
-)
+from app.sizing.throughput import Setup, predict
 
 HOURS_PER_WEEK = 168
 TB = 1000**4
@@ -105,7 +100,7 @@ def storage(
 
 def peak_tflops(spec: NodeSpec, precision: str) -> float:
     """Dense peak per GPU of a catalog SKU for the training precision (the one rule,
-    ``throughput.dense_peak_tflops``)."""
+    ``gpus.dense_peak_tflops``)."""
     return dense_peak_tflops(
         precision, spec.bf16_dense_tflops, spec.fp8_dense_tflops, spec.fp4_dense_tflops
     )

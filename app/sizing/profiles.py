@@ -159,7 +159,7 @@ PROFILES: dict[str, StackProfile] = {
         range_fast=1.14,
         # Transformer Engine 2.x FP8 (tensorwise current scaling on Hopper, MXFP8 on
         # Blackwell) and NVFP4 GEMMs, as shares of a Hopper-class peak (other families scale
-        # by PEAK_SHARE in app/sizing/throughput.py), fitted with PEAK_SHARE on MLPerf
+        # by PEAK_SHARE in app/sizing/gpus.py), fitted with PEAK_SHARE on MLPerf
         # Training v5.0/v5.1 (NeMo/Megatron-Core, NVIDIA and AMD) and the other megatron
         # FP8/FP4 rows of bench/data; the hardware model's E_GEMM FP8 share rests on 2023
         # FP8 rows (TE 1.x), FP4's on a judgment.

@@ -11,17 +11,16 @@ from hypothesis import strategies as st
 from app.catalog.specs import all_specs, spec
 from app.sizing import size
 from app.sizing.errors import SizingError
+from app.sizing.gpus import Hardware, hardware_from_spec
 from app.sizing.params import count
 from app.sizing.presets import PRESETS
 from app.sizing.profiles import profile
 from app.sizing.request import parse
 from app.sizing.throughput import (
     DEFAULT_GLOBAL_BATCH_TOKENS,
-    Hardware,
     Setup,
     default_batch_tokens,
     gemm_split,
-    hardware_from_spec,
     predict,
 )
 from bench.throughput_accuracy import evaluate

@@ -17,11 +17,12 @@ from hypothesis import strategies as st
 from app.catalog.specs import spec
 from app.sizing import PRESETS, size
 from app.sizing.engine import cache_clear
+from app.sizing.gpus import hardware_from_spec
 from app.sizing.layout import shapes
 from app.sizing.params import count
 from app.sizing.profiles import MAX_RANGE_RATIO, PROFILES, profile, tokens_range
 from app.sizing.request import parse
-from app.sizing.throughput import Setup, hardware_from_spec, predict
+from app.sizing.throughput import Setup, predict
 
 FAST = settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
 FRAMEWORKS = sorted(PROFILES)
