@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+from collections import Counter
 from collections.abc import Callable, Hashable
 from dataclasses import MISSING, fields, replace
 from typing import Any, NamedTuple
@@ -421,10 +422,7 @@ def best_layouts(
         got = job.cache.get(fk)
         if got is None:
             fams = [family(s) for s in all_shapes]
-            counts: dict[Hashable, int] = {}
-            for f in fams:
-                counts[f] = counts.get(f, 0) + 1
-            got = (fams, counts)
+            got = (fams, Counter(fams))
             job.cache.put(fk, got)
         fam, left = got[0], dict(got[1])
     have: set[Hashable] = set()  # the families of ``found`` and ``reps``
