@@ -74,12 +74,6 @@ def _gb(n: float | None) -> str:
     return f"{format_number(float(n) / 1e9, 1)} GB"
 
 
-def _tb(n: float | None) -> str:
-    if n is None:
-        return "—"
-    return f"{format_number(float(n) / 1e12, 2)} TB"
-
-
 def layout_rows(layout: dict[str, Any]) -> list[tuple[str, str]]:
     """The layout in plain words, as (label, value) rows."""
     rows = [
@@ -375,8 +369,9 @@ def card(
         "cheaper_monthly": cheaper_monthly,
         "verdict": verdict,
         "checkpoint": format_bytes(st.get("checkpoint_bytes")),
-        "dataset": _tb(st.get("dataset_bytes")),
-        "nvme": _tb(st.get("nvme_bytes_per_node")),
+        # GB below a terabyte: a billion-token fine-tuning set is a few GB, not "0.00 TB"
+        "dataset": format_bytes(st.get("dataset_bytes")),
+        "nvme": format_bytes(st.get("nvme_bytes_per_node")),
         "dataset_fits": st.get("dataset_fits_nvme"),
         "checkpoints_fit": st.get("checkpoints_fit_on_nvme"),
         # a card that cannot run says why once, in its own place (not again in the notes)

@@ -94,6 +94,16 @@ def test_the_checkpoint_has_one_unit_on_the_summary_and_the_cards(client: TestCl
     assert not re.search(r"Checkpoint [\d,]+\.\d GB;", _text(html))
 
 
+def test_a_small_dataset_is_stated_in_gigabytes_on_the_cards(client: TestClient) -> None:
+    """A billion-token fine-tuning set is a few GB: the cards say so, as the summary does,
+    not "0.00 TB"."""
+    html = client.get("/size?model=llama-3.1-8b&tokens=1B&method=lora").text
+    summary = re.search(r"<dt>Tokenized dataset</dt><dd>([^<]+)</dd>", html)
+    assert summary is not None and summary.group(1).endswith(" GB"), summary
+    assert f"dataset {summary.group(1)};" in _text(html)
+    assert "0.00 TB" not in html
+
+
 def test_fsdp2_weights_rows_say_where_the_weights_are(client: TestClient) -> None:
     html = client.get("/size?model=llama-3.1-8b&tokens=100B&sku=hgx-h100&framework=fsdp2").text
     assert "Weights (working copy)" in html and "Master weights (FP32)" in html
