@@ -165,6 +165,13 @@ def _compute(
     best = rec.option
     if best is not None and best.extra["hourly_alternative_usd"] < (best.rental_cost_usd or 0):
         warnings.append(Msg("warning.hourly_cheaper"))
+    if r.native_seq_len is not None:
+        warnings.append(
+            Msg(
+                "warning.beyond_native_context",
+                {"seq_len": j.seq_len, "max_seq_len": r.native_seq_len},
+            )
+        )
     if j.seq_len > LONG_CONTEXT and j.arch.vocab_size * j.seq_len > LONG_CONTEXT_LOGITS:
         warnings.append(Msg("warning.long_context_logits"))
     fitting = [o for o in options if o.fits and o.hours is not None]

@@ -66,7 +66,6 @@ CATALOG: dict[str, str] = {
     ),
     "request.model_one_of": N_("give exactly one of preset, params, architecture"),
     "request.unknown_preset": N_("unknown model preset %(preset)s"),
-    "request.seq_too_long": N_("%(seq_len)s is longer than this model supports (%(max_seq_len)s)"),
     "request.kv_heads_divide": N_("must divide the number of attention heads"),
     "request.experts_per_token": N_("must not exceed the number of experts"),
     "request.dense_layers": N_("must be fewer than the number of layers"),
@@ -207,6 +206,11 @@ CATALOG: dict[str, str] = {
     "warning.long_context_logits": N_(
         "long context with a large vocabulary: the logits buffer is large; chunked "
         "cross-entropy helps"
+    ),
+    "warning.beyond_native_context": N_(
+        "%(seq_len)s tokens is longer than the %(max_seq_len)s this model was pre-trained "
+        "with: the run is sized as asked, but past that length the model needs its position "
+        "encoding extended (e.g. RoPE scaling) to train well"
     ),
     "warning.over_a_year": N_("the shortest fitting run takes more than a year"),
     "warning.mfu_high": N_("MFU %(mfu).2f is above what public runs reach (about %(max)s)"),

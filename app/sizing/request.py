@@ -325,6 +325,10 @@ class Request:
     token_bytes: int | None
     max_days: float | None = None
     rocm_ok: bool = False
+    # the context the model was pre-trained with, when ``job.seq_len`` asks for more (the run
+    # is priced as asked and answered with a warning: MLPerf fine-tunes Llama 2 70B, a 4k
+    # model, at 8k)
+    native_seq_len: int | None = None
 
 
 def scaled_counts(c: ParamCounts, target: int) -> ParamCounts:
@@ -419,10 +423,7 @@ def resolve(s: SizingRequest) -> Request:
         max_seq = s.model.architecture.max_seq_len
         if arch is not None:
             counts, source = count(arch), "architecture"
-    if arch is not None and s.seq_len > max_seq:
-        errs.append(
-            ("seq_len", Msg("request.seq_too_long", {"seq_len": s.seq_len, "max_seq_len": max_seq}))
-        )
+    native_seq_len = max_seq if arch is not None and s.seq_len > max_seq else None
     ids = [sp.id for sp in all_specs()]
     if s.sku is not None and s.sku not in ids:
         errs.append(("sku", Msg("request.unknown_sku", {"sku": s.sku, "skus": ids})))
@@ -482,6 +483,7 @@ def resolve(s: SizingRequest) -> Request:
         derived=derived,
         parallelism=par,
         fixed=fixed,
+        native_seq_len=native_seq_len,
         **pick(s, _REQUEST_FIELDS),
     )
 

@@ -37,8 +37,7 @@ BAD: list[tuple[dict[str, Any], str]] = [
     ({**GOOD, "tokens": "lots"}, "tokens"),
     ({**GOOD, "mfu": 1.5}, "mfu"),
     ({**GOOD, "mfu": 0}, "mfu"),
-    ({**GOOD, "seq_len": 1_000_000}, "seq_len"),
-    ({**GOOD, "seq_len": 262144}, "seq_len"),  # longer than the preset's 131072
+    ({**GOOD, "seq_len": 2_000_000}, "seq_len"),  # over the 1,048,576 any model may ask
     ({**GOOD, "colour": "red"}, "colour"),
     ({**GOOD, "sku": "hgx-a100"}, "sku"),
     ({**GOOD, "nodes": 0}, "nodes"),
@@ -107,6 +106,33 @@ def test_bad_input_is_422_naming_the_field(
         size(req)
     assert field in [f for f, _ in ei.value.errors]
     assert ei.value.field and ei.value.message
+
+
+def test_a_context_past_the_models_own_is_sized_with_a_warning(router_client: TestClient) -> None:
+    """MLPerf fine-tunes Llama 2 70B (pre-trained at 4k) at 8k: the engine sizes such a run
+    as asked and says, in both languages, what training past the model's context needs."""
+    req = {
+        "model": {"preset": "llama-2-70b"},
+        "tokens": 1e9,
+        "seq_len": 8192,
+        "method": "lora",
+        "precision": "fp8",
+        "framework": "megatron",
+    }
+    r = router_client.post("/api/v1/sizing", json=req)
+    assert r.status_code == 200, r.text
+    body = r.json()
+    codes = [w["code"] for w in body["warning_codes"]]
+    assert "warning.beyond_native_context" in codes
+    (w,) = [w for w in body["warning_codes"] if w["code"] == "warning.beyond_native_context"]
+    assert w["params"] == {"seq_len": 8192, "max_seq_len": 4096}
+    assert body["recommendation"]["sku"] and body["recommendation"]["nodes"] >= 1
+    assert any("4096" in t and "8192" in t for t in body["warnings"])
+    zh = size(req, lang="zh_CN")["warnings"]
+    assert any("预训练" in t and "4096" in t for t in zh)
+    # within the model's own context: no such warning
+    short = size({**req, "seq_len": 4096})
+    assert "warning.beyond_native_context" not in [w["code"] for w in short["warning_codes"]]
 
 
 def test_non_object_body_is_422(router_client: TestClient) -> None:
