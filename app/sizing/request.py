@@ -131,7 +131,13 @@ class ArchitectureSpec(_Spec):
     norms_per_layer: int = Field(2, ge=0, le=8)
     moe: MoESpec | None = None
     mla: MLASpec | None = None
-    max_seq_len: int = Field(MAX_CUSTOM_SEQ, ge=1, le=MAX_CUSTOM_SEQ)
+    max_seq_len: int = Field(
+        MAX_CUSTOM_SEQ,
+        ge=1,
+        le=MAX_CUSTOM_SEQ,
+        description="the context the model was pre-trained with; a longer seq_len is sized "
+        "with a warning",
+    )
 
 
 class ModelSpec(_Spec):
