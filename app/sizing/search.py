@@ -206,16 +206,15 @@ class SkuSearch:
                 memo.put(mk, found)
             found = [self.with_model(c) for c in found]
             if self.modelled:  # a surely-fitting layout still beats a tight one
-                limit = self.usable * (1 - SAFETY_MARGIN)
-                found.sort(
-                    key=lambda c: (
-                        fit_verdict(c.memory, limit) != "fits",
-                        -round(c.efficiency, 6),
-                        c.rank,
-                    )
-                )
+                found.sort(key=lambda c: (*self._order(c), c.rank))
             self._best[key] = found[:want]
         return self._best[key]
+
+    def _order(self, c: layout.Candidate) -> tuple[bool, float]:
+        """How the throughput model ranks layouts at one count: a surely fitting one first,
+        then the faster (``best`` breaks ties by the static order)."""
+        limit = self.usable * (1 - SAFETY_MARGIN)
+        return fit_verdict(c.memory, limit) != "fits", -round(c.efficiency, 6)
 
     def any_fit(self, n: int) -> bool:
         memo = self.r.job.cache
@@ -242,12 +241,7 @@ class SkuSearch:
         if not self.modelled or self.r.job.arch.moe is None:
             return p  # a dense model's families were ranked at every count
         found = self.best(p.nodes, want=2, families=True)  # the runner-up's list too
-        limit = self.usable * (1 - SAFETY_MARGIN)
-
-        def rank(c: layout.Candidate) -> tuple[bool, float]:  # as best() sorts them
-            return fit_verdict(c.memory, limit) != "fits", -round(c.efficiency, 6)
-
-        if not found or rank(found[0]) >= rank(p.candidate):
+        if not found or self._order(found[0]) >= self._order(p.candidate):
             return p  # no better layout (a tie keeps the plan's own)
         hours, months, cost = self.cost(p.nodes, found[0].efficiency)
         return Plan(p.nodes, found[0], hours, months, cost)
