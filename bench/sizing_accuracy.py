@@ -24,7 +24,7 @@ from app.sizing.memory import (
     memory,
     memory_range,
 )
-from app.sizing.params import Architecture, MoE, count
+from app.sizing.params import MLA, Architecture, MoE, count
 from app.sizing.presets import PRESETS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -57,10 +57,12 @@ def public_mapping(case: dict[str, Any]) -> Mapping:
 
 
 def _architecture(d: dict[str, Any]) -> Architecture:
-    """An Architecture from a case's ``arch`` fields (``moe`` as a nested object)."""
-    fields = dict(d)
+    """An Architecture from a case's ``arch`` fields (``moe`` and ``mla`` as nested objects)."""
+    fields = {k: v for k, v in d.items() if k != "source"}
     if isinstance(fields.get("moe"), dict):
         fields["moe"] = MoE(**fields["moe"])
+    if isinstance(fields.get("mla"), dict):
+        fields["mla"] = MLA(**fields["mla"])
     return Architecture(**fields)
 
 

@@ -15,6 +15,7 @@ from app.sizing.jobs import (
     Layout,
 )
 from app.sizing.params import Architecture, MoE
+from app.sizing.profiles import profile
 
 # --- activations ----------------------------------------------------------------------------
 
@@ -32,17 +33,36 @@ def _attn_dims(a: Architecture) -> tuple[int, int, int, int, int]:
     return q, kv, kv, q, 0
 
 
-def _sac_op_bytes_per_token(a: Architecture, moe: MoE | None, tp: int) -> float:
-    """Op-level SAC: block input, attention output + FP32 log-sum-exp, every other matmul."""
+def _sac_op_bytes_per_token(
+    a: Architecture, moe: MoE | None, tp: int, grouped_experts: bool = True
+) -> float:
+    """Op-level SAC: block input, attention output + FP32 log-sum-exp, every other matmul.
+
+    The policy saves the outputs of the ops on its list (``aten.mm``, attention, the
+    reduce-scatter); the routed experts run as one grouped GEMM (``aten._grouped_mm``),
+    which is not on it, so their outputs and the dispatched token copies are recomputed
+    for the backward like any other op. torchtitan's op list (models/qwen3 and
+    deepseek_v3 parallelize.py) names no grouped GEMM, and its graph_trainer experiment
+    adds ``_grouped_mm`` to the default save ops only as a "fair baseline" to compare
+    against. Measured: torchtitan's Qwen3-30B-A3B on 8 x B200 (FSDP 8, micro-batch 8 x
+    8k, op SAC, mlc-ai/pith-train issue 79) peaked at 141.8 GiB, which keeping the
+    experts' tensors would put above 400 GiB. Shared experts are plain linears (every
+    other one kept, like a dense MLP's); the router's logits are kept.
+
+    ``grouped_experts`` off (HF modelling code loops over the experts, one linear each):
+    the experts' matmuls are ``aten.mm`` like a dense MLP's, so every other one is kept
+    for each routed copy, with the dispatched token copies."""
     h = a.hidden_size
     q, _k, v, o, latent = _attn_dims(a)
     sp_part = 2.0 * h + 2.0 * latent
     tp_part = 2.0 * o + 4.0 * a.num_attention_heads + 2.0 * (q + v)
     gathered = 0.0
     if moe is not None:
-        f = moe.expert_intermediate_size
-        gathered = moe.experts_per_token * 2.0 * h  # dispatched token copies
-        tp_part += (moe.experts_per_token + moe.shared_experts) * 2.0 * (f + h)
+        kept = moe.shared_experts
+        if not grouped_experts:
+            kept += moe.experts_per_token
+            gathered = moe.experts_per_token * 2.0 * h  # dispatched token copies
+        tp_part += kept * 2.0 * (moe.expert_intermediate_size + h)
         tp_part += 4.0 * moe.num_experts
     else:
         tp_part += 2.0 * (a.intermediate_size + h)
@@ -58,12 +78,13 @@ class Stack(NamedTuple):
     moe_probs_in_act: bool = False
     repeat_kv: bool = False
     fused_gated_act: bool = True
+    grouped_experts: bool = True
 
     @classmethod
     def of(cls, job: Job) -> Stack:
         fw = job.fw
         return cls(fw.selective, job.compile, fw.tp_gathered_inputs, fw.moe_probs_in_act,
-                   fw.repeat_kv, fw.fused_gated_act)  # fmt: skip
+                   fw.repeat_kv, fw.fused_gated_act, profile(fw.id).grouped_gemm)  # fmt: skip
 
 
 def layer_activation_bytes_per_token(
@@ -95,7 +116,7 @@ def layer_activation_bytes_per_token(
     the repeated copies. ``fused_gated_act`` off: an eager gated MLP keeps the activation
     output beside both branches and their product (four expert-width tensors, not three).
     """
-    selective, compiled, tp_gathered, moe_probs_in_act, repeat_kv, fused_gated_act = stack
+    selective, compiled, tp_gathered, moe_probs_in_act, repeat_kv, fused_gated_act, grouped = stack
     h = a.hidden_size
     if recompute == "full":
         return 2.0 * h / tp  # only the block input (sequence parallel when tp > 1)
@@ -104,7 +125,7 @@ def layer_activation_bytes_per_token(
     if recompute == "selective" and selective == "op":
         # a policy never keeps more than running without recomputation
         return min(
-            _sac_op_bytes_per_token(a, moe, tp),
+            _sac_op_bytes_per_token(a, moe, tp, grouped),
             layer_activation_bytes_per_token(
                 a, stack, moe_layer=moe_layer, tp=tp, kv_len=kv_len, flash=flash, recompute="none"
             ),
