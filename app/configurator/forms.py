@@ -56,6 +56,7 @@ PAR_INT_FIELDS = ("shard_group", "tp", "pp", "ep", "cp")
 FIELDS = (
     *("model", "params", *ARCH_FIELDS, "head_dim", "tie_embeddings", *MOE_FIELDS),
     *("tokens", "seq_len", "mbs", "gbs", "precision", "method", "recompute", "framework"),
+    "compile",
     *("par", "sharding", *PAR_INT_FIELDS, "mfu", "days", "rocm", "sku", "nodes"),
 )
 
@@ -348,6 +349,11 @@ def parse_query(q: Mapping[str, str], preset_ids: set[str] | frozenset[str]) -> 
             errs["framework"] = E_CHOICE
         else:
             req["framework"] = values["framework"]
+    # torch.compile: empty is off (eager), the engine's default
+    if values["compile"] not in ("", "0", "1"):
+        errs["compile"] = E_CHOICE
+    elif values["compile"] == "1":
+        req["compile"] = True
 
     # Parallelism.
     if values["par"] == "explicit":
@@ -395,6 +401,7 @@ _ENGINE_FIELD = {
     "method": "method",
     "recompute": "recompute",
     "framework": "framework",
+    "compile": "compile",
     "parallelism": "par",
     "mfu": "mfu",
     "max_days": "days",

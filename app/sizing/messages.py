@@ -196,6 +196,11 @@ CATALOG: dict[str, str] = {
     "note.full_recompute": N_(
         "full activation recomputation: about one extra forward pass per step"
     ),
+    "note.eager_parallel": N_(
+        "tensor, context or expert parallelism without torch.compile: published eager runs "
+        "like this one computed about %(pct).0f %% slower, and this estimate includes it; "
+        "with torch.compile on it does not apply"
+    ),
     "note.dataset_not_on_nvme": N_("the tokenized dataset does not fit the node's NVMe; stream it"),
     "note.no_checkpoint_on_nvme": N_("no full checkpoint fits on NVMe beside the dataset"),
     # --- warnings (``warning_codes``) ------------------------------------------------------

@@ -286,20 +286,40 @@ def _per_token(
     elem_scale: float = 1.0,
     frozen_base: bool = False,
     profile: StackProfile = REFERENCE,
+    op_sac: bool = False,
 ) -> tuple[float, float, float]:
     """(GEMM, attention, memory-bound) GPU-seconds of compute per token (whole model, as if
     on one GPU) for :func:`predict`: what it depends on of the layout is the TP, CP and EP
     degrees, the micro-batch's tokens and the recompute mode; of the stack, how many
     memory-bound passes its kernels make (``elem_scale``, 1 for fused kernels); of the
     method, whether the base weights are frozen (``frozen_base``: the backward computes the
-    activations' gradients, 2 of the 6 FLOPs per weight per token, not the weights')."""
+    activations' gradients, 2 of the 6 FLOPs per weight per token, not the weights').
+
+    ``op_sac``: what ``recompute="selective"`` replays is op-level selective checkpointing
+    (torchtitan's policy, app.sizing.jobs.Framework.selective): attention and every other
+    ``aten.mm`` output are saved, so the backward replays the forward of the other matmuls
+    (wk and wo of the projections, w3 of a gated MLP), of every routed expert when they run
+    as one grouped GEMM (not on the save list) and of the pointwise ops, not attention.
+    Otherwise selective recompute is Megatron's: the core attention's forward again."""
     h = arch.hidden_size
     L = arch.num_layers
     peak_p = hw.sustained(precision) * 1e12
     peak_bf = hw.sustained("bf16") * 1e12
     moe = arch.moe
     n_moe = moe.moe_layers_in(0, L) if moe else 0
-    gemm = sum(_gemm_flops(arch, counts, precision, tp, cp, ep, tok_mb, profile).values())
+    split = _gemm_flops(arch, counts, precision, tp, cp, ep, tok_mb, profile)
+    gemm = sum(split.values())
+    # the forward is 2 of a GEMM's 6 FLOPs per weight per token
+    replayed = 0.0
+    if recompute == "selective" and op_sac:
+        mlp_share = 1.0 / 3.0 if arch.gated_mlp else 0.5  # w3 of (w1, w3, w2); w2 of (w1, w2)
+        experts_share = 1.0 if profile.grouped_gemm else 0.5  # per-expert linears are mm
+        replayed = (
+            0.5 * split["attention_projections"]
+            + mlp_share * split["dense_mlp"]
+            + experts_share * split["routed_experts"]
+            + 0.5 * split["shared_experts_and_router"]
+        ) / 3.0
     if frozen_base:
         gemm *= 4.0 / 6.0
     ffn_active = float(arch.intermediate_size)
@@ -315,13 +335,14 @@ def _per_token(
     if recompute == "full":
         gemm *= (8.0 if not frozen_base else 6.0) / (6.0 if not frozen_base else 4.0)
         attn += attn_fwd
-    elif recompute == "selective":
+    elif recompute == "selective" and not op_sac:
         attn += attn_fwd
+    gemm += replayed  # a frozen base still runs its whole forward again
     t_gemm = gemm / peak_p
     t_attn = attn / (peak_bf * E_ATTN)
     layer_bytes = (ELEM_HIDDEN * h + ELEM_FFN * ffn_active) * 2.0 * (1 + QUANT_EXTRA[precision])
     mem_bytes = L * layer_bytes * elem_scale + n_moe * moe_extra
-    if recompute == "full":
+    if recompute == "full" or (recompute == "selective" and op_sac):
         mem_bytes *= 1.33
     t_mem = mem_bytes / (hw.hbm_tbps * 1e12)
     return t_gemm, t_attn, t_mem
@@ -339,6 +360,7 @@ def predict(
     per_token_memo: dict[tuple[int, int, int, int, str], tuple[float, float, float]] | None = None,
     profile: StackProfile = REFERENCE,
     compiled: bool = False,
+    op_sac: bool = False,
 ) -> Throughput:
     """Tokens per second per GPU for a full-training run (closed form, no loops).
 
@@ -347,7 +369,8 @@ def predict(
     layout fields they read (the search predicts hundreds of layouts of one job).
 
     ``profile``: the training stack (app/sizing/profiles.py: its memory-bound passes, the
-    collectives it overlaps, grouped expert GEMMs); ``compiled``: run under torch.compile.
+    collectives it overlaps, grouped expert GEMMs); ``compiled``: run under torch.compile;
+    ``op_sac``: selective recompute is op-level SAC (see :func:`_per_token`).
     The memo must be one per (job, SKU), the job fixing the stack."""
     s = setup
     tp, pp, cp, ep = max(1, s.tp), max(1, s.pp), max(1, s.cp), max(1, s.ep)
@@ -388,6 +411,7 @@ def predict(
             profile.elem(compiled),
             s.frozen_base,
             profile,
+            op_sac,
         )
         if per_token_memo is not None:
             per_token_memo[key] = per_token
@@ -397,6 +421,10 @@ def predict(
     # --- one optimizer step on the busiest GPU ------------------------------------------------
     tok_gpu_mb = tok_mb / (tp * cp * pp)  # this GPU's share of a micro-batch's work
     compute_mb = t_token * tok_gpu_mb
+    eager_mb = 0.0  # eager DTensor code around TP, CP or EP (profiles.py eager_parallel_eff)
+    if not compiled and max(tp, cp, ep) > 1:
+        eager_mb = compute_mb * (1.0 / profile.eager_parallel_eff - 1.0)
+        compute_mb += eager_mb
     moe_kernels = float(KERNELS_MOE_LAYER)
     if moe is not None and not profile.grouped_gemm:  # one GEMM launch per local expert
         moe_kernels += LAUNCHES_PER_EXPERT * moe.num_experts / ep
@@ -523,7 +551,8 @@ def predict(
             "gemm": m * t_gemm * tok_gpu_mb,
             "attention": m * t_attn * tok_gpu_mb,
             "memory_bound": m * t_mem * tok_gpu_mb,
-            "host_floor": m * (max(0.0, host_mb - t_token * tok_gpu_mb) + sync_mb),
+            "eager_parallel_code": m * eager_mb,
+            "host_floor": m * (max(0.0, host_mb - t_token * tok_gpu_mb - eager_mb) + sync_mb),
             "collectives_exposed": m * (comm_mb - offload_mb),
             "activation_offload_exposed": m * offload_mb,
             "pipeline_bubble": pipe - m * (compute_mb + comm_mb),

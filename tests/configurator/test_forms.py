@@ -197,3 +197,22 @@ def test_the_training_stack_reaches_the_engine_and_stays_in_the_link() -> None:
 def test_an_unknown_training_stack_is_refused_on_its_field(text: str) -> None:
     form = parse_query({"model": "llama-3.1-8b", "tokens": "1T", "framework": text}, PRESETS)
     assert not form.ok and "framework" in form.errors
+
+
+def test_torch_compile_reaches_the_engine_and_stays_in_the_link() -> None:
+    q = {"model": "llama-3.1-8b", "tokens": "1T", "framework": "fsdp2", "compile": "1"}
+    form = parse_query(q, PRESETS)
+    assert form.ok and form.request is not None
+    assert form.request["compile"] is True
+    assert "compile=1" in form.query_string()
+    # off is the engine's default: nothing sent, nothing pinned in the link
+    for off in ("", "0"):
+        plain = parse_query({**q, "compile": off}, PRESETS)
+        assert plain.request is not None and "compile" not in plain.request
+        assert "compile=1" not in plain.query_string()
+
+
+@pytest.mark.parametrize("text", ["yes", "true", "2", "１", "<b>"])
+def test_a_bad_torch_compile_value_is_refused_on_its_field(text: str) -> None:
+    form = parse_query({"model": "llama-3.1-8b", "tokens": "1T", "compile": text}, PRESETS)
+    assert not form.ok and "compile" in form.errors and form.request is None

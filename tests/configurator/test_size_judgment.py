@@ -25,6 +25,8 @@ ZH_PAGES = [
     "/size?model=llama-3.1-8b&tokens=1T&par=explicit&sharding=zero3&shard_group=3&nodes=1",
     "/size?model=params&params=7B&tokens=1T&method=qlora&precision=fp8",
     "/size?model=llama-3.1-8b&tokens=5万亿&mfu=80",
+    "/size?model=qwen3-32b&tokens=100B&seq_len=32k&framework=fsdp2",
+    "/size?model=qwen3-32b&tokens=100B&seq_len=32k&framework=fsdp2&compile=1",
 ]
 
 
@@ -106,3 +108,16 @@ def test_both_rates_are_named_apart_on_every_card(client: TestClient) -> None:
     assert html.count("Cost per GPU-hour of this run") == cards
     assert html.count("24/7 rate per GPU-hour") == cards
     assert ">Per GPU-hour<" not in html
+
+
+def test_eager_parallel_layouts_say_what_torch_compile_changes(client: TestClient) -> None:
+    """An eager FSDP2 answer whose layout uses tensor, context or expert parallelism carries
+    the note that prices eager DTensor code; with torch.compile on the note is gone."""
+    base = "/size?model=qwen3-32b&tokens=100B&seq_len=32k&framework=fsdp2"
+    note = "without torch.compile"
+    eager = client.get(base, headers=HX)
+    compiled = client.get(base + "&compile=1", headers=HX)
+    assert eager.status_code == compiled.status_code == 200
+    assert note in eager.text
+    assert note not in compiled.text
+    assert 'name="compile"' in client.get(base).text
