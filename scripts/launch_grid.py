@@ -2,7 +2,7 @@
 
 The app's side of ``make check-launch``: presets x context lengths x token budgets x SKUs
 (each request sized on one SKU: one engine answer) x the four frameworks, plus FP8 and FP4
-answers of a few presets. For each answer
+answers of a few presets and torch.compile answers of two (async TP in torchtitan's file). For each answer
 and framework it writes the files (or the refusal) and a manifest that
 ``tools/launch/check.py`` — run in the separate tools environment with the frameworks
 installed — validates with each framework's own parser.
@@ -40,6 +40,8 @@ TOKENS = (2e10, 2e12)
 # low precision on a few presets (FP4 only where the SKU has FP4 tensor cores)
 LOW_PRECISION = (("llama-3.1-8b", "fp8"), ("llama-3.1-70b", "fp8"), ("qwen3-30b-a3b", "fp8"))
 LOW_PRECISION_FP4 = (("llama-3.1-8b", "fp4"), ("llama-3.1-70b", "fp4"))
+# torch.compile answers (fsdp2): tensor-parallel layouts with async TP in torchtitan's file
+COMPILED = (("llama-3.1-70b", 32768), ("qwen3-32b", 32768))
 
 
 def requests() -> list[dict[str, object]]:
@@ -57,6 +59,18 @@ def requests() -> list[dict[str, object]]:
                 continue
             out.append(
                 {"model": {"preset": preset}, "tokens": 2e12, "precision": precision, "sku": s.id}
+            )
+    for preset, seq in COMPILED:
+        for s in all_specs():
+            out.append(
+                {
+                    "model": {"preset": preset},
+                    "tokens": 2e12,
+                    "seq_len": seq,
+                    "framework": "fsdp2",
+                    "compile": True,
+                    "sku": s.id,
+                }
             )
     return out
 

@@ -313,3 +313,15 @@ def test_openapi_documents_the_launch_body_and_answer(client: TestClient) -> Non
     assert "tokens" in body["properties"]["request"]["properties"]
     answer = op["responses"]["200"]["content"]["application/json"]["schema"]
     assert "files" in answer["properties"]
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+def test_torchtitan_turns_async_tp_on_where_the_time_model_priced_it(compiled: bool) -> None:
+    """The fsdp2 profile prices compiled TP with its collectives overlapped (async TP), so the
+    file a compiled TP answer exports enables it; eager TP has no async TP in torchtitan."""
+    request = {**TP8, "framework": "fsdp2", "compile": compiled}
+    job = _files(export_launch(request, 0, "torchtitan"))["launch_job.py"]
+    assert f"config.compile.enable_async_tensor_parallel = {compiled}" in job
+    assert f"config.compile.enable = {compiled}" in job
+    plain = _files(export_launch({**FSDP, "compile": compiled}, 0, "torchtitan"))
+    assert "config.compile.enable_async_tensor_parallel = False" in plain["launch_job.py"]

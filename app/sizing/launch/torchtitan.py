@@ -158,6 +158,9 @@ def render(p: Plan, hosts: list[str] | None = None) -> list[LaunchFile]:
     body += [
         f"    config.activation_checkpoint = {ac}",
         f"    config.compile.enable = {p.compile}",
+        # compiled TP is priced with async TP (profiles.py tp_exposed_compiled): the file
+        # turns it on where the engine assumed it (torchtitan refuses it without compile)
+        f"    config.compile.enable_async_tensor_parallel = {p.tp > 1 and p.compile}",
         "    return config",
     ]
     job = "\n".join([head, "", *sorted(set(imports)), "", "", *body, ""])
