@@ -71,6 +71,7 @@ FIELD_LABELS = {
     "method": N_("Method"),
     "recompute": N_("Activation recompute"),
     "framework": N_("Framework"),
+    "compile": N_("torch.compile"),
     "par": N_("Layout"),
     "sharding": N_("Sharding"),
     "shard_group": N_("Shard group (GPUs)"),
@@ -79,6 +80,8 @@ FIELD_LABELS = {
     "ep": N_("Expert parallel"),
     "cp": N_("Context parallel"),
     "mfu": N_("Model FLOPs utilisation (%%)"),
+    "days": N_("Finish within (days, optional)"),
+    "rocm": N_("Does your training stack run on AMD ROCm?"),
     "sku": N_("Node"),
     "nodes": N_("Number of nodes (optional)"),
 }

@@ -216,3 +216,11 @@ def test_torch_compile_reaches_the_engine_and_stays_in_the_link() -> None:
 def test_a_bad_torch_compile_value_is_refused_on_its_field(text: str) -> None:
     form = parse_query({"model": "llama-3.1-8b", "tokens": "1T", "compile": text}, PRESETS)
     assert not form.ok and "compile" in form.errors and form.request is None
+
+
+def test_every_field_that_can_be_wrong_has_a_label_for_the_error_summary() -> None:
+    """The summary above the results names each wrong field by its label, not its query
+    name ("rocm", "compile" were shown raw)."""
+    from app.configurator.routes import FIELD_LABELS
+
+    assert set(forms.FIELDS) - {"tie_embeddings"} <= set(FIELD_LABELS)
