@@ -185,9 +185,16 @@ def _row(
     c = count(arch)
     framework = FRAMEWORK_OF_GROUP[group][0]
     stack = profile(framework)
-    op_sac = FRAMEWORKS[framework].selective == "op"
     tp: Throughput = predict(
-        arch, c, seq, precision, setup, hw, profile=stack, compiled=compiled, op_sac=op_sac
+        arch,
+        c,
+        seq,
+        precision,
+        setup,
+        hw,
+        profile=stack,
+        compiled=compiled,
+        op_sac=FRAMEWORKS[framework].op_sac,
     )
     tok = tp.tokens_per_s_per_gpu
     if metric == "tokens_per_sec_per_gpu":

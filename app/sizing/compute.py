@@ -214,7 +214,7 @@ def _predicted(
         per_token_memo=per_token_memo,
         profile=profile(job.framework),
         compiled=job.compile,
-        op_sac=job.fw.selective == "op",
+        op_sac=job.fw.op_sac,
     )
     # model FLOPs per token in the convention of training_flops: 6·N, or 4·N for adapters
     per_token = (6.0 if job.method == "full" else 4.0) * counts.active

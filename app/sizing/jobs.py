@@ -82,6 +82,11 @@ class Framework:
     # only); eager PyTorch code (act(x·W1) * x·W3) keeps the activation output as well
     fused_gated_act: bool = True
 
+    @property
+    def op_sac(self) -> bool:
+        """Selective recompute is op-level SAC (torchtitan's policy), not Megatron's."""
+        return self.selective == "op"
+
 
 _MEGATRON = Framework(
     "megatron",

@@ -277,9 +277,9 @@ def evaluate_option(s: SkuSearch, plan: Plan, runner_up: Candidate | None) -> Op
         notes.append(Msg("note.optimizer_offload"))
     if lay.recompute == "full":
         notes.append(Msg("note.full_recompute"))
-    eager_eff = profile(r.job.framework).eager_parallel_eff
-    if not r.job.compile and eager_eff < 1.0 and max(lay.tp, lay.cp, lay.ep) > 1:
-        notes.append(Msg("note.eager_parallel", {"pct": (1.0 - eager_eff) * 100}))
+    rate = profile(r.job.framework).eager_parallel_rate(r.job.compile, lay.tp, lay.cp, lay.ep)
+    if rate < 1.0:
+        notes.append(Msg("note.eager_parallel", {"pct": (1.0 - rate) * 100}))
     return Option(
         sku=spec.id,
         name=spec.name,

@@ -104,6 +104,11 @@ class StackProfile:
             and (ep <= 1 or not self.ep_holds_tp_cp or ep % (tp * cp) == 0)
         )
 
+    def eager_parallel_rate(self, compiled: bool, tp: int, cp: int, ep: int) -> float:
+        """Share of the modelled compute rate this stack sustains on the layout: below 1
+        only for eager code with a tensor, context or expert parallel dimension."""
+        return 1.0 if compiled or max(tp, cp, ep) <= 1 else self.eager_parallel_eff
+
     def elem(self, compiled: bool) -> float:
         return self.elem_scale_compiled if compiled else self.elem_scale
 

@@ -421,10 +421,9 @@ def predict(
     # --- one optimizer step on the busiest GPU ------------------------------------------------
     tok_gpu_mb = tok_mb / (tp * cp * pp)  # this GPU's share of a micro-batch's work
     compute_mb = t_token * tok_gpu_mb
-    eager_mb = 0.0  # eager DTensor code around TP, CP or EP (profiles.py eager_parallel_eff)
-    if not compiled and max(tp, cp, ep) > 1:
-        eager_mb = compute_mb * (1.0 / profile.eager_parallel_eff - 1.0)
-        compute_mb += eager_mb
+    # eager DTensor code around TP, CP or EP (profiles.py eager_parallel_eff)
+    eager_mb = compute_mb * (1.0 / profile.eager_parallel_rate(compiled, tp, cp, ep) - 1.0)
+    compute_mb += eager_mb
     moe_kernels = float(KERNELS_MOE_LAYER)
     if moe is not None and not profile.grouped_gemm:  # one GEMM launch per local expert
         moe_kernels += LAUNCHES_PER_EXPERT * moe.num_experts / ep
