@@ -1,6 +1,6 @@
-"""Checkouts per second: PostgreSQL with 4 app processes versus pgbench's TPC-B at the same
-concurrency (the database's own ceiling for a small write transaction on this machine),
-and SQLite with one process.
+"""Checkouts per second: PostgreSQL with 4 app processes (``BENCH_APP_PROCESSES``) versus
+pgbench's TPC-B at the same concurrency (the database's own ceiling for a small write
+transaction on this machine), and SQLite with one process.
 
 A checkout here is the whole thing a customer's click does: POST /api/v1/orders with
 "pay": true — order row, stock reservation under the SKU lock, ledger hold with the
@@ -37,6 +37,9 @@ PG_ADMIN = os.environ.get("BENCH_PG_ADMIN", "postgresql+psycopg://postgres@127.0
 # scratch databases are created as <prefix>checkout, <prefix>pgbench, <prefix>profile and dropped
 DB_PREFIX = os.environ.get("BENCH_DB_PREFIX", "bench_")
 PGBENCH_RUNS = 3
+# app processes serving the PostgreSQL storm (4, as the Dockerfile's WEB_CONCURRENCY; another
+# count for an A/B such as docs/benchmarks-ab.md's "four app processes or two")
+APP_PROCESSES = int(os.environ.get("BENCH_APP_PROCESSES", "4"))
 
 
 @dataclass
@@ -265,7 +268,7 @@ def run(flame: bool = True) -> tuple[list[Rate], dict[str, Any], str]:
         _migrate(pg)
         rates.append(
             _checkouts(
-                pg, 4, tmp, "checkout, PostgreSQL, 4 app processes",
+                pg, APP_PROCESSES, tmp, f"checkout, PostgreSQL, {APP_PROCESSES} app processes",
                 flame=FLAME if flame else None,
             )
         )  # fmt: skip
@@ -328,7 +331,7 @@ def report(rates: list[Rate], prof: dict[str, Any], where: str) -> str:
         "SKU's stock row (locked, the promise confirmed in one read, the batch units and "
         "the reservation in one statement) and COMMIT, which releases the savepoint.",
         "",
-        "Flame graph of one of the four app processes during a second, untimed storm (py-spy "
+        f"Flame graph of one of the {APP_PROCESSES} app processes during a second, untimed storm (py-spy "
         f"stops the process it samples 200 times a second, so it never runs during the timed "
         f"one): `{FLAME.relative_to(ROOT)}`.",
         "",
