@@ -323,24 +323,20 @@ class Timing:
         return (self.today + timedelta(days=math.ceil(hours / 24 - 1e-9))).isoformat()
 
     def as_dict(self) -> dict[str, Any]:
+        # the range's ends: the same delivery, then the fast or the slow training time
+        fast_finish = None if self.lead_days is None else self.lead_days * 24 + self.fast_hours
         d: dict[str, Any] = {
             "training_days_range": [self.fast_hours / 24, self.slow_hours / 24],
             "months_slow": self.slow_months,
             "delivery_days": self.lead_days,
             "finish_days": None if self.finish_hours is None else self.finish_hours / 24,
             "finish_days_range": None
-            if self.finish_hours is None or self.finish_slow_hours is None
-            else [
-                (self.finish_hours - self.slow_hours + self.fast_hours) / 24,
-                self.finish_slow_hours / 24,
-            ],
+            if fast_finish is None or self.finish_slow_hours is None
+            else [fast_finish / 24, self.finish_slow_hours / 24],
             "finish_date": self._date(self.finish_hours),
             "finish_date_range": None
-            if self.finish_hours is None or self.today is None
-            else [
-                self._date(self.finish_hours - self.slow_hours + self.fast_hours),
-                self._date(self.finish_slow_hours),
-            ],
+            if fast_finish is None or self.today is None
+            else [self._date(fast_finish), self._date(self.finish_slow_hours)],
         }
         if self.tokens_range is not None:
             d["tokens_per_s_per_gpu_range"] = [round(x, 1) for x in self.tokens_range]

@@ -8,9 +8,11 @@ meeting a deadline finishes by it once its nodes are delivered; LoRA in FP8 is a
 
 from __future__ import annotations
 
-from datetime import date
+import math
+from datetime import date, timedelta
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
@@ -213,6 +215,11 @@ def test_every_option_carries_its_finish_date_from_today() -> None:
     lo, hi = o["finish_date_range"]
     assert lo <= o["finish_date"] <= hi
     assert o["finish_date"] > TODAY.isoformat()
+    # each end is the same delivery, then the fast or the slow end of the training time
+    fast, slow = o["training_days_range"]
+    assert o["finish_days_range"] == pytest.approx([10.0 + fast, 10.0 + slow])
+    assert lo == (TODAY + timedelta(days=math.ceil(10.0 + fast - 1e-9))).isoformat()
+    assert hi == (TODAY + timedelta(days=math.ceil(10.0 + slow - 1e-9))).isoformat()
 
 
 def test_when_nothing_meets_the_deadline_the_answer_names_the_earliest_finish() -> None:
