@@ -118,6 +118,12 @@ def choose_plan(plans: Sequence[Plan], s: SkuSearch) -> Plan:
         if met:
             return min(met, key=lambda p: p.nodes)
         priced = [*plans, *s.extra_plans.values()] if s.bounded else list(plans)
+        if all(finish(p) == math.inf for p in priced):
+            # no count has a promised date (sales sets it): the fewest nodes whose training
+            # alone fits the deadline, not the fastest run ``priced`` holds
+            trains = [p for p in priced if p.hours <= dl] or cluster(dl)
+            if trains:
+                return min(trains, key=lambda p: p.nodes)
         # the earliest finish (delivery included), then the fastest run
         return min(priced, key=lambda p: (finish(p), p.hours, p.cost_cents))
     pool = ss or list(plans)

@@ -377,3 +377,21 @@ def test_fsdp2_is_never_given_an_expert_degree_that_does_not_hold_tp_and_cp() ->
     )["options"][0]
     assert o["layout"] is None
     assert o["note_codes"][0]["code"] == "note.framework_layout"
+
+
+def test_a_deadline_on_a_node_with_no_promised_date_sizes_the_training_not_the_fastest_run() -> (
+    None
+):
+    # a sales-only rack: no count has a delivery date we can promise; the card must not jump
+    # to the most racks priced (a 1.7-hour run on 1,024 racks) because none "meets" it
+    job = {**JOB, "sku": "gb300-nvl72"}
+    none = {"gb300-nvl72": ()}
+    plain = size(job, delivery=none, today=TODAY)["options"][0]
+    for max_days in (120, 30):
+        o = size({**job, "max_days": max_days}, delivery=none, today=TODAY)["options"][0]
+        assert o["finish_days"] is None and o["meets_deadline"] is False
+        assert o["training_days"] <= max_days
+        assert o["nodes"] <= max(plain["nodes"], 1) * math.ceil(plain["training_days"] / max_days)
+        codes = [c["code"] for c in o["note_codes"]]
+        assert "note.no_promised_date" in codes
+        assert "note.misses_deadline" not in codes  # training fits: the date is the question
