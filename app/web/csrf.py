@@ -3,9 +3,9 @@
 A random token lives in a signed, HttpOnly cookie; pages put the same token in a hidden
 ``csrf_token`` field, and htmx sends it as ``X-CSRF-Token`` (read from a ``<meta>`` tag by
 ``static/app.js``). A POST/PUT/PATCH/DELETE without a matching token gets 403 and changes
-nothing. Exempt: ``/api/`` requests without cookies (bearer tokens are no ambient
-credential, and they authenticate nothing else) and the payment webhook, which carries its
-own HMAC signature.
+nothing. Exempt: ``/api/`` requests without the session cookie (bearer tokens are no
+ambient credential; the language cookie authenticates nothing) and the payment webhook,
+which carries its own HMAC signature.
 """
 
 from __future__ import annotations
@@ -104,8 +104,12 @@ async def csrf_protect(request: Request) -> None:
         return
     if request.url.path.startswith(EXEMPT_PATHS):
         return
-    if request.url.path.startswith("/api/") and "cookie" not in request.headers:
-        # A JSON client that sends no cookies carries no ambient credentials to abuse.
+    if request.url.path.startswith("/api/") and not request.cookies.get(
+        request.app.state.session_cookie
+    ):
+        # A JSON client without our session cookie carries no ambient credential to abuse
+        # (its bearer token is a header no other site can make a browser send; a language
+        # or CSRF cookie authenticates nothing).
         return
     raw = _cookie_token(request)
     expected = _bound(request, raw) if raw else None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from fastapi import FastAPI, Request, Response
 from fastapi.testclient import TestClient
 
@@ -168,6 +170,29 @@ def test_post_without_csrf_is_refused_and_changes_nothing(
     assert r.status_code == 200 and hits == [1]
     r = raw_client.post("/_test/echo", headers={"X-CSRF-Token": token})
     assert r.status_code == 200
+
+
+def test_api_clients_with_only_a_language_cookie_need_no_csrf_token(
+    raw_client: TestClient,
+) -> None:
+    """The JSON API's exemption follows the credential, not the Cookie header: a client
+    that keeps the language cookie is answered in it; one that sends our session cookie
+    must carry the token like a form."""
+    from app.accounts.security import SESSION_COOKIE
+
+    body = '{"model": {"preset": "llama-3.1-8b"}, "tokens": 1e11}'
+    json_type = {"Content-Type": "application/json"}
+    r = raw_client.post(
+        "/api/v1/sizing", content=body, headers={**json_type, "Cookie": "lang=zh_CN"}
+    )
+    assert r.status_code == 200, r.text
+    assert re.search(r"[\u4e00-\u9fff]", r.json()["recommendation"]["reason"])
+    r = raw_client.post(
+        "/api/v1/sizing",
+        content=body,
+        headers={**json_type, "Cookie": f"lang=zh_CN; {SESSION_COOKIE}=some-session"},
+    )
+    assert r.status_code == 403
 
 
 def test_request_transaction_rolls_back_on_error(app: FastAPI, engine) -> None:  # type: ignore[no-untyped-def]
