@@ -201,8 +201,9 @@ def _context(
         "launch_url": "/size/launch?" + urlencode({"q": form.query_string()}),
         "field_names": forms.FIELDS,
         "field_labels": {k: _(v).replace("%%", "%") for k, v in FIELD_LABELS.items()},
-        "accuracy": accuracy(str(result["options"][0].get("framework") or "fsdp2"))
-        if result and result.get("options")
+        # the stack asked for (an option that cannot run has no framework of its own)
+        "accuracy": accuracy(str(form.request.get("framework") or "fsdp2"))
+        if result and form.request is not None
         else None,
         "params_text": forms.human_count(float(result["params"])) if result else None,
         "active_text": forms.human_count(float(result["active_params"])) if result else None,

@@ -271,6 +271,11 @@ CATALOG: dict[str, str] = {
         "Tight: no option keeps the upper memory estimate under the limit; this one fits at "
         "the likely value, so check memory on a short trial run before committing."
     ),
+    "reason.framework_layout": N_(
+        "%(framework)s cannot run the layout you set: it offers no tensor, pipeline, context "
+        "or expert parallelism of that kind. Leave the layout to us, or choose a framework "
+        "that runs it."
+    ),
     "reason.nothing_fits": N_(
         "No configuration fits within the searched node counts; reduce the sequence length "
         "or micro-batch, enable recomputation or offload, or use a smaller model."

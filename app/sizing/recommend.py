@@ -235,6 +235,10 @@ def recommend(
                 [Msg("reason.only_unaccepted_platform", {"name": short_name(o.name)})],
                 single,
             )
+        refused = [m for o in options for m in o.notes if m.code == "note.framework_layout"]
+        if options and len(refused) == len(options):  # the stack cannot run the layout set
+            why = Msg("reason.framework_layout", refused[0].params)
+            return Recommendation(None, None, False, [why], single)
         return Recommendation(None, None, False, [Msg("reason.nothing_fits")], single)
     dl = r.max_days * 24 * DEADLINE_SLACK if r.max_days else None
     reasons: list[Msg] = []

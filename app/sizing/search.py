@@ -19,6 +19,7 @@ from app.sizing.messages import Msg
 from app.sizing.profiles import profile
 from app.sizing.request import MAX_NODES, Request
 from app.sizing.splits import job_breaks
+from app.sizing.stacks import NAMES
 
 MAX_MONTHS_SEARCHED = 36
 SEARCH_BUDGET = 40  # node counts priced per SKU beyond the first that fits
@@ -505,7 +506,8 @@ class SkuSearch:
         tp, pp, ep, cp = (int(p.get(k) or 1) for k in ("tp", "pp", "ep", "cp"))
         block = tp * pp * cp
         if not profile(r.job.framework).runs(tp, pp, ep, cp):
-            return None, r.nodes or 1, Msg("note.framework_layout", {"framework": r.job.framework})
+            name = NAMES.get(r.job.framework, r.job.framework)
+            return None, r.nodes or 1, Msg("note.framework_layout", {"framework": name})
         why = job_breaks(r.job, tp, pp, ep, cp)
         if why:
             return None, r.nodes or 1, Msg("note.layout_split", {"why": why[0]})

@@ -118,6 +118,18 @@ def test_the_answer_states_its_measured_accuracy_with_a_link(client: TestClient)
     assert "误差中位数" in zh and "我们的估算有多准" in zh
 
 
+def test_a_layout_the_stack_cannot_run_is_the_headline_and_the_accuracy_is_its_own(
+    client: TestClient,
+) -> None:
+    q = "/size?model=llama-3.1-70b&tokens=1e12&seq_len=8192&framework=deepspeed&par=explicit&tp=2"
+    page = _text(client.get(q).text)
+    assert "DeepSpeed cannot run the layout you set" in page
+    assert "No configuration fits" not in page and "deepspeed cannot" not in page
+    # the accuracy line speaks of the stack asked for, not of FSDP2's 287 runs
+    assert "No published DeepSpeed run is in our set yet" in page
+    assert not re.search(r"Training time on \d+ published PyTorch FSDP2 runs", page)
+
+
 def test_the_fragment_cache_keys_on_stock_and_day(
     app,
     client: TestClient,

@@ -176,6 +176,24 @@ def test_a_layout_the_stack_cannot_run_is_refused_with_the_reason() -> None:
     assert o["note_codes"][0]["code"] == "note.framework_layout"
 
 
+def test_when_the_stack_cannot_run_the_layout_on_any_node_the_headline_says_so() -> None:
+    req = {
+        "model": {"preset": "llama-3.1-70b"},
+        "tokens": 1e12,
+        "framework": "deepspeed",
+        "parallelism": {"sharding": "zero3", "tp": 2},
+    }
+    got = size(req)
+    assert all(o["layout"] is None for o in got["options"])
+    note = got["options"][0]["note_codes"][0]
+    assert note == {"code": "note.framework_layout", "params": {"framework": "DeepSpeed"}}
+    rec = got["recommendation"]
+    assert rec["reason_codes"][0]["code"] == "reason.framework_layout"
+    assert rec["reason"].startswith("DeepSpeed cannot run the layout you set")
+    zh = size(req, lang="zh_CN")["recommendation"]["reason"]
+    assert zh.startswith("DeepSpeed 无法运行您设定的布局")
+
+
 def test_the_framework_changes_the_time_and_fused_kernels_are_faster() -> None:
     req = {"model": {"preset": "llama-3.1-8b"}, "tokens": 1e11, "sku": "hgx-h100", "nodes": 2}
     eager = size({**req, "framework": "fsdp2"})["options"][0]
