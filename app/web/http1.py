@@ -5,8 +5,9 @@ Python), which matters on the loop thread of a busy app process (docs/benchmarks
 But uvicorn puts no bound on the request line and headers it lets httptools buffer: an
 8 MB header was accepted with 200. h11 refuses anything over 16 KB. This protocol feeds
 the parser at most ``MAX_HEAD_BYTES`` of a request's head and answers
-``431 Request Header Fields Too Large`` (connection closed) past it, so a hostile client
-costs at most 16 KB of memory per connection before the head is complete.
+``414 URI Too Long`` (the request line alone is over it) or ``431 Request Header Fields Too
+Large`` (connection closed, a short text in English and Chinese) past it, so a hostile
+client costs at most 16 KB of memory per connection before the head is complete.
 
 Served with ``uvicorn --http app.web.http1:BoundedHttpTools`` (Makefile, the test and
 bench servers in tests/support/servers.py). Bodies are bounded by the app's BodyLimit
@@ -27,13 +28,27 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 # h11's default max_incomplete_event_size in uvicorn (request line + headers).
 MAX_HEAD_BYTES = 16 * 1024
 
-_BODY = b"Request header fields too large"
-_TOO_LARGE = (
-    b"HTTP/1.1 431 Request Header Fields Too Large\r\n"
-    b"content-type: text/plain; charset=utf-8\r\n"
-    b"content-length: %d\r\n"
-    b"connection: close\r\n"
-    b"\r\n%s" % (len(_BODY), _BODY)
+
+def _refusal(status: bytes, english: str, chinese: str) -> bytes:
+    """The whole answer, in both languages: the head is refused before its cookies or
+    Accept-Language are read, so the reader's language is not known."""
+    body = f"{english}\n{chinese}\n".encode()
+    return (
+        b"HTTP/1.1 %s\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: %d\r\n"
+        b"connection: close\r\n\r\n%s" % (status, len(body), body)
+    )
+
+
+# the request line alone is over the bound (a very long address, e.g. a pasted form field)
+_URI_TOO_LONG = _refusal(
+    b"414 URI Too Long",
+    "The address is too long. Shorten what you typed into the form and try again.",
+    "网址过长。请缩短您在表单中输入的内容后重试。",
+)
+_TOO_LARGE = _refusal(
+    b"431 Request Header Fields Too Large",
+    "The request headers are too large. Clear this site's cookies and try again.",
+    "请求头过大。请清除本站的 Cookie 后重试。",
 )
 
 
@@ -42,6 +57,7 @@ class BoundedHttpTools(HttpToolsProtocol):
         super().__init__(*args, **kwargs)
         self._in_head = True  # between requests the next byte starts a head
         self._head_bytes = 0
+        self._line_done = False  # the head's request line has ended (a newline was fed)
 
     def data_received(self, data: bytes) -> None:
         while data:
@@ -53,6 +69,7 @@ class BoundedHttpTools(HttpToolsProtocol):
                 piece = data[:room]  # the same object when all of it fits
                 data = data[room:]
                 self._head_bytes += len(piece)
+                self._line_done = self._line_done or b"\n" in piece
             else:
                 piece, data = data, b""
             super().data_received(piece)
@@ -66,9 +83,11 @@ class BoundedHttpTools(HttpToolsProtocol):
     def on_message_complete(self) -> None:
         self._in_head = True
         self._head_bytes = 0
+        self._line_done = False
         super().on_message_complete()
 
     def _refuse(self) -> None:
-        self.logger.warning("Request head over %d bytes: refused with 431.", MAX_HEAD_BYTES)
-        self.transport.write(_TOO_LARGE)
+        status = 431 if self._line_done else 414
+        self.logger.warning("Request head over %d bytes: refused with %d.", MAX_HEAD_BYTES, status)
+        self.transport.write(_TOO_LARGE if self._line_done else _URI_TOO_LONG)
         self.transport.close()
