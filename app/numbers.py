@@ -85,7 +85,7 @@ def normalise(text: str) -> str:
     return unicodedata.normalize("NFKC", text).strip()
 
 
-def _check_digits(raw: str) -> None:
+def check_digits(raw: str) -> None:
     """Refuse characters NFKC would silently turn into ASCII digits but a person did not type
     as digits (superscripts, circled numbers), and digits of other scripts."""
     for ch in raw:
@@ -112,7 +112,7 @@ def parse_int(
     if isinstance(text, int):
         value = text
     else:
-        _check_digits(text)
+        check_digits(text)
         cleaned = _strip_grouping(normalise(text).replace(" ", ""))
         if not cleaned:
             raise NumberError("number.empty")
@@ -135,7 +135,7 @@ def parse_money_cents(
     exponents ('1e3'), more than two decimals, signs, other scripts' digits and anything
     longer than 15 digits before the point (no float ever touches the value).
     """
-    _check_digits(text)
+    check_digits(text)
     cleaned = normalise(text).replace(" ", "")
     for prefix in ("US$", "us$", "$", "USD", "usd"):
         if cleaned.startswith(prefix):
@@ -173,7 +173,7 @@ def parse_money_cents(
 def parse_percent_bp(text: str, *, max_bp: int | None = None) -> int:
     """A percentage typed by a person → basis points: '12.5' → 1250, '12.5 %', '７.５',
     '7,25' (a decimal comma) → 725, '.5' → 50. At most two decimals; no sign, no exponent."""
-    _check_digits(text)
+    check_digits(text)
     cleaned = normalise(text).replace(" ", "").removesuffix("%")
     if not cleaned:
         raise NumberError("number.empty")
@@ -201,7 +201,7 @@ def parse_token_count(
         if text != text or text in (float("inf"), float("-inf")):
             raise NumberError("number.invalid")
         return _bounded(int(round(text)), min_value, max_value)
-    _check_digits(text)
+    check_digits(text)
     cleaned = normalise(text).replace(" ", "").lower()
     if cleaned.endswith("tokens"):
         cleaned = cleaned[: -len("tokens")]

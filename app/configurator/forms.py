@@ -168,10 +168,11 @@ def parse_amount(text: str, *, binary_k: bool = False) -> float:
 
 
 def parse_percent(text: str) -> float:
-    s = text.strip().replace("%", "").replace("％", "").strip()
-    try:
+    try:  # the one digit rule first: float() would read "٣" (Arabic-Indic three) as 3
+        numbers.check_digits(text)
+        s = numbers.normalise(text).replace("%", "").strip()
         v = float(s)
-    except ValueError as e:
+    except (numbers.NumberError, ValueError) as e:
         raise FieldError(E_MFU) from e
     if not math.isfinite(v):
         raise FieldError(E_MFU)

@@ -47,7 +47,8 @@ def test_percent(text: str, value: float) -> None:
     assert parse_percent(text) == pytest.approx(value)
 
 
-@pytest.mark.parametrize("text", ["0", "101", "abc", "-3"])
+# other scripts' digits and superscripts are refused as in every other number field
+@pytest.mark.parametrize("text", ["0", "101", "abc", "-3", "٣", "৩", "²", "nan", "inf"])
 def test_bad_percent(text: str) -> None:
     with pytest.raises(FieldError):
         parse_percent(text)

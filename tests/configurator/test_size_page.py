@@ -121,6 +121,10 @@ def test_chinese_page(client: TestClient) -> None:
     assert r.status_code == 200
     assert 'lang="zh-CN"' in r.text
     assert "配置估算" in r.text
+    # the error summary joins label and message with the full-width colon
+    bad = client.get("/size?model=llama-3.1-8b&tokens=abc")
+    assert bad.status_code == 422
+    assert re.search(r'href="#f-tokens">训练 token 数</a>：请输入', bad.text), bad.text
 
 
 _values = st.one_of(
