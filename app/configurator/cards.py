@@ -371,7 +371,10 @@ def card(
         "checkpoint": format_bytes(st.get("checkpoint_bytes")),
         # GB below a terabyte: a billion-token fine-tuning set is a few GB, not "0.00 TB"
         "dataset": format_bytes(st.get("dataset_bytes")),
-        "nvme": format_bytes(st.get("nvme_bytes_per_node")),
+        # None when the node's local NVMe is not on record (the GB300 rack): left unsaid
+        "nvme": None
+        if st.get("nvme_bytes_per_node") is None
+        else format_bytes(st.get("nvme_bytes_per_node")),
         "dataset_fits": st.get("dataset_fits_nvme"),
         "checkpoints_fit": st.get("checkpoints_fit_on_nvme"),
         # a card that cannot run says why once, in its own place (not again in the notes)

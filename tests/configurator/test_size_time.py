@@ -130,6 +130,16 @@ def test_a_layout_the_stack_cannot_run_is_the_headline_and_the_accuracy_is_its_o
     assert not re.search(r"Training time on \d+ published PyTorch FSDP2 runs", page)
 
 
+def test_a_node_without_a_local_nvme_figure_leaves_it_unsaid(client: TestClient) -> None:
+    q = "/size?model=llama-3.1-70b&tokens=1e12&sku=gb300-nvl72"
+    en = _text(client.get(q).text)
+    assert re.search(r"Checkpoint [\d.,]+ [GT]B; dataset [\d.,]+ [GT]B\.", en)
+    assert "NVMe — per node" not in en
+    client.cookies.set("lang", "zh_CN")
+    zh = _text(client.get(q).text)
+    assert "NVMe —" not in zh and re.search(r"检查点 [\d.,]+ [GT]B；数据集 [\d.,]+ [GT]B。", zh)
+
+
 def test_the_fragment_cache_keys_on_stock_and_day(
     app,
     client: TestClient,
