@@ -144,7 +144,9 @@ class ModelSpec(_Spec):
     """Exactly one of: a preset id, a bare parameter count, or an architecture."""
 
     model_config = _CFG
-    preset: str | None = Field(None, description="preset id (GET /api/v1/sizing/presets)")
+    preset: str | None = Field(
+        None, max_length=64, description="preset id (GET /api/v1/sizing/presets)"
+    )
     params: float | None = Field(None, ge=1e6, le=MAX_PARAMS)
     architecture: ArchitectureSpec | None = None
 
@@ -180,7 +182,7 @@ class SizingRequest(_Spec):
     offload_optimizer: StrictBool | None = Field(None, description="default: searched")
     offload_params: StrictBool = False
     nodes: int | None = Field(None, ge=1, le=MAX_NODES, description="fix the node count")
-    sku: str | None = Field(None, description="evaluate one node type only")
+    sku: str | None = Field(None, max_length=64, description="evaluate one node type only")
     mfu: float | None = Field(None, gt=0, le=1, description="model FLOPs utilisation")
     lora_rank: int = Field(16, ge=1, le=4096)
     attention_flops: StrictBool = False

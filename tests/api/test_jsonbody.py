@@ -212,3 +212,20 @@ def test_loads_is_json_loads_for_json() -> None:
         ("a.0.b", "request.number_too_long"),
         ("c", "request.not_finite"),
     ]
+
+
+@pytest.mark.parametrize(("field", "body"), [("model.preset", "preset"), ("sku", "sku")])
+def test_a_huge_name_is_refused_by_its_length_without_echoing_it(
+    api: TestClient, field: str, body: str
+) -> None:
+    """An unknown preset or node of 100 KB came back twice in the answer (200 KB)."""
+    req: dict[str, Any] = {"model": {"preset": "llama-3.1-8b"}, "tokens": 1e11}
+    huge = "x" * 100_000
+    if body == "preset":
+        req["model"]["preset"] = huge
+    else:
+        req["sku"] = huge
+    r = post(api, "/api/v1/sizing", json.dumps(req))
+    assert r.status_code == 422
+    assert r.json()["error"]["errors"][0]["field"] == field
+    assert len(r.content) < 2_000, len(r.content)
