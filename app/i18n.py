@@ -137,6 +137,15 @@ def punct(mark: str, locale: str | None = None) -> str:
     return _ENGLISH.get(mark, mark)
 
 
+def full_stop(text: str, locale: str | None = None) -> str:
+    """``text`` ending as a sentence in the reader's language: "." in English, "。" in
+    Chinese, unless it already ends with a stop, question or exclamation mark."""
+    text = text.rstrip()
+    if not text or text[-1] in ".!?。！？":
+        return text
+    return text + ("。" if (locale or current_locale()) == "zh_CN" else ".")
+
+
 def labelled(label: str, value: object, locale: str | None = None) -> str:
     """ "Label: value" in English, "标签：值" in Chinese."""
     return f"{label}{punct(': ', locale)}{value}"

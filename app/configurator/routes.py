@@ -36,7 +36,7 @@ from app.errors import N_
 from app.sizing import SizingError, list_presets, size
 from app.sizing.messages import Msg
 from app.web.encoding import MINIMUM_SIZE, accepts_gzip
-from app.web.i18n import current_locale, punct
+from app.web.i18n import current_locale, full_stop, punct
 from app.web.i18n import gettext as _
 from app.web.routing import AppRoute
 from app.web.templating import is_htmx, product_name, render, templates_of, tz_name
@@ -130,8 +130,8 @@ def _model_choices() -> list[tuple[str, str]]:
 
 
 def _field_error(form: forms.SizeForm, name: str, err: str | Msg) -> str:
-    if isinstance(err, Msg):
-        return say(err)
+    if isinstance(err, Msg):  # the engine's message, a sentence beside the field
+        return full_stop(say(err))
     text = _(err)
     params = form.error_params.get(name)
     return text % params if params else text
