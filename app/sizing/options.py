@@ -52,7 +52,7 @@ class Option:
 
     @property
     def training_days(self) -> float | None:
-        return None if self.hours is None else round(self.hours / 24, 2)
+        return None if self.hours is None else self.hours / 24  # unrounded; pages round it
 
     @property
     def rental_cost_usd(self) -> float | None:
