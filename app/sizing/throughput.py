@@ -521,10 +521,11 @@ def predict(
 
     # The optimizer step is priced for the shard of one NVLink domain (the data-parallel
     # ranks of one node or rack): smaller shards than that are launch-bound in the
-    # multi-tensor optimizer, so spreading over more nodes does not shorten it.
+    # multi-tensor optimizer, so spreading over more nodes does not shorten it. A layout
+    # with fewer data-parallel ranks than that (one GPU, part of a node) has fewer shards.
     p_local = p_dense + p_exp
     if s.sharding in ("zero1", "zero2", "zero3"):
-        p_local /= max(1, hw.nvlink_domain // (tp * cp * pp))
+        p_local /= max(1, min(dp * cp, hw.nvlink_domain // (tp * cp * pp)))
     if s.frozen_base:
         opt_t = 0.0  # adapters only: their optimizer step is under 1 % of a full one
     elif s.offload_optimizer:

@@ -18,6 +18,7 @@ from app.sizing.profiles import profile
 from app.sizing.request import parse
 from app.sizing.throughput import (
     DEFAULT_GLOBAL_BATCH_TOKENS,
+    OPT_BYTES_PER_PARAM,
     Setup,
     default_batch_tokens,
     gemm_split,
@@ -95,6 +96,18 @@ def test_gemm_split_of_kimi_k2_is_dominated_by_its_small_expert_gemms() -> None:
     parts = gemm_split(arch, c, 4096, "fp4", setup, hw)
     assert sum(parts.values()) * t.tokens_per_step_per_gpu == pytest.approx(t.breakdown["gemm"])
     assert parts["routed_experts"] > 0.6 * sum(parts.values())
+
+
+@pytest.mark.parametrize("world", [1, 2, 8])
+def test_the_optimizer_shard_is_never_finer_than_the_data_parallel_ranks(world: int) -> None:
+    """The optimizer step is priced for one NVLink domain's shard (8 ways on an HGX node),
+    but one GPU steps the whole model's states and two GPUs half of them."""
+    arch = PRESETS["llama-3.1-8b"].arch
+    c = count(arch)
+    hw = hardware_from_spec(spec("hgx-h200"))
+    t = predict(arch, c, 4096, "bf16", Setup(world=world, sharding="zero3"), hw)
+    full = c.total * OPT_BYTES_PER_PARAM / (hw.hbm_tbps * 1e12)
+    assert t.breakdown["optimizer"] == pytest.approx(full / world)
 
 
 def test_expert_shards_are_gathered_over_one_nic_per_gpu_when_ep_fills_the_node() -> None:
