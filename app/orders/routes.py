@@ -18,7 +18,7 @@ from app.accounts.security import SESSION_COOKIE
 from app.accounts.sshkeys import looks_private
 from app.catalog import service as catalog
 from app.catalog import specs
-from app.errors import DomainError, InsufficientBalance, InvalidInput
+from app.errors import N_, DomainError, InsufficientBalance, InvalidInput
 from app.numbers import NumberError, parse_money_cents
 from app.orders import console_routes, service
 from app.orders.console_routes import NO_STORE, image_name
@@ -418,10 +418,19 @@ def review_page(order_id: int, call: UserCall) -> Response:
     return _review_page(call, order)
 
 
+MISSING_PROMISE = N_(
+    "This payment did not say which delivery date you saw. Check the date on this page, "
+    "then pay again."
+)
+
+
 @router.post("/orders/{order_id}/pay", response_class=HTMLResponse)
 def pay(order_id: int, call: UserCall, form: Annotated[PayForm, Form()]) -> Response:
     expected = form.expected_promise()
     key = form.idempotency_key
+    if expected is None:  # the review page always sends the date it showed: never pay blind
+        order = service.get_order_for(call.db, call.user, order_id)
+        return _review_page(call, order, error=_(MISSING_PROMISE), status_code=422)
     try:
         order = service.pay_order(
             call.db,
