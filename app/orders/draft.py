@@ -16,6 +16,7 @@ from app.catalog.specs import SELF_SERVE_MAX_NODES
 from app.errors import N_
 from app.numbers import NumberError, parse_int
 from app.orders.errors import ABOVE_SELF_SERVE
+from app.text import multi_line, single_line
 
 MAX_NODES = SELF_SERVE_MAX_NODES  # more is a cluster request (app.quotes)
 
@@ -154,15 +155,16 @@ def check_draft(d: OrderDraft) -> dict[str, str]:
         errors["ssh_keys"] = N_(
             "Add at least one SSH public key: choose a saved key or paste a new one."
         )
+    # the house's text rule (app/text.py): controls such as NUL and bidi marks removed
     for name in ("note_model_size", "note_token_budget"):
-        value = str(getattr(d, name)).strip()
+        value = single_line(str(getattr(d, name)))
         if len(value) > NOTE_MAX:
             errors[name] = N_("Keep this under 80 characters.")
         setattr(d, name, value[:NOTE_MAX])
     if d.note_node_count is not None and not 1 <= d.note_node_count <= 10000:
         errors["note_node_count"] = N_("Enter a whole number of nodes, or leave it empty.")
         d.note_node_count = None
-    d.note_comm_pattern = d.note_comm_pattern.strip()
+    d.note_comm_pattern = single_line(d.note_comm_pattern)
     if len(d.note_comm_pattern) > 300:
         errors["note_comm_pattern"] = N_("Keep this under 300 characters.")
         d.note_comm_pattern = d.note_comm_pattern[:300]
@@ -172,7 +174,7 @@ def check_draft(d: OrderDraft) -> dict[str, str]:
             "Describe the job's communication pattern so we can plan the private network "
             "(for example: data parallel all-reduce across nodes, tensor parallel inside)."
         )
-    d.note_free_text = d.note_free_text.strip()
+    d.note_free_text = multi_line(d.note_free_text)
     if len(d.note_free_text) > FREE_TEXT_MAX:
         errors["note_free_text"] = N_("Keep the notes under 4,000 characters.")
         d.note_free_text = d.note_free_text[:FREE_TEXT_MAX]

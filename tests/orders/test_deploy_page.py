@@ -231,3 +231,26 @@ def test_node_count_follows_the_one_number_rule(
     assert r.status_code == 303, r.text
     with Session(engine) as s:
         assert s.exec(select(Order)).one().quantity == 2
+
+
+def test_order_notes_keep_no_control_characters() -> None:
+    """Notes follow the house's text rule (app/text.py): a NUL byte, a bidi override or an
+    escape in the notes never reaches the order (PostgreSQL would refuse the NUL; SQLite
+    stored it), line breaks in the free text stay."""
+    from app.orders import service
+    from tests.orders.conftest import new_public_key
+
+    draft, errors = service.parse_draft(
+        {
+            "sku": "hgx-b200",
+            "nodes": "1",
+            "image": "ubuntu-24.04-cuda",
+            "new_key_name": "k",
+            "new_key_text": new_public_key(),
+            "note_model_size": "70B\x00 \u202eparams",
+            "note_free_text": "hi\x00there\r\nline two\x1b[31m",
+        }
+    )
+    assert errors == {}
+    assert draft.note_model_size == "70B params"
+    assert draft.note_free_text == "hithere\nline two[31m"
