@@ -93,6 +93,19 @@ def _switch_user(
         set_session_cookie(response, cookie, secure=_secure(request))
 
 
+def _no_inline_second_factor(user: User) -> None:
+    """The inline account step cannot ask for the second factor: send them to /login."""
+    if user.totp_enabled_at is not None and user.totp_secret:
+        raise InvalidInput(
+            errors={
+                "password": N_(
+                    "This account uses two-factor sign-in: log in on the login page "
+                    "first (Log in, top right), then come back to this form."
+                )
+            }
+        )
+
+
 def signup_or_login(
     session: Session,
     request: Request,
@@ -128,19 +141,22 @@ def signup_or_login(
     ip = client_ip(request)
     try:
         if mode == "signup":
-            user = service.register(session, email=email, password=password, now=now, ip=ip)
+            try:
+                user = service.register(session, email=email, password=password, now=now, ip=ip)
+            except service.EmailTaken as taken:
+                # The same sign-up sent twice (a double click, a retry) or an owner who
+                # forgot: the account's own password signs in, as the login form would
+                # (throttled and audited the same way); anything else is the sign-up's refusal
+                try:
+                    user = service.authenticate(
+                        session, email=email, password=password, now=now, ip=ip
+                    )
+                except InvalidInput:
+                    raise taken from None
+                _no_inline_second_factor(user)
         elif mode == "login":
             user = service.authenticate(session, email=email, password=password, now=now, ip=ip)
-            if user.totp_enabled_at is not None and user.totp_secret:
-                # The inline login cannot ask for the second factor: send them to /login.
-                raise InvalidInput(
-                    errors={
-                        "password": N_(
-                            "This account uses two-factor sign-in: log in on the login page "
-                            "first (Log in, top right), then come back to this form."
-                        )
-                    }
-                )
+            _no_inline_second_factor(user)
         else:
             raise InvalidInput(
                 errors={"account_mode": N_("Choose whether to create an account or log in.")}

@@ -117,6 +117,30 @@ def test_signup_inside_the_form(client: TestClient, engine, stock) -> None:
         assert s.exec(select(Order).where(Order.user_id == user.id)).one()
 
 
+def test_the_same_sign_up_sent_twice_lands_on_the_same_order(
+    client: TestClient, new_client, engine, stock
+) -> None:
+    """A double click (or a retry from a browser that lost the first answer) on the deploy
+    form's sign-up: the second submit signs in with the password just chosen and finds the
+    order the first made; another password is still refused as a sign-up."""
+    stock("hgx-b200", 2)
+    data = deploy_form(
+        client, account_mode="signup", email="twice@example.com", password="a long passphrase 42"
+    )
+    first = client.post("/deploy", data=data)
+    assert first.status_code == 303, first.text
+    again = new_client()  # the retry carries no session cookie (the first answer was lost)
+    second = again.post("/deploy", data=data)
+    assert second.status_code == 303, second.text
+    assert second.headers["location"] == first.headers["location"]
+    assert "set-cookie" in second.headers
+    wrong = new_client().post("/deploy", data={**data, "password": "another passphrase 42"})
+    assert wrong.status_code == 422 and "can&#39;t be used for a new account" in wrong.text
+    with Session(engine) as s:
+        user = s.exec(select(User).where(User.email == "twice@example.com")).one()
+        assert len(s.exec(select(Order).where(Order.user_id == user.id)).all()) == 1
+
+
 def test_failed_login_keeps_every_choice_but_the_password(
     client: TestClient, engine, make_user, stock
 ) -> None:
