@@ -106,4 +106,16 @@ def test_receipt_and_credit_note_read_whole_on_laptop_and_phone(
         if SHOTS:
             Path(SHOTS).mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(Path(SHOTS) / f"{name}-{width}-{lang}.png"), full_page=True)
+    # the balance page lists both: every column of its tables on screen (on a phone one
+    # card per row), none cut off at the table's edge
+    page.goto(f"{live_url}/balance")
+    assert page.locator("table.receipts").count() == 2
+    cut = page.evaluate(
+        """() => [...document.querySelectorAll('.table-wrap')]
+            .filter(w => w.scrollWidth > w.clientWidth + 1)
+            .map(w => w.querySelector('table').className)"""
+    )
+    assert cut == [], cut
+    pdf = page.locator("table.credit-notes a[href$='lang=zh_CN']").first.bounding_box()
+    assert pdf is not None and pdf["x"] + pdf["width"] <= width
     ctx.close()
