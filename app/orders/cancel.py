@@ -1,6 +1,6 @@
 """The customer's cancel: discard before payment, a full refund before delivery (the
 first-month hold voided, the nodes released), or the end of a running lease at its paid
-period's end.
+period's end — and, until that end, the customer's change of mind (``keep_renewing``).
 
 Early cancel (ours): the product promises a full refund when we miss the date; before
 delivery a paid order can be cancelled by the customer and the first month goes back to
@@ -15,10 +15,11 @@ from sqlmodel import Session
 from app import messages
 from app.accounts.models import User
 from app.catalog import service as catalog
+from app.clock import utc
 from app.errors import N_
 from app.ledger import service as ledger
 from app.notifications.service import notify
-from app.orders.errors import NotCancellable, OrderChangedMeanwhile
+from app.orders.errors import NotCancellable, NotRenewable, OrderChangedMeanwhile
 from app.orders.invoice_lines import credit_note_links, month_line
 from app.orders.lifecycle import LEASE_ACTIVE, PRE_DELIVERY, OrderStatus, check_transition
 from app.orders.models import Order
@@ -163,5 +164,43 @@ def cancel_order(
         link=order_link(order),
         email_to=user.email,
         email_subject=N_("Order #{id} will end at the period end"),
+    )
+    return order
+
+
+def can_keep_renewing(order: Order, now: datetime) -> bool:
+    """Whether the customer may take back a cancel at the period end: their own cancel
+    (not an ops end), and the paid month still running."""
+    return (
+        order.status == OrderStatus.ending.value
+        and order.cancel_at_period_end
+        and order.period_end is not None
+        and now < utc(order.period_end)
+    )
+
+
+def keep_renewing(session: Session, *, user: User, order_id: int, now: datetime) -> Order:
+    """Undo the customer's cancel at the period end: the lease renews monthly again (from
+    the balance, as before). Locks the order row as the cancel and the renewal worker do, so
+    a renewal run at the period end sees one state or the other. Repeating it returns the
+    order unchanged; once the month has run out (or ops ended the lease) it is refused."""
+    order = get_order_for(session, user, order_id, lock=True)
+    if order.status == OrderStatus.delivered.value and not order.cancel_at_period_end:
+        return order
+    if not can_keep_renewing(order, now):
+        raise NotRenewable()
+    check_transition(order.status, OrderStatus.delivered.value)
+    order.status = OrderStatus.delivered.value
+    order.cancel_at_period_end = False
+    session.add(order)
+    session.flush()
+    add_event(
+        session,
+        order,
+        "renewal_resumed",
+        N_("Renewal turned back on by the customer: the lease renews on {date}."),
+        now,
+        user,
+        params={"date": messages.day(order.period_end) if order.period_end else ""},
     )
     return order

@@ -141,6 +141,7 @@ def console_order(order_id: int, call: UserCall) -> Response:
             "keys": service.ssh_keys_of(order),
             "image_label": image_name(order.image_id),
             "action": service.cancel_action(order, call.now),
+            "can_keep": service.can_keep_renewing(order, call.now),
             "busbw": str(spec.raw.get("nccl_allreduce_busbw_gbps") or ""),
             "status": _status_text(call.db, order, call.now),
             "available": available,

@@ -77,6 +77,13 @@ class NotCancellable(Conflict):
     default_message = N_("This order cannot be cancelled in its current state.")
 
 
+class NotRenewable(Conflict):
+    code = "not_renewable"
+    default_message = N_(
+        "This lease can no longer be kept: its paid month is over or it was ended by us."
+    )
+
+
 class OrderChangedMeanwhile(Conflict):
     """The customer confirmed one kind of cancel, but the order moved on meanwhile (e.g. ops
     delivered it a moment earlier): nothing is done, the customer looks again."""

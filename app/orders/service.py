@@ -9,7 +9,7 @@ the transaction.
 
 from __future__ import annotations
 
-from app.orders.cancel import cancel_action, cancel_order
+from app.orders.cancel import can_keep_renewing, cancel_action, cancel_order, keep_renewing
 from app.orders.checkout import pay_order
 from app.orders.create import (
     Created,
@@ -36,6 +36,7 @@ from app.orders.errors import (
     NotCancellable,
     NotPayable,
     NotPromisable,
+    NotRenewable,
     OrderChangedMeanwhile,
     OrderNotFound,
     PriceChanged,
@@ -63,6 +64,7 @@ __all__ = [
     "Created",
     "IdempotencyConflict",
     "NotCancellable",
+    "NotRenewable",
     "NotPayable",
     "NotPromisable",
     "OrderChangedMeanwhile",
@@ -74,8 +76,10 @@ __all__ = [
     "Review",
     "add_event",
     "balance_of",
+    "can_keep_renewing",
     "cancel_action",
     "cancel_order",
+    "keep_renewing",
     "check_draft",
     "create_order",
     "create_order_for_checkout",

@@ -228,7 +228,7 @@ def evaluate_option(s: SkuSearch, plan: Plan, runner_up: Candidate | None) -> Op
             )
         )
     elif meets is False and not (
-        timing.lead_days is None and hours <= r.max_days * 24 * DEADLINE_SLACK
+        timing.lead_days is None and hours <= (r.max_days or 0) * 24 * DEADLINE_SLACK
     ):  # (no promised date, training in time: note.no_promised_date is the reason)
         notes.append(Msg("note.misses_deadline", {"max_days": _g(r.max_days), "days": hours / 24}))
     if spec.self_serve and n > SELF_SERVE_MAX_NODES:

@@ -13,6 +13,7 @@ RULES = [
     owned("POST", "/orders/{order_id}/topup", order_of_a),
     owned("GET", "/orders/{order_id}/cancel", order_of_a),
     owned("POST", "/orders/{order_id}/cancel", order_of_a),
+    owned("POST", "/orders/{order_id}/keep", order_of_a),
     owned("POST", "/orders/{order_id}/tasks", order_of_a, data={"kind": "reboot"}),
     ops_only("POST", "/staff/ops/tasks/{task_id}", setup=task_of_a, data={"status": "in_progress"}),
     ops_only(

@@ -311,6 +311,59 @@ def test_cancel_mid_month_costs_nothing_and_stops_renewal(
     ledger_ok()
 
 
+def test_a_cancel_at_the_period_end_can_be_taken_back_until_the_month_runs_out(
+    client, new_client, engine, clock, make_user, login, stock, fund, balances, ledger_ok
+) -> None:
+    stock("hgx-b200", 1)
+    u = make_user()
+    fund(u, 2 * B200)
+    login(client, u)
+    oid = place(client)
+    client.post(f"/orders/{oid}/pay", data=pay_form(client, oid))
+    deliver(engine, clock, make_user, oid)
+    clock.advance(timedelta(days=12))
+    client.post(f"/orders/{oid}/cancel")
+    page = client.get(f"/console/orders/{oid}").text
+    assert "Keep renewing" in page and "Cancel at the end of this month" not in page
+    # someone else's order: not theirs to keep
+    assert login(new_client(), make_user()).post(f"/orders/{oid}/keep").status_code == 404
+    for _ in range(2):  # the same click twice: one change, one event
+        r = client.post(f"/orders/{oid}/keep")
+        assert r.status_code == 303
+    o = order_of(engine, oid)
+    assert o.status == "delivered" and not o.cancel_at_period_end
+    page = client.get(f"/console/orders/{oid}").text
+    assert "Next renewal" in page and "Cancel at the end of this month" in page
+    assert page.count("Renewal kept") == 1
+    # the renewal at the period end charges the next month again
+    clock.advance(timedelta(days=20))
+    with Session(engine, expire_on_commit=False) as s:
+        renewals.run_due_renewals(s, clock.now())
+        s.commit()
+    assert balances(u) == (0, 0) and order_of(engine, oid).status == "delivered"
+    ledger_ok()
+
+
+def test_a_cancel_cannot_be_taken_back_once_the_paid_month_is_over(
+    client, engine, clock, make_user, login, stock, fund, balances
+) -> None:
+    stock("hgx-b200", 1)
+    u = make_user()
+    fund(u, 2 * B200)
+    login(client, u)
+    oid = place(client)
+    client.post(f"/orders/{oid}/pay", data=pay_form(client, oid))
+    deliver(engine, clock, make_user, oid)
+    client.post(f"/orders/{oid}/cancel")
+    clock.advance(timedelta(days=40))  # past the period end, before the worker ran
+    r = client.post(f"/orders/{oid}/keep", follow_redirects=True)
+    assert "can no longer be kept" in r.text
+    assert order_of(engine, oid).status == "ending" and balances(u) == (B200, 0)
+    client.cookies.set("lang", "zh_CN")
+    r = client.post(f"/orders/{oid}/keep", follow_redirects=True)
+    assert "这项租用已无法保留" in r.text
+
+
 def test_double_submit_makes_one_order_and_pays_once(
     client, engine, make_user, login, stock, fund, balances, ledger_ok
 ) -> None:
