@@ -126,6 +126,12 @@ def parse_int(
     return _bounded(value, min_value, max_value)
 
 
+# the longest amount worth reading: "1,000,000,000,000,000.00" is 25 characters; past this the
+# exponent check's pattern would backtrack (quadratic: 40 s for 100,000 digits)
+_MONEY_MAX_CHARS = 40
+_MONEY_CHARS = re.compile(r"[0-9.,]+")
+
+
 def parse_money_cents(
     text: str, *, min_cents: int | None = None, max_cents: int | None = None
 ) -> int:
@@ -143,6 +149,11 @@ def parse_money_cents(
             break
     if not cleaned:
         raise NumberError("number.empty")
+    if len(cleaned) > _MONEY_MAX_CHARS:  # no amount is this long (and the checks stay linear)
+        if _MONEY_CHARS.fullmatch(cleaned):  # digits and separators: just far too large
+            limit = max_cents if max_cents is not None else 10**17 - 1
+            raise NumberError("number.too_large", {"max": _fmt_cents(limit)})
+        raise NumberError("number.invalid")
     if re.fullmatch(r"[+-]?[0-9.,]*[0-9][0-9.,]*[eE][+-]?[0-9]*", cleaned):
         raise NumberError("money.exponent")
     if cleaned.startswith("-") or cleaned.startswith("+"):

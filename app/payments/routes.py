@@ -173,7 +173,8 @@ def topup_create(
     try:
         cents = parse_money_cents(amount)
     except NumberError as e:
-        errs["amount"] = number_message(e)
+        # a figure past any amount at all: the invoice's own limit is the useful answer
+        errs["amount"] = _(payments.LARGEST) if e.code == "number.too_large" else number_message(e)
     if not errs:
         try:
             inv = payments.create_topup(

@@ -33,6 +33,7 @@ from app.payments.rates import CURRENCIES, RateSource, default_source
 
 MIN_CENTS = 100  # US$1
 MAX_CENTS = 100_000_000  # US$1,000,000 per invoice
+LARGEST = N_("The largest top-up is US$1,000,000.00 per invoice.")
 EVENT_TYPES = {
     "InvoiceCreated",
     "InvoiceReceivedPayment",
@@ -134,7 +135,7 @@ def _amount_errors(amount_cents: Any, currency: str) -> dict[str, str]:
     elif amount_cents < MIN_CENTS:
         errs["amount"] = N_("The smallest top-up is US$1.00.")
     elif amount_cents > MAX_CENTS:
-        errs["amount"] = N_("The largest top-up is US$1,000,000.00 per invoice.")
+        errs["amount"] = LARGEST
     if currency not in CURRENCIES:
         errs["currency"] = N_("Choose BTC, ETH, USDT or USDC.")
     return errs

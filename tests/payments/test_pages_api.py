@@ -42,6 +42,13 @@ def test_topup_form_prefills_and_validates(
     assert r.status_code == 422 and "US$1.00" in r.text
     r = client.post("/topups/new", data={"amount": "10", "currency": "DOGE"})
     assert r.status_code == 422
+    # past the invoice's limit, by a little or by 100,000 digits: the same limit is named
+    for huge in ("10000000000", "9" * 100_000):
+        r = client.post("/topups/new", data={"amount": huge, "currency": "USDT"})
+        assert r.status_code == 422 and "US$1,000,000.00 per invoice" in r.text, huge[:20]
+    client.cookies.set("lang", "zh_CN")
+    r = client.post("/topups/new", data={"amount": "9" * 100_000, "currency": "USDT"})
+    assert r.status_code == 422 and "每张账单最多充值 US$1,000,000.00。" in r.text
 
 
 def test_topups_need_login(client: Any) -> None:
