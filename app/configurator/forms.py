@@ -152,7 +152,8 @@ def parse_amount(text: str, *, binary_k: bool = False) -> float:
     for word in ("tokens", "token", "params", "parameters", "param"):
         if s.endswith(word):
             s = s[: -len(word)]
-    m = _NUM_RE.match(s)
+    # no amount is this long; and _NUM_RE backtracks quadratically on a long non-number
+    m = _NUM_RE.match(s) if len(s) <= 40 else None
     if not m:
         raise FieldError(E_NUMBER)
     try:
