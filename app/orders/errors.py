@@ -78,6 +78,8 @@ class NotCancellable(Conflict):
 
 
 class NotRenewable(Conflict):
+    """A cancel at the period end taken back too late (the month over, or an ops end)."""
+
     code = "not_renewable"
     default_message = N_(
         "This lease can no longer be kept: its paid month is over or it was ended by us."

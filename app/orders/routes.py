@@ -556,8 +556,7 @@ def keep(order_id: int, call: UserCall) -> Response:
     """Take back a cancel at the period end while the paid month runs."""
     try:
         service.keep_renewing(call.db, user=call.user, order_id=order_id, now=call.now)
+        flash(call.request, _("Your lease renews monthly again, from your balance."), "success")
     except service.NotRenewable as e:
         flash(call.request, e.render_message(_), "error")
-        return _to_order(call.request, order_id)
-    flash(call.request, _("Your lease renews monthly again, from your balance."), "success")
     return _to_order(call.request, order_id)
