@@ -56,6 +56,18 @@ def deliver(engine: Any, clock: Any, make_user: Any, order_id: int, ip: str = "1
     factories.deliver(engine, order_id, clock.now(), actor=make_user(role="ops"), ip=ip)
 
 
+def running_lease(client, engine, clock, make_user, login, stock, fund) -> tuple[Any, int]:
+    """A customer with two months of balance whose order was paid and delivered."""
+    stock("hgx-b200", 1)
+    u = make_user()
+    fund(u, 2 * B200)
+    login(client, u)
+    oid = place(client)
+    client.post(f"/orders/{oid}/pay", data=pay_form(client, oid))
+    deliver(engine, clock, make_user, oid)
+    return u, oid
+
+
 def test_paid_on_time_and_delivered(
     client, engine, clock, make_user, login, stock, fund, balances, ledger_ok
 ) -> None:
@@ -286,13 +298,7 @@ def test_late_then_delivered_anyway(
 def test_cancel_mid_month_costs_nothing_and_stops_renewal(
     client, engine, clock, make_user, login, stock, fund, balances, ledger_ok
 ) -> None:
-    stock("hgx-b200", 1)
-    u = make_user()
-    fund(u, 2 * B200)
-    login(client, u)
-    oid = place(client)
-    client.post(f"/orders/{oid}/pay", data=pay_form(client, oid))
-    deliver(engine, clock, make_user, oid)
+    u, oid = running_lease(client, engine, clock, make_user, login, stock, fund)
     clock.advance(timedelta(days=12))
     r = client.post(f"/orders/{oid}/cancel")
     assert r.status_code == 303
@@ -314,13 +320,7 @@ def test_cancel_mid_month_costs_nothing_and_stops_renewal(
 def test_a_cancel_at_the_period_end_can_be_taken_back_until_the_month_runs_out(
     client, new_client, engine, clock, make_user, login, stock, fund, balances, ledger_ok
 ) -> None:
-    stock("hgx-b200", 1)
-    u = make_user()
-    fund(u, 2 * B200)
-    login(client, u)
-    oid = place(client)
-    client.post(f"/orders/{oid}/pay", data=pay_form(client, oid))
-    deliver(engine, clock, make_user, oid)
+    u, oid = running_lease(client, engine, clock, make_user, login, stock, fund)
     clock.advance(timedelta(days=12))
     client.post(f"/orders/{oid}/cancel")
     page = client.get(f"/console/orders/{oid}").text
@@ -347,13 +347,7 @@ def test_a_cancel_at_the_period_end_can_be_taken_back_until_the_month_runs_out(
 def test_a_cancel_cannot_be_taken_back_once_the_paid_month_is_over(
     client, engine, clock, make_user, login, stock, fund, balances
 ) -> None:
-    stock("hgx-b200", 1)
-    u = make_user()
-    fund(u, 2 * B200)
-    login(client, u)
-    oid = place(client)
-    client.post(f"/orders/{oid}/pay", data=pay_form(client, oid))
-    deliver(engine, clock, make_user, oid)
+    u, oid = running_lease(client, engine, clock, make_user, login, stock, fund)
     client.post(f"/orders/{oid}/cancel")
     clock.advance(timedelta(days=40))  # past the period end, before the worker ran
     r = client.post(f"/orders/{oid}/keep", follow_redirects=True)
