@@ -87,6 +87,12 @@ class LoginThrottled(TooManyRequests):
         self.errors = {"email": self.message}
 
 
+SIGNUPS_THROTTLED = N_(
+    "Too many new accounts from this network in the last hour. Try again later, or log in "
+    "if you already have an account."
+)
+
+
 class EmailTaken(InvalidInput):
     """Sign-up with an address that already has an account (see the module docstring)."""
 
@@ -143,7 +149,7 @@ def register(
     # Every sign-up past the checks above counts against the address (10 an hour), the
     # refused ones too: counted before the email is even looked up.
     if throttle.attempt(session, [(throttle.SIGNUP_ADDRESS, ip)], now) is None:
-        raise LoginThrottled()
+        raise LoginThrottled(SIGNUPS_THROTTLED)  # no account yet: no password to reset
     if user_by_email(session, normal) is not None:
         msg = N_(
             "This email can't be used for a new account. If it is yours, log in or reset your password."

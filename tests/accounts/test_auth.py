@@ -288,3 +288,17 @@ def test_inline_errors_for_forms_that_embed_the_account_step() -> None:
     assert "account_mode" in service.inline_errors(
         mode="hack", email="a@example.com", password=STRONG
     )
+
+
+def test_too_many_signups_from_one_network_say_so_without_a_password_reset(
+    client: TestClient,
+) -> None:
+    """The sign-up limit (10 an hour per address) has no account to reset a password for."""
+    for i in range(10):
+        client.cookies.delete(SESSION_COOKIE)
+        assert signup(client, f"n{i}@example.com").status_code == 303
+    client.cookies.delete(SESSION_COOKIE)
+    r = signup(client, "n10@example.com")
+    assert r.status_code == 429
+    assert "Too many new accounts from this network" in r.text
+    assert "reset your password" not in r.text
