@@ -1,4 +1,5 @@
-"""The orders JSON API (bearer tokens): create (idempotent), list, read, cancel.
+"""The orders JSON API (bearer tokens): create (idempotent), list, read, cancel, keep
+(take back a cancel at the period end while the paid month runs).
 
 ``POST /api/v1/orders`` needs an ``Idempotency-Key`` header: the same key with the same
 body returns the same order (200 instead of 201); the same key with another body → 409.
@@ -154,4 +155,10 @@ def get_order(order_id: RowId, session: SessionDep, now: NowDep, user: CurrentUs
 @router.post("/{order_id}/cancel", response_model=OrderOut)
 def cancel_order(order_id: RowId, session: SessionDep, now: NowDep, user: CurrentUser) -> OrderOut:
     order = service.cancel_order(session, user=user, order_id=order_id, now=now)
+    return _out(session, order, now, detail=True)
+
+
+@router.post("/{order_id}/keep", response_model=OrderOut)
+def keep_renewing(order_id: RowId, session: SessionDep, now: NowDep, user: CurrentUser) -> OrderOut:
+    order = service.keep_renewing(session, user=user, order_id=order_id, now=now)
     return _out(session, order, now, detail=True)

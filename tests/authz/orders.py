@@ -38,4 +38,5 @@ RULES = [
     customer_only("GET", "/api/v1/orders"),
     owned("GET", "/api/v1/orders/{order_id}", order_of_a),
     owned("POST", "/api/v1/orders/{order_id}/cancel", order_of_a),
+    owned("POST", "/api/v1/orders/{order_id}/keep", order_of_a),
 ]

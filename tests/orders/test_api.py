@@ -254,3 +254,28 @@ def test_openapi_documents_the_orders_api(raw_client: TestClient) -> None:
     post = spec["paths"]["/api/v1/orders"]["post"]
     assert any(p["name"] == "Idempotency-Key" for p in post["parameters"])
     assert "/api/v1/orders/{order_id}/cancel" in spec["paths"]
+
+
+def test_a_cancel_at_the_period_end_is_taken_back_over_the_api(
+    raw_client: TestClient, engine, clock, make_user, stock, fund
+) -> None:
+    from tests.support import factories
+
+    stock("hgx-b200", 1)
+    a = make_user()
+    fund(a, 2 * B200)
+    ha = token_for(engine, clock, a)
+    r = raw_client.post(
+        "/api/v1/orders", json=body(pay=True), headers={**ha, "Idempotency-Key": "k"}
+    )
+    oid = r.json()["id"]
+    factories.deliver(engine, oid, clock.now(), actor=make_user(role="ops"), ip="10.20.0.5")
+    assert raw_client.post(f"/api/v1/orders/{oid}/cancel", headers=ha).json()["status"] == "ending"
+    for _ in range(2):  # replayed: the same answer
+        r = raw_client.post(f"/api/v1/orders/{oid}/keep", headers=ha)
+        assert r.status_code == 200 and r.json()["status"] == "delivered"
+    # cancelled again, and the paid month runs out before the customer changes their mind
+    assert raw_client.post(f"/api/v1/orders/{oid}/cancel", headers=ha).json()["status"] == "ending"
+    clock.advance(timedelta(days=31))
+    r = raw_client.post(f"/api/v1/orders/{oid}/keep", headers=ha)
+    assert r.status_code == 409 and r.json()["error"]["code"] == "not_renewable", r.text
