@@ -16,6 +16,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from app import numbers
+from app.catalog.specs import all_specs
 from app.errors import N_
 from app.sizing.messages import Msg
 from app.sizing.request import (
@@ -75,6 +76,7 @@ E_WHOLE = N_("Enter a whole number.")
 E_POSITIVE = N_("Enter a number greater than zero.")
 E_TOO_BIG = N_("This number is too large.")
 E_CHOICE = N_("Choose one of the listed options.")
+_SKU_IDS = frozenset(s.id for s in all_specs())
 E_MFU = N_("Enter a utilisation between 1 and 100 %.")
 E_UNKNOWN_MODEL = N_("Choose a model from the list, or enter a parameter count.")
 E_MOE_ALL = N_("Fill in all three mixture-of-experts fields, or none.")
@@ -381,7 +383,10 @@ def parse_query(q: Mapping[str, str], preset_ids: set[str] | frozenset[str]) -> 
     elif values["rocm"] == "1":
         req["rocm_ok"] = True
     if values["sku"]:
-        req["sku"] = values["sku"]
+        if values["sku"] in _SKU_IDS:
+            req["sku"] = values["sku"]
+        else:  # the node list is a select: not the engine's list of ids, not the text echoed
+            errs["sku"] = E_CHOICE
     form.whole(req, "nodes")
 
     if not errs:

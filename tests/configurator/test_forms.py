@@ -58,6 +58,13 @@ def test_bad_percent(text: str) -> None:
         parse_percent(text)
 
 
+@pytest.mark.parametrize("sku", ["\x00x", "hgx-h999", "x" * 5000])
+def test_an_unknown_node_is_the_selects_error_not_an_echo(sku: str) -> None:
+    f = parse_query({"model": "llama-3.1-8b", "tokens": "1T", "sku": sku}, PRESETS)
+    assert not f.ok and f.errors == {"sku": forms.E_CHOICE}
+    assert parse_query({"model": "llama-3.1-8b", "tokens": "1T", "sku": "hgx-b200"}, PRESETS).ok
+
+
 def test_empty_query_gets_defaults_and_a_request() -> None:
     f = parse_query({}, PRESETS)
     assert f.ok
