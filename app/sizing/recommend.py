@@ -255,7 +255,12 @@ def recommend(
             pool = sorted(accepted, key=lambda o: (_of(o), _oh(o), _oc(o)))
             best = pool[0]
             f = best.extra.get("finish_days")
-            if best.extra.get("delivery_days") and f is not None:
+            if f is None and best.hours is not None and best.hours <= dl:
+                # it trains in time; only the delivery date is not ours to promise
+                reasons.append(
+                    Msg("reason.deadline_no_date", {**_facts(best), "max_days": f"{r.max_days:g}"})
+                )
+            elif best.extra.get("delivery_days") and f is not None:
                 reasons.append(
                     Msg(
                         "reason.deadline_missed_finish",

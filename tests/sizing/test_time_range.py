@@ -413,3 +413,7 @@ def test_a_deadline_on_a_node_with_no_promised_date_sizes_the_training_not_the_f
         codes = [c["code"] for c in o["note_codes"]]
         assert "note.no_promised_date" in codes
         assert "note.misses_deadline" not in codes  # training fits: the date is the question
+        got = size({**job, "max_days": max_days}, delivery=none, today=TODAY)
+        # the headline does not say "nothing finishes in time" of a run that trains in time
+        assert got["recommendation"]["reason_codes"][0]["code"] == "reason.deadline_no_date"
+        assert "cannot promise a delivery date" in got["recommendation"]["reason"]
