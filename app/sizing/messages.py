@@ -240,9 +240,9 @@ CATALOG: dict[str, str] = {
         "— %(days_text)s, %(months_text)s per node, %(cost_usd)s at list price."
     ),
     "reason.deadline_no_date": N_(
-        "%(nodes)s × %(name)s trains in %(days_text)s, within your %(max_days)s days, but we "
-        "cannot promise a delivery date for it from stock: talk to sales, who will confirm "
-        "when it can be delivered (%(cost_usd)s at list price)."
+        "Nothing finishes within %(max_days)s days for certain: %(nodes)s × %(name)s trains in "
+        "%(days_text)s, but we cannot promise a delivery date for it from stock. Talk to "
+        "sales, who will confirm when it can be delivered (%(cost_usd)s at list price)."
     ),
     "reason.deadline_missed": N_(
         "Nothing finishes within %(max_days)s days; %(nodes)s × %(name)s is the fastest "
