@@ -336,6 +336,8 @@ def deploy_submit(
             errs = {"ssh_keys": e.render_message(_)}
         page = _render_deploy(request, session, user, now, values, errs, idem_key, status_code=422)
         return _with_cookies(page, response)
+    if draft.quote_token and order.quote_id is None:  # the summary said so; so does review
+        flash(request, _(QUOTE_NOT_APPLIED), "warning")
     response.headers["location"] = str(request.app.url_path_for("review_page", order_id=order.id))
     return response
 
@@ -418,6 +420,10 @@ def review_page(order_id: int, call: UserCall) -> Response:
     return _review_page(call, order)
 
 
+QUOTE_NOT_APPLIED = N_(
+    "The quote in your link does not apply to this order (it expired, was withdrawn or covers "
+    "another configuration), so the list price applies. Check the price before you pay."
+)
 MISSING_PROMISE = N_(
     "This payment did not say which delivery date you saw. Check the date on this page, "
     "then pay again."

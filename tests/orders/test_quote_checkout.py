@@ -109,6 +109,19 @@ def test_quote_pays_at_the_quoted_price_and_only_once(
     with Session(engine) as s:
         o2 = s.get(Order, oid2)
         assert o2 is not None and o2.unit_price_cents == B200 and o2.quote_id is None
+    # ...and the review page says why the quoted price is not there
+    assert "does not apply to this order" in client.get(f"/orders/{oid2}/review").text
+
+
+def test_an_unknown_quote_link_says_the_list_price_applies(client, make_user, login, stock) -> None:
+    stock("hgx-b200", 1)
+    login(client, make_user())
+    r = client.post("/deploy", data=deploy_form(client, quote="bogus-token"))
+    assert r.status_code == 303
+    review = client.get(r.headers["location"]).text
+    assert "does not apply to this order" in review and "list price applies" in review
+    r = client.post("/deploy", data=deploy_form(client))  # no quote: no such message
+    assert "does not apply" not in client.get(r.headers["location"]).text
 
 
 def test_deploy_from_a_quote_prefills_the_prospect_and_states_the_terms(
