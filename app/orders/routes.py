@@ -425,8 +425,8 @@ QUOTE_NOT_APPLIED = N_(
     "another configuration), so the list price applies. Check the price before you pay."
 )
 MISSING_PROMISE = N_(
-    "This payment did not say which delivery date you saw. Check the date on this page, "
-    "then pay again."
+    "We could not read the delivery date this payment was sent with. Check the date on this "
+    "page, then pay again."
 )
 
 
@@ -434,7 +434,7 @@ MISSING_PROMISE = N_(
 def pay(order_id: int, call: UserCall, form: Annotated[PayForm, Form()]) -> Response:
     expected = form.expected_promise()
     key = form.idempotency_key
-    if expected is None:  # the review page always sends the date it showed: never pay blind
+    if form.promise_date and expected is None:  # sent, but not a date: never pay blind to it
         order = service.get_order_for(call.db, call.user, order_id)
         return _review_page(call, order, error=_(MISSING_PROMISE), status_code=422)
     try:
