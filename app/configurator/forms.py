@@ -76,7 +76,6 @@ E_WHOLE = N_("Enter a whole number.")
 E_POSITIVE = N_("Enter a number greater than zero.")
 E_TOO_BIG = N_("This number is too large.")
 E_CHOICE = N_("Choose one of the listed options.")
-_SKU_IDS = frozenset(s.id for s in all_specs())
 E_MFU = N_("Enter a utilisation between 1 and 100 %.")
 E_UNKNOWN_MODEL = N_("Choose a model from the list, or enter a parameter count.")
 E_MOE_ALL = N_("Fill in all three mixture-of-experts fields, or none.")
@@ -86,6 +85,9 @@ E_AT_MOST = N_("Enter at most %(max)s.")
 E_DIGITS = N_("Enter a number using the digits 0–9.")
 E_NOT_NEGATIVE = N_("Enter a number that is not negative.")
 E_TOKENS_UNIT = N_("Use a plain number, an exponent (1.5e12) or a suffix K, M, B, T, 万 or 亿.")
+
+# the node select's options (an unknown one is the select's error, not the engine's)
+_SKU_IDS = frozenset(s.id for s in all_specs())
 
 # app.numbers error codes → the message shown next to the field
 NUMBER_MESSAGES = {
