@@ -194,6 +194,7 @@ def keep_renewing(session: Session, *, user: User, order_id: int, now: datetime)
     order.cancel_at_period_end = False
     session.add(order)
     session.flush()
+    day = messages.day(order.period_end) if order.period_end else ""
     add_event(
         session,
         order,
@@ -201,6 +202,20 @@ def keep_renewing(session: Session, *, user: User, order_id: int, now: datetime)
         N_("Renewal turned back on by the customer: the lease renews on {date}."),
         now,
         user,
-        params={"date": messages.day(order.period_end) if order.period_end else ""},
+        params={"date": day},
+    )
+    # the cancel's notice and email said nothing more would be charged: this one says it will
+    notify(
+        session,
+        user_id=order.user_id,
+        kind="order_renews",
+        message=N_(
+            "Order #{id} renews again on {date}: {amount} will be charged from your balance."
+        ),
+        params={"id": order.id, "date": day, "amount": messages.money(order.monthly_total_cents)},
+        now=now,
+        link=order_link(order),
+        email_to=user.email,
+        email_subject=N_("Order #{id} renews again"),
     )
     return order

@@ -82,7 +82,8 @@ class NotRenewable(Conflict):
 
     code = "not_renewable"
     default_message = N_(
-        "This lease can no longer be kept: its paid month is over or it was ended by us."
+        "Only a lease you cancelled at the end of its month can be kept, and only until that "
+        "month is over."
     )
 
 

@@ -436,6 +436,8 @@ def pay(order_id: int, call: UserCall, form: Annotated[PayForm, Form()]) -> Resp
     key = form.idempotency_key
     if form.promise_date and expected is None:  # sent, but not a date: never pay blind to it
         order = service.get_order_for(call.db, call.user, order_id)
+        if order.status != OrderStatus.awaiting_payment.value:
+            return _to_order(call.request, order_id)  # nothing to pay: its page says why
         return _review_page(call, order, error=_(MISSING_PROMISE), status_code=422)
     try:
         order = service.pay_order(
@@ -454,6 +456,8 @@ def pay(order_id: int, call: UserCall, form: Annotated[PayForm, Form()]) -> Resp
     ) as e:
         order = service.get_order_for(call.db, call.user, order_id)
         return _review_page(call, order, error=e.render_message(_), status_code=e.status_code)
+    if order.status in (OrderStatus.cancelled.value, OrderStatus.abandoned.value):
+        return _to_order(call.request, order.id)  # paid once, since cancelled: its page says so
     flash(
         call.request,
         _("Paid. Your order is confirmed; we will hand over the nodes by the promised date."),

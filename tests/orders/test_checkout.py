@@ -332,6 +332,9 @@ def test_a_cancel_at_the_period_end_can_be_taken_back_until_the_month_runs_out(
         assert r.status_code == 303
     o = order_of(engine, oid)
     assert o.status == "delivered" and not o.cancel_at_period_end
+    with Session(engine) as s:  # the cancel said nothing more would be charged: this says it will
+        kinds = [n.kind for n in s.exec(select(Notification).where(Notification.user_id == u.id))]
+    assert kinds.count("order_renews") == 1 and kinds.count("order_ending") == 1
     page = client.get(f"/console/orders/{oid}").text
     assert "Next renewal" in page and "Cancel at the end of this month" in page
     assert page.count("Renewal kept") == 1
@@ -351,11 +354,29 @@ def test_a_cancel_cannot_be_taken_back_once_the_paid_month_is_over(
     client.post(f"/orders/{oid}/cancel")
     clock.advance(timedelta(days=40))  # past the period end, before the worker ran
     r = client.post(f"/orders/{oid}/keep", follow_redirects=True)
-    assert "can no longer be kept" in r.text
+    assert "Only a lease you cancelled at the end of its month can be kept" in r.text
     assert order_of(engine, oid).status == "ending" and balances(u) == (B200, 0)
     client.cookies.set("lang", "zh_CN")
     r = client.post(f"/orders/{oid}/keep", follow_redirects=True)
-    assert "这项租用已无法保留" in r.text
+    assert "只有您设为月末取消的租用才能保留" in r.text
+
+
+def test_a_pay_form_on_an_order_with_nothing_to_pay_goes_to_its_page(
+    client, engine, clock, make_user, login, stock, fund
+) -> None:
+    """A replayed or tampered pay form on an order that is not waiting for payment shows
+    the order, not a review page with a Pay button, and never says 'Paid' of a cancelled one."""
+    u, oid = running_lease(client, engine, clock, make_user, login, stock, fund)
+    r = client.post(f"/orders/{oid}/pay", data={"promise_date": "2026-02-30"})
+    assert r.status_code == 303 and r.headers["location"] == f"/console/orders/{oid}"
+    stock("hgx-b200", 1)
+    other = place(client)
+    client.post(f"/orders/{other}/pay", data=pay_form(client, other))
+    client.post(f"/orders/{other}/cancel", data={"confirm": "yes"})
+    assert order_of(engine, other).status == "cancelled"
+    r = client.post(f"/orders/{other}/pay", data={}, follow_redirects=True)
+    assert "Paid. Your order is confirmed" not in r.text
+    assert order_of(engine, other).status == "cancelled"
 
 
 def test_double_submit_makes_one_order_and_pays_once(
