@@ -22,6 +22,7 @@ from app.sizing.messages import Msg
 from app.sizing.request import (
     MAX_PARAMS,
     MAX_TOKENS,
+    MIN_PARAMS,
     ArchitectureSpec,
     Framework,
     MoESpec,
@@ -292,6 +293,8 @@ def parse_query(q: Mapping[str, str], preset_ids: set[str] | frozenset[str]) -> 
                 n = parse_amount(values["params"])
                 if n <= 0:
                     raise FieldError(E_POSITIVE)
+                if n < MIN_PARAMS:  # the form's words, not the engine's "got 5"
+                    raise FieldError(E_AT_LEAST, {"min": "1M"})
                 if n > MAX_PARAMS:
                     raise FieldError(E_TOO_BIG)
                 req["model"] = {"params": n}

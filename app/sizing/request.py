@@ -43,6 +43,7 @@ from app.sizing.presets import PRESETS
 from app.sizing.throughput import default_batch_tokens
 
 MAX_PARAMS = 1e13
+MIN_PARAMS = 1e6
 MAX_TOKENS = 1e15
 MAX_CUSTOM_SEQ = 1_048_576
 MAX_NODES = 1024
@@ -147,7 +148,7 @@ class ModelSpec(_Spec):
     preset: str | None = Field(
         None, max_length=64, description="preset id (GET /api/v1/sizing/presets)"
     )
-    params: float | None = Field(None, ge=1e6, le=MAX_PARAMS)
+    params: float | None = Field(None, ge=MIN_PARAMS, le=MAX_PARAMS)
     architecture: ArchitectureSpec | None = None
 
 

@@ -65,6 +65,13 @@ def test_an_unknown_node_is_the_selects_error_not_an_echo(sku: str) -> None:
     assert parse_query({"model": "llama-3.1-8b", "tokens": "1T", "sku": "hgx-b200"}, PRESETS).ok
 
 
+def test_a_parameter_count_below_the_engines_floor_gets_the_forms_words() -> None:
+    f = parse_query({"model": "params", "params": "5", "tokens": "1T"}, PRESETS)
+    assert not f.ok and f.errors == {"params": forms.E_AT_LEAST}
+    assert f.error_params["params"] == {"min": "1M"}
+    assert parse_query({"model": "params", "params": "1M", "tokens": "1T"}, PRESETS).ok
+
+
 def test_empty_query_gets_defaults_and_a_request() -> None:
     f = parse_query({}, PRESETS)
     assert f.ok
