@@ -139,31 +139,54 @@ def cancel_order(
         return order
 
     # action == "period_end": a running lease ends at the end of the paid month, for free.
-    check_transition(order.status, OrderStatus.ending.value)
-    order.status = OrderStatus.ending.value
-    order.cancel_at_period_end = True
-    session.add(order)
-    session.flush()
-    end = messages.day(order.period_end) if order.period_end else ""
-    add_event(
-        session,
-        order,
+    return _switch_renewal(session, order, user, now, ending=True)
+
+
+# The renewal of a running lease switched off (the customer's cancel at the period end) or
+# back on (``keep_renewing``): the timeline event, then the notice and email.
+_RENEWAL_TEXTS = {
+    True: (
         "cancel_at_period_end",
         N_("Cancelled by the customer: the lease runs until {date} and will not renew."),
-        now,
-        user,
-        params={"date": end},
-    )
+        "order_ending",
+        N_("Order #{id} will end on {date}; nothing more will be charged."),
+        N_("Order #{id} will end at the period end"),
+    ),
+    False: (
+        "renewal_resumed",
+        N_("Renewal turned back on by the customer: the lease renews on {date}."),
+        "order_renews",
+        N_("Order #{id} renews again on {date}: {amount} will be charged from your balance."),
+        N_("Order #{id} renews again"),
+    ),
+}
+
+
+def _switch_renewal(
+    session: Session, order: Order, user: User, now: datetime, *, ending: bool
+) -> Order:
+    target = OrderStatus.ending if ending else OrderStatus.delivered
+    check_transition(order.status, target.value)
+    order.status = target.value
+    order.cancel_at_period_end = ending
+    session.add(order)
+    session.flush()
+    event_kind, event_text, kind, message, subject = _RENEWAL_TEXTS[ending]
+    day = messages.day(order.period_end) if order.period_end else ""
+    add_event(session, order, event_kind, event_text, now, user, params={"date": day})
+    params: dict[str, object] = {"id": order.id, "date": day}
+    if not ending:
+        params["amount"] = messages.money(order.monthly_total_cents)
     notify(
         session,
-        user_id=user.id,
-        kind="order_ending",
-        message=N_("Order #{id} will end on {date}; nothing more will be charged."),
-        params={"id": order.id, "date": end},
+        user_id=order.user_id,
+        kind=kind,
+        message=message,
+        params=params,
         now=now,
         link=order_link(order),
         email_to=user.email,
-        email_subject=N_("Order #{id} will end at the period end"),
+        email_subject=subject,
     )
     return order
 
@@ -189,33 +212,4 @@ def keep_renewing(session: Session, *, user: User, order_id: int, now: datetime)
         return order
     if not can_keep_renewing(order, now):
         raise NotRenewable()
-    check_transition(order.status, OrderStatus.delivered.value)
-    order.status = OrderStatus.delivered.value
-    order.cancel_at_period_end = False
-    session.add(order)
-    session.flush()
-    day = messages.day(order.period_end) if order.period_end else ""
-    add_event(
-        session,
-        order,
-        "renewal_resumed",
-        N_("Renewal turned back on by the customer: the lease renews on {date}."),
-        now,
-        user,
-        params={"date": day},
-    )
-    # the cancel's notice and email said nothing more would be charged: this one says it will
-    notify(
-        session,
-        user_id=order.user_id,
-        kind="order_renews",
-        message=N_(
-            "Order #{id} renews again on {date}: {amount} will be charged from your balance."
-        ),
-        params={"id": order.id, "date": day, "amount": messages.money(order.monthly_total_cents)},
-        now=now,
-        link=order_link(order),
-        email_to=user.email,
-        email_subject=N_("Order #{id} renews again"),
-    )
-    return order
+    return _switch_renewal(session, order, user, now, ending=False)
