@@ -530,16 +530,22 @@ class SkuSearch:
         if dp % ep:
             return None, n, Msg("note.ep_dp", {"ep": ep, "dp": dp})
         label, fixed = Msg("layout.yours"), r.fixed
-        lay = layout.make_layout(
-            layout.Shape(p["sharding"], sg, tp, pp, ep, cp, label),
-            world=w,
-            mbs=self.mbs,
-            recompute=str(fixed.get("recompute", "none")),
-            offload_opt=bool(fixed.get("offload_optimizer", False)),
-            offload_params=bool(fixed.get("offload_params", False)),
-        )
-        mem = memory(r.job, lay)
+        shape = layout.Shape(p["sharding"], sg, tp, pp, ep, cp, label)
+        # the degrees are the customer's; a recompute they did not set is searched as for any
+        # layout (the cheapest that fits, else the leanest, whose shortfall the card shows)
+        for rc in self.rc_opts:
+            lay = layout.make_layout(
+                shape,
+                world=w,
+                mbs=self.mbs,
+                recompute=rc,
+                offload_opt=bool(fixed.get("offload_optimizer", False)),
+                offload_params=bool(fixed.get("offload_params", False)),
+            )
+            mem = memory(r.job, lay)
+            fit = layout.fits(mem, self.usable, self.host, g)
+            if fit:
+                break
         cand = self.with_model(layout.Candidate(lay, mem, layout.efficiency(lay, g), label, 0))
         hours, months, cost = self.cost(n, cand.efficiency)
-        fit = layout.fits(mem, self.usable, self.host, g)
         return Plan(n, cand, hours, months, cost, fits=fit), n, None

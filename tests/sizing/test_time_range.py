@@ -417,3 +417,15 @@ def test_a_deadline_on_a_node_with_no_promised_date_sizes_the_training_not_the_f
         # the headline does not say "nothing finishes in time" of a run that trains in time
         assert got["recommendation"]["reason_codes"][0]["code"] == "reason.deadline_no_date"
         assert "cannot promise a delivery date" in got["recommendation"]["reason"]
+
+
+def test_a_pinned_layout_without_a_recompute_searches_one_that_fits() -> None:
+    """The degrees the customer pins are kept; a recompute they did not set is searched as
+    for any layout (it was 'none', so 70B on four H100 nodes under plain ZeRO-3 'fit
+    nowhere' while the automatic layout fit)."""
+    base = {"model": {"preset": "llama-3.1-70b"}, "tokens": 1e11, "sku": "hgx-h100", "nodes": 4}
+    o = size({**base, "parallelism": {"sharding": "zero3"}})["options"][0]
+    assert o["fits"] and o["layout"]["tp"] == 1 and o["layout"]["recompute"] != "none"
+    pinned = size({**base, "parallelism": {"sharding": "zero3"}, "recompute": "none"})
+    assert pinned["options"][0]["layout"]["recompute"] == "none"  # what they set, kept
+    assert not pinned["options"][0]["fits"]
