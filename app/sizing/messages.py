@@ -150,7 +150,7 @@ CATALOG: dict[str, str] = {
         "is a sales conversation"
     ),
     "note.misses_deadline_delivery": N_(
-        "misses your %(max_days)s-day deadline: delivery takes %(lead_days).0f days and "
+        "misses your %(max_days)s-day deadline: delivery takes %(lead_days_text)s and "
         "training %(days_text)s, so the run ends on day %(finish_days).0f"
     ),
     "note.misses_deadline": N_(
@@ -231,8 +231,8 @@ CATALOG: dict[str, str] = {
         "%(months_text)s per node, %(cost_usd)s."
     ),
     "reason.deadline_missed_finish": N_(
-        "Nothing finishes within %(max_days)s days of today, delivery included; the earliest "
-        "finish is %(nodes)s × %(name)s: delivered in %(lead_days).0f days, trained in "
+        "Nothing finishes within %(max_days_text)s of today, delivery included; the earliest "
+        "finish is %(nodes)s × %(name)s: delivered in %(lead_days_text)s, trained in "
         "%(days_text)s, done on day %(finish_days).0f, %(cost_usd)s."
     ),
     "reason.sales_pinned": N_(
@@ -240,12 +240,12 @@ CATALOG: dict[str, str] = {
         "— %(days_text)s, %(months_text)s per node, %(cost_usd)s at list price."
     ),
     "reason.deadline_no_date": N_(
-        "Nothing finishes within %(max_days)s days for certain: %(nodes)s × %(name)s trains in "
+        "Nothing finishes within %(max_days_text)s for certain: %(nodes)s × %(name)s trains in "
         "%(days_text)s, but we cannot promise a delivery date for it from stock. Talk to "
         "sales, who will confirm when it can be delivered (%(cost_usd)s at list price)."
     ),
     "reason.deadline_missed": N_(
-        "Nothing finishes within %(max_days)s days; %(nodes)s × %(name)s is the fastest "
+        "Nothing finishes within %(max_days_text)s; %(nodes)s × %(name)s is the fastest "
         "plan we found: %(days_text)s, %(cost_usd)s."
     ),
     "reason.within_year": N_(
@@ -408,9 +408,12 @@ CATALOG: dict[str, str] = {
 # "3 months" or "3 个月" from the ``months`` parameter (issue 19, defect 7: no "month(s)").
 # The form is picked by the English rule (one / other) and then translated, which is right
 # for English and Chinese; a language with more plural forms would need ngettext here.
+# A float count (a lead time in days) is shown whole, and its form follows the whole number.
 COUNTED: dict[str, tuple[str, str, str]] = {
     "months_text": ("months", N_("%(n)s month"), N_("%(n)s months")),
     "nodes_text": ("nodes", N_("%(n)s node"), N_("%(n)s nodes")),
+    "max_days_text": ("max_days", N_("%(n)s day"), N_("%(n)s days")),
+    "lead_days_text": ("lead_days", N_("%(n)s day"), N_("%(n)s days")),
 }
 
 
@@ -476,6 +479,8 @@ def render(msg: Msg | Mapping[str, Any], translate: Translate | None = None) -> 
     for key, (source, one, other) in COUNTED.items():
         if source in params and f"%({key})s" in template:
             n = params[source]
+            if isinstance(n, float):
+                n = round(n)
             vals[key] = tr(one if n == 1 else other) % {"n": n}
     if "days" in params and "%(days_text)s" in template:
         vals["days_text"] = days_text(float(params["days"]), tr)

@@ -329,3 +329,22 @@ def test_the_assumptions_give_one_time_formula_and_lora_flops(client: TestClient
     assert [a for a in zh if a.startswith("时间 = FLOPs")] == [
         "时间 = FLOPs /（GPU 数 × 稠密峰值 × MFU × 布局效率），MFU 取您给定的值"
     ]
+
+
+def test_a_one_day_deadline_and_lead_time_read_day_not_days() -> None:
+    """"Nothing finishes within 1 days" read wrong; the count picks its form, in both
+    languages, and a lead time in days is shown whole with the form of the whole number."""
+    from app.sizing.messages import Msg, render, translator
+
+    def say(max_days: int, lead: float, lang: str | None = None) -> str:
+        params = {"max_days": max_days, "nodes": 2, "name": "HGX H100", "lead_days": lead,
+                  "days": 3.0, "finish_days": 5, "cost_usd": 100}  # fmt: skip
+        return render(Msg("reason.deadline_missed_finish", params), translator(lang))
+
+    one = say(1, 1.2)
+    assert "within 1 day of today" in one and "delivered in 1 day," in one
+    assert "1 days" not in one
+    many = say(30, 6.6)
+    assert "within 30 days of today" in many and "delivered in 7 days," in many
+    zh = say(1, 1.2, "zh_CN")
+    assert "今天起 1 天内完成" in zh and "1 天交付" in zh and "days" not in zh

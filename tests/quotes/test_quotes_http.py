@@ -693,3 +693,16 @@ def test_english_pdf_prints_a_chinese_customer_name(
     body = sales_client.get(f"/staff/quotes/{other}/pdf").content
     text = "\n".join(p.extract_text() or "" for p in PdfReader(io.BytesIO(body)).pages)
     assert "3 months" in text and "month(s)" not in text
+
+
+def test_a_draft_valid_for_one_day_reads_day_not_days(
+    build_quote: Callable[..., int], sales_client: TestClient
+) -> None:
+    """The draft's validity is a counted phrase: "1 day after it is sent", "7 days …"."""
+    one = sales_client.get(f"/staff/quotes/{build_quote(valid_days='1')}").text
+    assert "1 day after it is sent" in one and "1 days" not in one
+    seven = sales_client.get(f"/staff/quotes/{build_quote(valid_days='7')}").text
+    assert "7 days after it is sent" in seven
+    sales_client.cookies.set("lang", "zh_CN")
+    zh = sales_client.get(f"/staff/quotes/{build_quote(valid_days='1')}").text
+    assert "发送后 1 天内有效" in zh
