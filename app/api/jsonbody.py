@@ -141,13 +141,17 @@ def _check(value: Any, has_refused: bool) -> None:
         raise BodyError(problems)
 
 
+def invalid_body(errors: list[dict[str, Any]]) -> dict[str, Any]:
+    """The API's one 422 shape around ``errors`` (each with field, code, message, params),
+    for every route: the same envelope as every other API error, with the list beside it."""
+    return {"code": "invalid_input", "message": gettext(SUMMARY), "errors": errors}
+
+
 def error_body(problems: list[tuple[str, str, dict[str, Any]]]) -> dict[str, Any]:
     """The API's error shape for ``problems``, in the request's language."""
 
-    return {
-        "code": "invalid_input",
-        "message": gettext(SUMMARY),
-        "errors": [
+    return invalid_body(
+        [
             {
                 "field": field,
                 "code": code,
@@ -155,8 +159,8 @@ def error_body(problems: list[tuple[str, str, dict[str, Any]]]) -> dict[str, Any
                 "params": params,
             }
             for field, code, params in problems
-        ],
-    }
+        ]
+    )
 
 
 class StrictJSONRequest(Request):

@@ -14,7 +14,7 @@ from typing import Any
 
 import fastapi
 
-from app.api.jsonbody import StrictJSONRoute
+from app.api.jsonbody import StrictJSONRoute, invalid_body
 from app.sizing import SizingError
 from app.sizing.launch import FRAMEWORKS, LaunchError, export_launch, launch_json, parse_body
 from app.sizing.messages import translator
@@ -79,10 +79,10 @@ def post_sizing_launch(request: fastapi.Request, body: Any = fastapi.Body(...)) 
         bundle = export_launch(req, option, framework)
     except SizingError as e:
         lang = negotiate(request.cookies.get("lang"), request.headers.get("accept-language"))
-        detail = e.as_dict(translator(lang))
-        for err in detail["errors"]:
+        errors = e.as_dict(translator(lang))["errors"]
+        for err in errors:
             err["field"] = f"request.{err['field']}"
-        raise fastapi.HTTPException(status_code=422, detail=detail) from e
+        raise fastapi.HTTPException(status_code=422, detail=invalid_body(errors)) from e
     except LaunchError as e:
-        raise fastapi.HTTPException(status_code=422, detail={"errors": [e.as_dict()]}) from e
+        raise fastapi.HTTPException(status_code=422, detail=invalid_body([e.as_dict()])) from e
     return fastapi.Response(launch_json(bundle), media_type="application/json")

@@ -11,7 +11,7 @@ from typing import Any
 
 import fastapi
 
-from app.api.jsonbody import StrictJSONRoute
+from app.api.jsonbody import StrictJSONRoute, invalid_body
 from app.configurator.delivery import when_for
 from app.sizing import SizingError, list_presets, size
 from app.sizing.messages import translator
@@ -42,7 +42,8 @@ def post_sizing(request: fastapi.Request, body: Any = fastapi.Body(...)) -> dict
     try:
         return size(body, lang=lang, delivery=when.delivery(), today=when.today)
     except SizingError as e:
-        raise fastapi.HTTPException(status_code=422, detail=e.as_dict(translator(lang))) from e
+        errors = e.as_dict(translator(lang))["errors"]
+        raise fastapi.HTTPException(status_code=422, detail=invalid_body(errors)) from e
 
 
 @router.get("/api/v1/sizing/presets")

@@ -71,12 +71,22 @@ def install_handlers(app: FastAPI) -> None:
             return Response(status_code=303, headers={"Location": url})
         return render_error(request, exc.status_code, message, code=exc.code)
 
+    def _plain_http_error(status: int, detail: str) -> tuple[str, str]:
+        if status == 404:
+            return "not_found", gettext(NotFound.default_message)
+        if status == 405:
+            return "method_not_allowed", gettext("That action is not allowed here.")
+        return f"http_{status}", detail
+
     async def http_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, StarletteHTTPException)
         if wants_json(request):
-            detail = exc.detail
+            body: Any = exc.detail
+            if not isinstance(body, dict):  # the router's own 404 / 405: the API's shape
+                code, message = _plain_http_error(exc.status_code, str(body))
+                body = {"code": code, "message": message}
             return JSONResponse(
-                {"error": detail} if isinstance(detail, dict) else {"error": {"message": detail}},
+                {"error": body},
                 status_code=exc.status_code,
                 headers=getattr(exc, "headers", None),
             )

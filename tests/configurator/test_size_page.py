@@ -332,7 +332,7 @@ def test_the_assumptions_give_one_time_formula_and_lora_flops(client: TestClient
 
 
 def test_a_one_day_deadline_and_lead_time_read_day_not_days() -> None:
-    """"Nothing finishes within 1 days" read wrong; the count picks its form, in both
+    """ "Nothing finishes within 1 days" read wrong; the count picks its form, in both
     languages, and a lead time in days is shown whole with the form of the whole number."""
     from app.sizing.messages import Msg, render, translator
 
