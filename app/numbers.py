@@ -132,6 +132,26 @@ _MONEY_MAX_CHARS = 40
 _MONEY_CHARS = re.compile(r"[0-9.,]+")
 
 
+def _long_money(text: str, max_cents: int | None) -> str:
+    """An amount typed longer than any amount is: leading zeros ('000…0012.50') are dropped,
+    so it reads as what it is; what stays too long is said as what is wrong with it (too
+    many points, too many decimals, too large), never the regexes' quadratic case."""
+    if not _MONEY_CHARS.fullmatch(text) or text.count(".") > 1:
+        raise NumberError("number.invalid")
+    shorter = text if "," in text else (text.lstrip("0") or "0")
+    if shorter.startswith("."):
+        shorter = "0" + shorter
+    whole, _, frac = shorter.partition(".")
+    if len(whole.replace(",", "")) > 15:
+        limit = max_cents if max_cents is not None else 10**17 - 1
+        raise NumberError("number.too_large", {"max": _fmt_cents(limit)})
+    if len(frac) > 2:
+        raise NumberError("money.decimals")
+    if len(shorter) > _MONEY_MAX_CHARS:  # separators only: '1,,,,…'
+        raise NumberError("number.invalid")
+    return shorter
+
+
 def parse_money_cents(
     text: str, *, min_cents: int | None = None, max_cents: int | None = None
 ) -> int:
@@ -150,10 +170,7 @@ def parse_money_cents(
     if not cleaned:
         raise NumberError("number.empty")
     if len(cleaned) > _MONEY_MAX_CHARS:  # no amount is this long (and the checks stay linear)
-        if _MONEY_CHARS.fullmatch(cleaned):  # digits and separators: just far too large
-            limit = max_cents if max_cents is not None else 10**17 - 1
-            raise NumberError("number.too_large", {"max": _fmt_cents(limit)})
-        raise NumberError("number.invalid")
+        cleaned = _long_money(cleaned, max_cents)
     if re.fullmatch(r"[+-]?[0-9.,]*[0-9][0-9.,]*[eE][+-]?[0-9]*", cleaned):
         raise NumberError("money.exponent")
     if cleaned.startswith("-") or cleaned.startswith("+"):

@@ -29,6 +29,9 @@ from app.numbers import (
         ("１２３", 12300),
         ("１，０００．５", 100050),
         (" 7 ", 700),
+        ("0" * 60 + "12.50", 1250),  # leading zeros past the length cap: still 12.50
+        ("0" * 100_000 + "5", 500),
+        ("0" * 45 + ".25", 25),
     ],
 )
 def test_money_accepts_what_people_type(text: str, cents: int) -> None:
@@ -45,6 +48,9 @@ def test_money_accepts_what_people_type(text: str, cents: int) -> None:
         ("9" * 100_000, "number.too_large"),  # a pasted page of digits: answered at once
         ("1," * 50_000 + "1", "number.too_large"),
         ("9" * 50_000 + "x", "number.invalid"),
+        ("1.1." * 20, "number.invalid"),  # long but malformed: not 'the largest amount is'
+        ("1." + "0" * 50, "money.decimals"),
+        ("1" + "," * 60 + "1", "number.invalid"),
         ("²", "number.invalid"),
         ("¹⁰", "number.invalid"),
         ("١٢٣", "number.invalid"),
