@@ -21,6 +21,7 @@ from app.sizing.capacity import largest_full_training_model
 from app.sizing.messages import Msg, Translate, translator
 from app.sizing.options import Option, evaluate_option, unbuildable_option
 from app.sizing.params import count
+from app.sizing.pinned import pinned_plans
 from app.sizing.presets import PRESETS
 from app.sizing.recommend import choose_plan, recommend, single_gpu
 from app.sizing.request import Request, parse, resolve, validate
@@ -47,12 +48,12 @@ def option_for(r: Request, search: SkuSearch) -> Option:
     """The option one SKU shows: its chosen plan evaluated (or why nothing fits)."""
     if not search.supported:
         return unbuildable_option(search, 1, Msg("note.no_fp4", {"name": search.spec.name}))
-    if r.parallelism is not None:
-        plan, n, why = search.explicit()
-        if plan is None:
+    if r.parallelism is not None:  # the customer's degrees at the counts worth comparing
+        pinned, n, why = pinned_plans(search)
+        if not pinned:
             assert why is not None
             return unbuildable_option(search, n, why)
-        return evaluate_option(search, plan, None)
+        return evaluate_option(search, choose_plan(pinned, search), None)
     plans = search.plans()
     if not plans:
         return evaluate_option(search, search.closest(), None)

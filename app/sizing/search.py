@@ -14,12 +14,9 @@ from typing import NamedTuple
 
 from app.catalog.specs import SELF_SERVE_MAX_NODES, NodeSpec
 from app.sizing import compute, layout
-from app.sizing.memory import FRAMEWORKS, SAFETY_MARGIN, Layout, fit_verdict, memory
+from app.sizing.memory import SAFETY_MARGIN, Layout, fit_verdict, memory
 from app.sizing.messages import Msg
-from app.sizing.profiles import profile
 from app.sizing.request import MAX_NODES, Request
-from app.sizing.splits import job_breaks
-from app.sizing.stacks import NAMES
 
 MAX_MONTHS_SEARCHED = 36
 SEARCH_BUDGET = 40  # node counts priced per SKU beyond the first that fits
@@ -494,58 +491,3 @@ class SkuSearch:
         hours, months, cost = self.cost(n, cand.efficiency)
         self.notes.append(Msg("note.no_fit", {"nodes": n}))
         return Plan(n, cand, hours, months, cost, fits=False)
-
-    # --- a pinned layout --------------------------------------------------------------------
-
-    def explicit(self) -> tuple[Plan | None, int, Msg | None]:
-        """The customer's own layout: (plan, nodes, why it cannot be built)."""
-        r = self.r
-        assert r.parallelism is not None
-        p = r.parallelism
-        g = self.g
-        tp, pp, ep, cp = (int(p.get(k) or 1) for k in ("tp", "pp", "ep", "cp"))
-        block = tp * pp * cp
-        if not profile(r.job.framework).runs(tp, pp, ep, cp):
-            name = NAMES.get(r.job.framework, r.job.framework)
-            return None, r.nodes or 1, Msg("note.framework_layout", {"framework": name})
-        why = job_breaks(r.job, tp, pp, ep, cp)
-        if why:
-            return None, r.nodes or 1, Msg("note.layout_split", {"why": why[0]})
-        if r.nodes is not None:
-            n = r.nodes
-        else:
-            need = max(block * ep, block * (p.get("shard_group") or 1))
-            n = max(1, math.ceil(need / g))
-            while (n * g) % block and n < MAX_NODES:
-                n += 1
-        w = n * g
-        if w % block:
-            return None, n, Msg("note.layout_block", {"block": block, "gpus": w})
-        dp = w // block
-        # FSDP2 and Megatron's distributed optimizer shard over data-parallel x CP ranks
-        span = dp * cp if FRAMEWORKS[r.job.framework].shard_over_cp else dp
-        sg = int(p.get("shard_group") or (1 if p["sharding"] == "ddp" else span))
-        if span % sg:
-            return None, n, Msg("note.shard_group_dp", {"shard_group": sg, "dp": span})
-        if dp % ep:
-            return None, n, Msg("note.ep_dp", {"ep": ep, "dp": dp})
-        label, fixed = Msg("layout.yours"), r.fixed
-        shape = layout.Shape(p["sharding"], sg, tp, pp, ep, cp, label)
-        # the degrees are the customer's; a recompute they did not set is searched as for any
-        # layout (the cheapest that fits, else the leanest, whose shortfall the card shows)
-        for rc in self.rc_opts:
-            lay = layout.make_layout(
-                shape,
-                world=w,
-                mbs=self.mbs,
-                recompute=rc,
-                offload_opt=bool(fixed.get("offload_optimizer", False)),
-                offload_params=bool(fixed.get("offload_params", False)),
-            )
-            mem = memory(r.job, lay)
-            fit = layout.fits(mem, self.usable, self.host, g)
-            if fit:
-                break
-        cand = self.with_model(layout.Candidate(lay, mem, layout.efficiency(lay, g), label, 0))
-        hours, months, cost = self.cost(n, cand.efficiency)
-        return Plan(n, cand, hours, months, cost, fits=fit), n, None
