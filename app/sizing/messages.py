@@ -151,7 +151,7 @@ CATALOG: dict[str, str] = {
     ),
     "note.misses_deadline_delivery": N_(
         "misses your %(max_days)s-day deadline: delivery takes %(lead_days_text)s and "
-        "training %(days_text)s, so the run ends on day %(finish_days).0f"
+        "training %(days_text)s, so the run ends on day %(finish_day)s"
     ),
     "note.misses_deadline": N_(
         "misses your %(max_days)s-day target (%(days_text)s): more nodes would be needed "
@@ -233,7 +233,7 @@ CATALOG: dict[str, str] = {
     "reason.deadline_missed_finish": N_(
         "Nothing finishes within %(max_days_text)s of today, delivery included; the earliest "
         "finish is %(nodes)s × %(name)s: delivered in %(lead_days_text)s, trained in "
-        "%(days_text)s, done on day %(finish_days).0f, %(cost_usd)s."
+        "%(days_text)s, done on day %(finish_day)s, %(cost_usd)s."
     ),
     "reason.sales_pinned": N_(
         "%(nodes)s × %(name)s (%(gpus)s GPUs) is more than we sell self-serve: talk to sales "
@@ -417,6 +417,14 @@ COUNTED: dict[str, tuple[str, str, str]] = {
 }
 
 
+def _is_one(n: Any) -> bool:
+    """Whether a count (a number, or a number as text: a deadline is passed as "1") is one."""
+    try:
+        return float(n) == 1
+    except (TypeError, ValueError):
+        return False
+
+
 def days_text(days: float, translate: Translate | None = None) -> str:
     """A duration as a reader can use it: hours under a day (never "0.0 days"), else days
     to one decimal."""
@@ -481,7 +489,7 @@ def render(msg: Msg | Mapping[str, Any], translate: Translate | None = None) -> 
             n = params[source]
             if isinstance(n, float):
                 n = round(n)
-            vals[key] = tr(one if n == 1 else other) % {"n": n}
+            vals[key] = tr(one if _is_one(n) else other) % {"n": n}
     if "days" in params and "%(days_text)s" in template:
         vals["days_text"] = days_text(float(params["days"]), tr)
     text = tr(template)

@@ -224,6 +224,8 @@ def evaluate_option(s: SkuSearch, plan: Plan, runner_up: Candidate | None) -> Op
                     "lead_days": timing.lead_days,
                     "days": hours / 24,
                     "finish_days": (timing.finish_hours or 0) / 24,
+                    # the day it ends on, counted as its finish date is (34.3 days: day 35)
+                    "finish_day": math.ceil((timing.finish_hours or 0) / 24 - 1e-9),
                 },
             )
         )

@@ -269,6 +269,7 @@ def recommend(
                             "max_days": f"{r.max_days:g}",
                             "lead_days": best.extra["delivery_days"],
                             "finish_days": f,
+                            "finish_day": math.ceil(f - 1e-9),  # as its finish date counts
                         },
                     )
                 )

@@ -253,6 +253,22 @@ def test_when_nothing_meets_the_deadline_the_answer_names_the_earliest_finish() 
     assert "最早完成" in zh["recommendation"]["reason"]
 
 
+def test_the_day_a_missed_run_ends_on_is_its_finish_date_s_day() -> None:
+    """'done on day 34' beside a finish date 35 days away: the day is counted as the date
+    is (a run ending 34.3 days from today ends on day 35), in the headline and the note."""
+    delivery = {"hgx-b200": ((64, 30.0),)}
+    got = size({**JOB, "max_days": 31, "nodes": 10}, delivery=delivery, today=TODAY)
+    o = got["options"][0]
+    day = (date.fromisoformat(o["finish_date"]) - TODAY).days
+    assert o["finish_days"] % 1 < 0.5  # 97.1 days: rounding said day 97
+    assert day == math.ceil(o["finish_days"])
+    assert f"done on day {day}," in got["recommendation"]["reason"]
+    notes = " ".join(o["notes"])
+    assert f"ends on day {day}" in notes
+    one = size({**JOB, "max_days": 1}, delivery=delivery, today=TODAY)["recommendation"]
+    assert "within 1 day of today" in one["reason"] and "1 days" not in one["reason"]
+
+
 def test_a_count_without_a_promised_date_never_counts_as_meeting_a_deadline() -> None:
     got = size({**JOB, "max_days": 365}, delivery={"hgx-b200": ((1, 5.0),)}, today=TODAY)
     o = got["options"][0]
