@@ -338,7 +338,7 @@ def test_a_one_day_deadline_and_lead_time_read_day_not_days() -> None:
 
     def say(max_days: int, lead: float, lang: str | None = None) -> str:
         params = {"max_days": max_days, "nodes": 2, "name": "HGX H100", "lead_days": lead,
-                  "days": 3.0, "finish_days": 5, "cost_usd": 100}  # fmt: skip
+                  "days": 3.0, "finish_days": 5, "finish_day": 5, "cost_usd": 100}  # fmt: skip
         return render(Msg("reason.deadline_missed_finish", params), translator(lang))
 
     one = say(1, 1.2)

@@ -85,7 +85,7 @@ def test_when_no_option_meets_the_deadline_we_say_so() -> None:
     out = size({**B405_15T, "max_days": 1})
     assert not any(o.get("meets_deadline") for o in out["options"])
     assert _codes(out)[0] == "reason.deadline_missed"
-    assert "Nothing finishes within 1 days" in out["recommendation"]["reason"]
+    assert "Nothing finishes within 1 day;" in out["recommendation"]["reason"]
     accepted = [o for o in out["options"] if o["fits"] and o["sku"] != "mi355x"]
     # issue 16: an option whose upper memory estimate fits beats a tight one
     sure = [o for o in accepted if o["fit"] == "fits"] or accepted
