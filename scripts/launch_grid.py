@@ -93,7 +93,13 @@ def main(out_dir: str) -> int:
                 "answer": n,
                 "request": req,
                 "framework": fw,
-                "plan": {**asdict(plan), "arch": None, "world": plan.world},
+                "plan": {
+                    **asdict(plan),
+                    "arch": None,
+                    "world": plan.world,
+                    "train_steps": plan.train_steps,
+                    "warmup_steps": plan.warmup_steps,
+                },
                 "num_layers": plan.arch.num_layers,
                 "invariants": broken,
             }

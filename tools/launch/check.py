@@ -92,6 +92,10 @@ def check_torchtitan(folder: Path, plan: dict[str, Any], n: int) -> list[str]:
         bad.append("local batch not divisible by the pipeline micro-batch")
     if t.seq_len != plan["seq_len"]:
         bad.append("seq_len differs from the plan")
+    if t.steps != plan["train_steps"]:
+        bad.append(f"training.steps {t.steps} differs from the plan's {plan['train_steps']}")
+    if config.lr_scheduler.warmup_steps != plan["warmup_steps"]:
+        bad.append("lr_scheduler.warmup_steps differs from the plan")
     want = (plan["tp"], plan["pp"], plan["cp"], plan["ep"], plan["dp_shard"], plan["dp_replicate"])
     got = (dims.tp, dims.pp, dims.cp, dims.ep, dims.dp_shard, dims.dp_replicate)
     if want != got:
@@ -282,6 +286,10 @@ def check_megatron(folder: Path, plan: dict[str, Any], n: int) -> list[str]:
         bad.append("TP/CP before Blackwell needs CUDA_DEVICE_MAX_CONNECTIONS=1")
     if "--use-megatron-fsdp" in flags and env.get("CUDA_DEVICE_MAX_CONNECTIONS") == "1":
         bad.append("Megatron-FSDP refuses CUDA_DEVICE_MAX_CONNECTIONS=1")
+    if num("--train-iters", 0) != plan["train_steps"]:
+        bad.append(f"--train-iters differs from the plan's {plan['train_steps']} steps")
+    if num("--lr-warmup-iters", 0) != plan["warmup_steps"]:
+        bad.append("--lr-warmup-iters differs from the plan")
     return bad
 
 

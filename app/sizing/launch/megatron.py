@@ -221,11 +221,11 @@ def argv(p: Plan) -> list[str]:
     """Every flag as separate argv items (what ``pretrain_gpt.py`` receives)."""
     flags = [*model_flags(p), *parallel_flags(p)]
     flags += [
-        "--train-iters 1000",
+        f"--train-iters {p.train_steps}",
         "--lr 3e-4",
         "--min-lr 3e-5",
         "--lr-decay-style cosine",
-        "--lr-warmup-iters 100",
+        f"--lr-warmup-iters {p.warmup_steps}",
         "--weight-decay 0.1",
         "--clip-grad 1.0",
         "--use-flash-attn" if p.vendor.lower() == "nvidia" else "--attention-backend auto",

@@ -64,6 +64,7 @@ class Plan:
     micro_batch_size: int
     microbatches: int  # per optimizer step per data-parallel rank (pipeline or accumulation)
     global_batch_size: int  # sequences per optimizer step
+    tokens: int  # the training budget the answer sized (sets the step count)
     recompute: str  # none | selective | full
     offload_optimizer: bool
     offload_params: bool
@@ -77,6 +78,19 @@ class Plan:
     @property
     def world(self) -> int:
         return self.nodes * self.gpus_per_node
+
+    @property
+    def train_steps(self) -> int:
+        """Optimizer steps that train the sized token budget: the last step may run past it
+        by less than one global batch."""
+        return max(1, math.ceil(self.tokens / (self.global_batch_size * self.seq_len)))
+
+    @property
+    def warmup_steps(self) -> int:
+        """Learning-rate warm-up: 1 % of the steps, at most 2,000 (DeepSeek-V3's warm-up,
+        arXiv 2412.19437 section 4.2; Llama 3 405B warmed up for 8,000 of about 1.2 M steps,
+        0.7 %, arXiv 2407.21783 section 3.4.1), at least one."""
+        return max(1, min(2000, math.ceil(self.train_steps / 100)))
 
     @property
     def stages(self) -> int:
@@ -105,6 +119,9 @@ class Plan:
             f"Predicted memory per GPU: {self.memory_bytes / 1e9:.1f} GB "
             f"(range {lo / 1e9:.1f}-{hi / 1e9:.1f} GB); predicted throughput: {tok}.",
             "Compare the first steps' peak memory and tokens/s with these figures.",
+            f"Steps: {self.train_steps:,} optimizer steps of {self.global_batch_size:,} x "
+            f"{self.seq_len:,} tokens train the {self.tokens:,} tokens sized "
+            f"(learning-rate warm-up {self.warmup_steps:,} steps).",
         ]
         if not self.fits:
             lines.append("WARNING: the engine predicts this layout does NOT fit in GPU memory.")
@@ -244,6 +261,7 @@ def plan_of(req: SizingRequest, result: SizingResult, index: int) -> Plan:
         micro_batch_size=mbs,
         microbatches=m,
         global_batch_size=m * unit,
+        tokens=math.ceil(req.tokens),
         recompute=str(lay["recompute"]),
         offload_optimizer=bool(lay["offload_optimizer"]),
         offload_params=bool(lay["offload_params"]),
@@ -281,4 +299,9 @@ def invariants(p: Plan) -> list[str]:
     bad += [render(m) for m in split]
     if p.pp > 1 and p.microbatches < p.pp:
         bad.append(f"{p.microbatches} micro-batches cannot fill {p.pp} pipeline stages")
+    per_step = p.global_batch_size * p.seq_len
+    if not (p.train_steps - 1) * per_step < p.tokens <= p.train_steps * per_step:
+        bad.append(f"{p.train_steps} steps of {per_step} tokens do not train {p.tokens} tokens")
+    if not 1 <= p.warmup_steps <= p.train_steps:
+        bad.append(f"a warm-up of {p.warmup_steps} steps in a run of {p.train_steps}")
     return bad

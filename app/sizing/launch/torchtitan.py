@@ -126,13 +126,15 @@ def render(p: Plan, hosts: list[str] | None = None) -> list[LaunchFile]:
         local = p.micro_batch_size  # accumulation: global / (local x DP) steps
     body = [
         "def job():",
-        '    """The engine\'s layout on the registry configuration (edit data, steps, lr)."""',
+        '    """The engine\'s layout and step count on the registry configuration (edit data, lr)."""',
         f"    config = {base}()",
         f'    config.model_spec = model_registry("{flavor}"{converters})',
         f"    config.training.seq_len = {p.seq_len}",
         f"    config.training.local_batch_size = {local}",
         f"    config.training.global_batch_size = {p.global_batch_size}",
         f"    config.training.enable_cpu_offload = {p.offload_params}",
+        f"    config.training.steps = {p.train_steps}",
+        f"    config.lr_scheduler.warmup_steps = {p.warmup_steps}",
         "    par = config.parallelism",
         f"    par.data_parallel_replicate_degree = {p.dp_replicate}",
         f"    par.data_parallel_shard_degree = {p.dp_shard}",
