@@ -15,6 +15,7 @@ from typing import Any
 import fastapi
 
 from app.api.jsonbody import StrictJSONRoute, invalid_body
+from app.configurator.launch_view import refusal_text
 from app.sizing import SizingError
 from app.sizing.launch import FRAMEWORKS, LaunchError, export_launch, launch_json, parse_body
 from app.sizing.messages import translator
@@ -84,5 +85,7 @@ def post_sizing_launch(request: fastapi.Request, body: Any = fastapi.Body(...)) 
             err["field"] = f"request.{err['field']}"
         raise fastapi.HTTPException(status_code=422, detail=invalid_body(errors)) from e
     except LaunchError as e:
-        raise fastapi.HTTPException(status_code=422, detail=invalid_body([e.as_dict()])) from e
+        # the sentence in the reader's language, as the launch page says it
+        err = {**e.as_dict(), "message": refusal_text(e)}
+        raise fastapi.HTTPException(status_code=422, detail=invalid_body([err])) from e
     return fastapi.Response(launch_json(bundle), media_type="application/json")

@@ -17,6 +17,13 @@ CASES: list[tuple[str, str, Any, int, str]] = [
     ("POST", "/api/v1/sizing", {"model": {"preset": "nope"}, "tokens": 1e12}, 422, "invalid_input"),
     ("POST", "/api/v1/sizing", {"tokens": "1e12"}, 422, "invalid_input"),
     ("POST", "/api/v1/sizing/launch", {"request": {"tokens": 1}}, 422, "invalid_input"),
+    (
+        "POST",
+        "/api/v1/sizing/launch",
+        {"request": {"model": {"preset": "llama-3.1-8b"}, "tokens": 1e12}, "option": 99},
+        422,
+        "invalid_input",
+    ),
     ("POST", "/api/v1/no-such-route", {}, 404, "not_found"),
     ("DELETE", "/api/v1/sizing", None, 405, "method_not_allowed"),
     ("POST", "/api/v1/orders", {}, 401, "not_authenticated"),
@@ -39,3 +46,6 @@ def test_one_envelope_for_every_error(
         assert err["errors"] and all(
             {"field", "code", "message", "params"} <= set(e) for e in err["errors"]
         )
+        if path.endswith("/launch") and body.get("option") == 99:  # a refusal, translated too
+            message = err["errors"][0]["message"]
+            assert bool(ZH.search(message)) == (lang == "zh_CN"), message
