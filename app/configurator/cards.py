@@ -22,7 +22,7 @@ from app.configurator.charts import memory_bar, memory_bar_svg
 from app.errors import N_
 from app.messages import format_day
 from app.sizing.comm import comm_pattern
-from app.sizing.messages import Msg
+from app.sizing.messages import Msg, days_text
 from app.sizing.messages import render as render_msg
 from app.sizing.stacks import NAMES
 from app.web.i18n import gettext as _
@@ -153,13 +153,9 @@ def say(code: dict[str, Any] | Msg) -> str:
 
 
 def time_text(days: float | None) -> str:
-    """Training time in the unit a reader can use: hours under a day (never "0.0 days")."""
-    if days is None:
-        return "—"
-    if days < 1:
-        hours = max(float(days) * 24, 0.1)
-        return _("%(hours)s hours") % {"hours": format_number(hours, 1)}
-    return _("%(days)s days") % {"days": format_number(days, 1)}
+    """Training time in the unit a reader can use, as the engine's sentences write it
+    (``app.sizing.messages.days_text``: days, hours, minutes)."""
+    return "—" if days is None else days_text(float(days), _)
 
 
 def time_range_text(o: dict[str, Any]) -> str | None:

@@ -426,12 +426,19 @@ def _is_one(n: Any) -> bool:
 
 
 def days_text(days: float, translate: Translate | None = None) -> str:
-    """A duration as a reader can use it: hours under a day (never "0.0 days"), else days
-    to one decimal."""
+    """A duration as a reader can use it: days to one decimal (grouped: "1,494.1 days", as
+    the cards write numbers), hours under a day, whole minutes under an hour, "under a
+    minute" below that (never "0.0 days", nor "0.1 hours" for a 21-second run)."""
     tr = translate or _identity
-    if days < 1:
-        return tr(N_("%(n)s hours")) % {"n": f"{max(days * 24, 0.1):.1f}"}
-    return tr(N_("%(n)s days")) % {"n": f"{days:.1f}"}
+    if days >= 1:
+        return tr(N_("%(n)s days")) % {"n": f"{days:,.1f}"}
+    hours = days * 24
+    if hours >= 1:
+        return tr(N_("%(n)s hours")) % {"n": f"{hours:.1f}"}
+    minutes = round(hours * 60)
+    if minutes >= 1:
+        return tr(N_("%(n)s minute") if minutes == 1 else N_("%(n)s minutes")) % {"n": minutes}
+    return tr(N_("under a minute"))
 
 
 def _identity(s: str) -> str:

@@ -226,7 +226,11 @@ def format_bytes(n: float | int | None, unit: str = "GB") -> str:
         return f"{format_number(n / 1024**3, 1)} GiB"
     if n >= 1e12:
         return f"{format_number(n / 1e12, 2)} TB"
-    return f"{format_number(n / 1e9, 1)} GB"
+    if n >= 1e8 or n == 0:
+        return f"{format_number(n / 1e9, 1)} GB"
+    if n >= 1e5:  # a small dataset or checkpoint: "40.0 MB", never "0.0 GB"
+        return f"{format_number(n / 1e6, 1)} MB"
+    return f"{format_number(n / 1e3, 1)} kB"
 
 
 def static_url(name: str, /, **params: Any) -> str:

@@ -189,3 +189,27 @@ def test_the_early_answer_never_reads_a_clock_and_gives_up_when_its_reading_is_o
     assert got is not None and got.today == START.astimezone(ZoneInfo("Asia/Shanghai")).date()
     state.size_clock_seen = (monotonic() - STOCK_MAX_AGE_S - 1, START)
     assert early_when(state, (), "UTC") is None
+
+
+def test_a_run_of_seconds_reads_in_minutes_and_its_data_in_mb(client: TestClient) -> None:
+    """A 21-second run read "Training time 0.1 hours" (range "0.1 hours to 0.1 hours") and
+    its 40 MB dataset "0.0 GB"."""
+    html = client.get("/size?model=llama-3.2-1b&tokens=10M&sku=hgx-b200").text
+    card = _text(html.split('id="card-hgx-b200"')[1].split("</article>")[0])
+    assert "0.1 hours" not in card and "0.0 GB" not in _text(html)
+    assert re.search(r"Training time (under a minute|\d+ minutes?)", card), card
+    data = re.search(r"<dt>Tokenized dataset</dt><dd>([^<]+)</dd>", html)
+    assert data is not None and data.group(1).endswith(" MB"), data
+    client.cookies.set("lang", "zh_CN")
+    zh = _text(client.get("/size?model=llama-3.2-1b&tokens=10M&sku=hgx-b200").text)
+    assert "分钟" in zh and "0.1 小时" not in zh
+
+
+def test_durations_read_in_the_unit_a_reader_uses() -> None:
+    from app.sizing.messages import days_text, translator
+
+    assert days_text(1494.06) == "1,494.1 days"  # grouped, as the cards write numbers
+    assert days_text(0.5) == "12.0 hours"
+    assert days_text(30 / 1440) == "30 minutes" and days_text(1 / 1440) == "1 minute"
+    assert days_text(21 / 86400) == "under a minute"
+    assert days_text(21 / 86400, translator("zh_CN")) == "不到 1 分钟"
