@@ -51,7 +51,7 @@ def _inputs(request: Request) -> tuple[str, dict[str, Any], int, str | None]:
             N_("These sizing inputs need a look first: open them on the sizing page.")
         )
     raw = qp.get("option", "0")
-    if not raw.isdigit() or len(raw) > 5:
+    if not (raw.isascii() and raw.isdigit()) or len(raw) > 5:  # not "٣" or "２" either
         raise InvalidInput(N_("There is no such option in this answer."))
     fw = qp.get("framework") or None
     return form.query_string(), form.request, int(raw), fw

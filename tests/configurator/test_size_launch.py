@@ -75,6 +75,8 @@ def test_bad_inputs_are_clear_errors_not_500(client: TestClient) -> None:
     for params in (
         {"q": Q, "option": "x"},
         {"q": Q, "option": "99"},
+        {"q": Q, "option": "\u0663"},  # Arabic-Indic 3: the rest of the site refuses it
+        {"q": Q, "option": "\uff12"},  # full-width 2
         {"q": Q, "option": "0", "framework": "jax"},
         {"q": "model=llama-3.1-70b&tokens=-1", "option": "0"},
     ):

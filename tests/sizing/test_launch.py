@@ -325,3 +325,34 @@ def test_torchtitan_turns_async_tp_on_where_the_time_model_priced_it(compiled: b
     assert f"config.compile.enable = {compiled}" in job
     plain = _files(export_launch({**FSDP, "compile": compiled}, 0, "torchtitan"))
     assert "config.compile.enable_async_tensor_parallel = False" in plain["launch_job.py"]
+
+
+REQUESTS = [
+    R8,
+    {**R8, "global_batch_size": 3, "nodes": 4},
+    TP8,
+    FSDP,
+    HSDP,
+    MOE,
+    {**R70, "framework": "deepspeed", "parallelism": {"sharding": "zero1"}, **H100},
+    {**R8, "framework": "hf", "sku": "hgx-b200"},
+]
+
+
+@pytest.mark.parametrize("req", REQUESTS)
+def test_every_framework_a_refusal_names_writes_the_plan(req: dict[str, Any]) -> None:
+    """'Frameworks that can run this layout' named DeepSpeed beside a refusal while
+    DeepSpeed then refused the same layout (MiCS): the list is what each writer writes."""
+    result = size_result(req)
+    for index in range(len(result.options)):
+        try:
+            plan = plan_of(validate(req), result, index)
+        except LaunchError:
+            continue  # no layout: nothing to write by anyone
+        for fw in FRAMEWORKS:
+            try:
+                export_plan(plan, fw)
+            except LaunchError as e:
+                assert fw not in e.frameworks
+                for other in e.frameworks:
+                    export_plan(plan, other)  # raises if it refuses too

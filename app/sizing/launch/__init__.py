@@ -97,8 +97,23 @@ def export_plan(plan: Plan, framework: str, hosts: list[str] | None = None) -> B
             N_("This layout breaks a rule every launch configuration keeps: %(rules)s."),
             {"rules": "; ".join(broken)},
         )
-    files = FRAMEWORKS[framework][2](plan, hosts)
+    try:
+        files = FRAMEWORKS[framework][2](plan, hosts)
+    except LaunchError as e:
+        # who can run it is asked of each writer, not listed by hand: a writer's own list
+        # named frameworks that then refused this plan for a reason of their own
+        e.frameworks = tuple(k for k in FRAMEWORKS if k != framework and _writes(k, plan))
+        raise
     return Bundle(framework, plan, files)
+
+
+def _writes(framework: str, plan: Plan) -> bool:
+    """Whether ``framework``'s writer writes ``plan`` (no refusal)."""
+    try:
+        FRAMEWORKS[framework][2](plan, None)
+    except LaunchError:
+        return False
+    return True
 
 
 def export_launch(
