@@ -75,6 +75,10 @@ def create(
         session, user=user, draft=draft, idempotency_key=idempotency_key.strip(), now=now
     )
     order = made.order
+    if draft.quote_token and order.quote_id is None:
+        # the quoted price was asked for and cannot be given: refused (the request's
+        # transaction rolls back, so no order stays), never charged at the list price
+        raise service.QuoteNotApplied()
     status = 201 if made.created else 200
     if body.pay:
         assert order.id is not None

@@ -25,6 +25,7 @@ from app.orders.lifecycle import LEASE_ACTIVE, PRE_DELIVERY, OrderStatus, check_
 from app.orders.models import Order
 from app.orders.queries import get_order_for, is_order_late, order_link
 from app.orders.writes import add_event
+from app.quotes import service as quotes
 
 
 def cancel_action(order: Order, now: datetime) -> str:
@@ -78,6 +79,8 @@ def cancel_order(
         order.cancelled_at = now
         session.add(order)
         add_event(session, order, "abandoned", N_("Order discarded before payment."), now, user)
+        if order.quote_id is not None and order.id is not None:  # the quote is free again
+            quotes.release_from_order(session, order.quote_id, order.id, now)
         return order
 
     if action == "refund":

@@ -38,6 +38,9 @@ class PriceTerms:
     quote_note_params: dict[str, Any] = field(default_factory=dict)
 
 
+QUOTE_USED = N_("This quote was already used for another order, so the list price applies.")
+
+
 def price_terms(
     session: Session,
     sku_id: str,
@@ -61,6 +64,8 @@ def price_terms(
             unit_price_cents=list_price,
             quote_note=N_("This quote link is not valid any more, so the list price applies."),
         )
+    if terms.used_order_id is not None:  # claimed by an order placed and not discarded
+        return PriceTerms(unit_price_cents=list_price, quote_note=QUOTE_USED)
     if terms.sku_id != sku_id or int(terms.quantity) != quantity:
         return PriceTerms(
             unit_price_cents=list_price,
@@ -271,9 +276,6 @@ def _claim_quote(
 
     if terms.quote_id is not None and not quotes.claim_for_order(session, terms.quote_id):
         return PriceTerms(
-            unit_price_cents=catalog.list_price_cents(session, draft.sku_id),
-            quote_note=N_(
-                "This quote was already used for another order, so the list price applies."
-            ),
+            unit_price_cents=catalog.list_price_cents(session, draft.sku_id), quote_note=QUOTE_USED
         )
     return terms

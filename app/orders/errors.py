@@ -96,3 +96,15 @@ class OrderChangedMeanwhile(Conflict):
         "This order changed while you were deciding (it may have just been delivered). "
         "Nothing was cancelled: please look at it again."
     )
+
+
+class QuoteNotApplied(Conflict):
+    """An API order sent with a quote the checkout cannot honour: refused, nothing created,
+    rather than priced at the list price the client did not ask for."""
+
+    code = "quote_not_applied"
+    default_message = N_(
+        "The quote does not apply to this order: it expired, was withdrawn, was used for "
+        "another order or covers another configuration. Nothing was created; send the order "
+        "without the quote to pay the list price."
+    )

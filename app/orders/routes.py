@@ -421,8 +421,9 @@ def review_page(order_id: int, call: UserCall) -> Response:
 
 
 QUOTE_NOT_APPLIED = N_(
-    "The quote in your link does not apply to this order (it expired, was withdrawn or covers "
-    "another configuration), so the list price applies. Check the price before you pay."
+    "The quote in your link does not apply to this order (it expired, was withdrawn, was used "
+    "for another order or covers another configuration), so the list price applies. Check the "
+    "price before you pay."
 )
 MISSING_PROMISE = N_(
     "We could not read the delivery date this payment was sent with. Check the date on this "

@@ -41,6 +41,7 @@ from app.orders.errors import (
     OrderNotFound,
     PriceChanged,
     PromiseChanged,
+    QuoteNotApplied,
 )
 from app.orders.queries import (
     Review,
@@ -68,6 +69,7 @@ __all__ = [
     "NotPayable",
     "NotPromisable",
     "OrderChangedMeanwhile",
+    "QuoteNotApplied",
     "OrderDraft",
     "OrderNotFound",
     "PriceChanged",

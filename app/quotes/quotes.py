@@ -66,6 +66,7 @@ class QuoteTerms:
     unit_price_cents: int
     expires_at: datetime
     prospect_email: str = ""  # prefills the signed-out account step on /deploy
+    used_order_id: int | None = None  # the order that holds the quote (one quote, one order)
     # Renewals charge the order's monthly total, fixed at checkout from the quoted price:
     # the discount holds for every renewal of an order placed from the quote.
     renewals_keep_price: bool = True

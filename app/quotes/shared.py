@@ -132,6 +132,7 @@ def quote_for_checkout(session: Session, token: str, now: datetime) -> QuoteTerm
         unit_price_cents=q.unit_price_cents,
         expires_at=exp,
         prospect_email=q.prospect_email or "",
+        used_order_id=q.used_order_id,
     )
 
 
@@ -159,6 +160,20 @@ def quoted_list_unit_cents(session: Session, quote_id: int) -> int | None:
     order's invoice lines show the discount against it."""
     q = session.get(Quote, quote_id)
     return None if q is None else int(q.list_unit_price_cents)
+
+
+def release_from_order(session: Session, quote_id: int, order_id: int, now: datetime) -> None:
+    """``order_id`` was discarded before it was paid: the quote it held may be used again
+    (a link opened by someone else, or an order placed and thrown away, must not cost the
+    prospect the quoted price)."""
+    q = session.exec(select(Quote).where(Quote.id == quote_id).with_for_update()).first()
+    if q is None or q.used_order_id != order_id:
+        return
+    q.used_order_id = None
+    q.used_at = None
+    session.add(q)
+    session.flush()
+    audit.record(session, "quote.released", now, target=f"quote:{q.id}", order_id=order_id)
 
 
 def mark_used(session: Session, quote_id: int, order_id: int, now: datetime) -> None:

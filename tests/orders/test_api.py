@@ -279,3 +279,45 @@ def test_a_cancel_at_the_period_end_is_taken_back_over_the_api(
     clock.advance(timedelta(days=31))
     r = raw_client.post(f"/api/v1/orders/{oid}/keep", headers=ha)
     assert r.status_code == 409 and r.json()["error"]["code"] == "not_renewable", r.text
+
+
+def test_a_quote_that_does_not_apply_is_refused_not_charged_at_list_price(
+    raw_client: TestClient, engine, clock, make_user, stock, fund, balances, ledger_ok
+) -> None:
+    """An API order sent with a used, unknown or mismatched quote was paid at the list
+    price with nothing in the answer to say so: refused now, nothing created or held."""
+    from tests.orders.test_quote_checkout import make_quote
+
+    stock("hgx-b200", 3)
+    token = make_quote(engine, clock, make_user)  # 1 x HGX B200 at 5 % off
+    u = make_user()
+    fund(u, 5 * B200)
+    h = token_for(engine, clock, u)
+    cases = [("made-up", {"quote": "nope"}), ("other size", {"quote": token, "nodes": 2})]
+    for key, over in cases:
+        r = raw_client.post(
+            "/api/v1/orders", json=body(pay=True, **over), headers={**h, "Idempotency-Key": key}
+        )
+        assert r.status_code == 409, r.text
+        assert r.json()["error"]["code"] == "quote_not_applied"
+        # the same request again: the same answer (nothing was created the first time)
+        again = raw_client.post(
+            "/api/v1/orders", json=body(pay=True, **over), headers={**h, "Idempotency-Key": key}
+        )
+        assert again.status_code == 409
+    with Session(engine) as s:
+        assert s.exec(select(Order)).all() == []
+    assert balances(u) == (5 * B200, 0)
+    r = raw_client.post(
+        "/api/v1/orders",
+        json=body(pay=True, quote=token),
+        headers={**h, "Idempotency-Key": "good", "Accept-Language": "zh-CN"},
+    )
+    assert r.status_code == 201 and r.json()["unit_price_cents"] == B200 * 95 // 100
+    used = raw_client.post(
+        "/api/v1/orders",
+        json=body(quote=token),
+        headers={**h, "Idempotency-Key": "used", "Accept-Language": "zh-CN"},
+    )
+    assert used.status_code == 409 and "报价" in used.json()["error"]["message"]
+    ledger_ok()

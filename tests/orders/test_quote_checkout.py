@@ -217,3 +217,42 @@ def test_quote_rules_in_chinese(client, engine, clock, make_user, stock) -> None
     zh_rule = "报价价格适用于在报价过期或撤回之前付款的订单"
     assert zh_rule in client.get(f"/q/{token}").text
     assert zh_rule in client.get("/deploy", params={"quote": token}).text
+
+
+def _order_id(r: Any) -> int:
+    assert r.status_code == 303, r.text[:500]
+    return int(r.headers["location"].split("/")[2])
+
+
+def test_a_discarded_unpaid_order_frees_its_quote_for_the_prospect(
+    client, new_client, engine, clock, make_user, login, stock, fund, balances, ledger_ok
+) -> None:
+    """Anyone with the link could place an order from it and throw the order away, and
+    the prospect then got the list price ("used for another order")."""
+    stock("hgx-b200", 2)
+    token = make_quote(engine, clock, make_user)
+    quoted = B200 * 95 // 100
+    stranger = make_user()
+    login(client, stranger)
+    taken = _order_id(client.post("/deploy", data=deploy_form(client, quote=token)))
+    # while that order stands, the link's summary says the quote is used, not its price
+    other = new_client()
+    login(other, make_user())
+    summary = other.get(
+        "/deploy/summary",
+        params={"sku": "hgx-b200", "nodes": 1, "quote": token},
+        headers={"HX-Request": "true"},
+    )
+    assert "already used for another order" in summary.text
+    r = client.post(f"/orders/{taken}/cancel")
+    assert r.status_code == 303
+    with Session(engine) as s:
+        o = s.get(Order, taken)
+        assert o is not None and o.status == "abandoned"
+    prospect = make_user()
+    fund(prospect, B200)
+    login(other, prospect)
+    oid = _order_id(other.post("/deploy", data=deploy_form(other, quote=token)))
+    with Session(engine) as s:
+        o = s.get(Order, oid)
+        assert o is not None and o.unit_price_cents == quoted and o.quote_id is not None
