@@ -23,6 +23,7 @@ from app.numbers import NumberError, parse_int
 from app.web.flash import flash
 from app.web.forms import FormModel, refused
 from app.web.i18n import gettext as _
+from app.web.i18n import ngettext
 from app.web.routing import AppRoute
 from app.web.templating import render
 
@@ -235,7 +236,13 @@ def batch_change(batch_id: int, call: OpsCall, form: Annotated[BatchForm, Form()
 def batch_arrived(batch_id: int, call: OpsCall) -> Response:
     nodes = svc.mark_batch_arrived(call.db, batch_id, now=call.now, actor=call.user, ip=call.ip)
     flash(
-        call.request, _("Batch arrived: {n} nodes added to stock.").format(n=len(nodes)), "success"
+        call.request,
+        ngettext(
+            "Batch arrived: {n} node added to stock.",
+            "Batch arrived: {n} nodes added to stock.",
+            len(nodes),
+        ).format(n=len(nodes)),
+        "success",
     )
     return _back("#nodes")
 

@@ -11,7 +11,7 @@ import ipaddress
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from typing import Any
 
 from sqlmodel import Session, select
@@ -503,6 +503,9 @@ def mark_delivered(
     return order
 
 
+MAX_DELAY = timedelta(days=365)  # a new estimate further out than this is a typo (9999-12-31)
+
+
 def mark_delayed(
     session: Session,
     *,
@@ -518,14 +521,20 @@ def mark_delayed(
     order = load_order(session, order_id, allowed=PRE_DELIVERY)
     errors: dict[str, str] = {}
     reason = single_line(reason)  # it reaches an email subject
-    if len(reason) < 5:
-        errors["reason"] = N_("Tell the customer what is holding the order up.")
+    if len(reason) < 4:  # "供货延误" is a whole reason in four characters
+        errors["reason"] = N_(
+            "Tell the customer what is holding the order up (at least 4 characters)."
+        )
     elif len(reason) > 500:
         errors["reason"] = N_("At most 500 characters.")
     if new_estimate is None:
         errors["new_estimate"] = N_("Give the new estimated delivery date.")
     elif new_estimate < now.date():
         errors["new_estimate"] = N_("The new estimate cannot be in the past.")
+    elif new_estimate > now.date() + MAX_DELAY:
+        errors["new_estimate"] = N_(
+            "Give an estimate within a year; a longer wait is a cancellation, not a delay."
+        )
     if errors:
         raise InvalidInput(errors=errors)
     assert new_estimate is not None

@@ -108,7 +108,19 @@ def test_ops_manage_stock_and_prices(client, seeded, make_user, login, engine, l
         == 303
     )
     assert client.post(f"/staff/batches/{bid}/arrived").status_code == 303
+    two = "Batch arrived: 2 nodes added to stock." if lang == "en" else "2 台节点已加入库存"
+    assert two in client.get("/staff/nodes").text
     assert client.post(f"/staff/batches/{bid}/arrived").status_code == 409  # only once
+    one = client.post(
+        "/staff/batches/add",
+        data={"sku_id": "hgx-b300", "quantity": "1", "expected_on": "2026-12-20"},
+    )
+    assert one.status_code == 303
+    with Session(engine) as s:
+        single = s.exec(select(IncomingBatch).where(IncomingBatch.quantity == 1)).one().id
+    assert client.post(f"/staff/batches/{single}/arrived").status_code == 303
+    one_node = "Batch arrived: 1 node added to stock." if lang == "en" else "1 台节点已加入库存"
+    assert one_node in client.get("/staff/nodes").text
     with Session(engine) as s:
         assert len(s.exec(select(Node).where(Node.batch_id == bid)).all()) == 2
     # prices: change with a reason, history shown, audited

@@ -218,7 +218,16 @@ def test_delay_tells_the_customer_and_late_delivery_still_works(
         data={"reason": "", "new_estimate": (clock.now() - timedelta(days=1)).date().isoformat()},
     )
     assert r.status_code == 422 and "holding the order up" in r.text and "in the past" in r.text
+    assert "at least 4 characters" in r.text
     assert _order(engine, order.id).delay_reason == ""
+    # a typo of a year (9999-12-31) is refused; four Chinese characters are a whole reason
+    r = client.post(
+        f"/staff/ops/orders/{order.id}/delay",
+        data={"reason": "供货延误", "new_estimate": "9999-12-31"},
+    )
+    assert r.status_code == 422 and "within a year" in r.text
+    assert "holding the order up" not in r.text
+    assert _order(engine, order.id).delay_estimate is None
 
     new_date = order.promised_date + timedelta(days=5)
     r = client.post(
