@@ -269,7 +269,10 @@ def check_amount(amount_cents: int, *, signed: bool = False) -> None:
     if (amount_cents == 0) if signed else (amount_cents <= 0):
         raise errors.InvalidInput(N_("The amount must be more than zero."), field="amount")
     if abs(amount_cents) > MAX_CENTS:
-        raise errors.InvalidInput(N_("The amount is too large."), field="amount")
+        # the limit stated, as the forms state it (app.numbers' number.too_large)
+        raise errors.InvalidInput(
+            N_("Enter at most {max}."), field="amount", max=format_cents(MAX_CENTS, "en")
+        )
 
 
 def check_key(key: str) -> None:

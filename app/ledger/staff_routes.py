@@ -111,7 +111,9 @@ def adjust(
     text = amount.strip()
     sign = -1 if text.startswith("-") else 1
     try:
-        cents = sign * parse_money_cents(text[1:] if text[:1] in "+-" and text else text)
+        cents = sign * parse_money_cents(
+            text[1:] if text[:1] in "+-" and text else text, max_cents=ledger.MAX_CENTS
+        )
         if cents == 0:
             errs["amount"] = _("Enter a non-zero amount: positive credits, negative debits.")
     except NumberError as e:
@@ -142,7 +144,9 @@ def adjust(
         except ledger.InsufficientBalance as e:
             errs["amount"] = e.render_message(_)
         except errors.InvalidInput as e:
-            errs = {k: _(v) for k, v in e.errors.items()} or {"amount": e.render_message(_)}
+            errs = {
+                k: e.render_message(_) if v == e.message else _(v) for k, v in e.errors.items()
+            } or {"amount": e.render_message(_)}
         else:
             flash(request, _("Adjustment recorded."), "success")
             return RedirectResponse(

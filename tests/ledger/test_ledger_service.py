@@ -370,3 +370,20 @@ def test_balance_and_statement_reads_what_the_two_reads_did(
             )
             assert got == want, (user.id, limit, offset)
     assert len(ledger.balance_and_statement(session, customer.id)[2]) == 1 + 5 + 2 + 1
+
+
+def test_an_amount_past_the_largest_states_the_limit(
+    session: Session, customer: Any, make_user: Callable[..., Any], clock: FixedClock
+) -> None:
+    with pytest.raises(InvalidInput) as e:
+        ledger.adjust(
+            session,
+            user_id=customer.id,
+            amount_cents=ledger.MAX_CENTS + 1,
+            reason="typo",
+            actor=make_user(role="ops"),
+            now=clock.now(),
+            idempotency_key="adj-huge",
+        )
+    assert e.value.render_message(lambda s: s) == "Enter at most US$10,000,000,000.00."
+    assert session.exec(select(func.count()).select_from(JournalEntry)).one() == 0

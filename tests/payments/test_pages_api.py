@@ -259,6 +259,13 @@ def test_staff_journal_customer_and_adjustment(
         data={"amount": "-500", "reason": "too much", "key": "k2"},
     )
     assert r.status_code == 422 and 'value="-500"' in r.text
+    # past the ledger's largest amount: the same stated limit, however many digits
+    for huge in ("100000000000", "999999999999999", "1000000000000000"):
+        r = client.post(
+            f"/staff/ledger/customers/{customer.id}/adjust",
+            data={"amount": huge, "reason": "typo", "key": f"k-{huge}"},
+        )
+        assert r.status_code == 422 and "Enter at most US$10,000,000,000.00." in r.text, huge
     r = client.post(
         f"/staff/ledger/customers/{customer.id}/adjust",
         data={"amount": "-25.50", "reason": "goodwill reversal", "key": "k3"},
