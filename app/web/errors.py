@@ -16,6 +16,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app.errors import (
     BUSY_MESSAGE,
+    N_,
     RETRY_AFTER_S,
     DomainError,
     InvalidInput,
@@ -28,6 +29,28 @@ from app.web.i18n import gettext, labelled, punct
 from app.web.templating import render_error
 
 log = logging.getLogger("app")
+
+# What a page's address names, as a reader calls it: "page: Enter a whole number." read as
+# a programmer's note ("Page number: …" now). A name not listed here is shown as it is.
+ADDRESS_LABELS = {
+    "page": N_("Page number"),
+    "order_id": N_("Order number"),
+    "invoice_id": N_("Invoice number"),
+    "quote_id": N_("Quote number"),
+    "customer_id": N_("Customer number"),
+    "user_id": N_("User number"),
+    "batch_id": N_("Batch number"),
+    "node_id": N_("Node number"),
+    "task_id": N_("Request number"),
+    "key_id": N_("Key number"),
+    "token_id": N_("Token number"),
+    "session_id": N_("Session number"),
+    "request_id": N_("Request number"),
+    "number": N_("Document number"),
+    "lang": N_("Language"),
+    "note": N_("Note"),
+    "status": N_("Status"),
+}
 
 
 def _error_params(e: Any) -> dict[str, Any]:
@@ -119,7 +142,12 @@ def install_handlers(app: FastAPI) -> None:
                 status_code=422,
             )
         per_field = field_errors(exc.errors())
-        text = punct("; ").join(labelled(name, gettext(msg)) for name, msg in per_field.items())
+        text = punct("; ").join(
+            labelled(
+                gettext(ADDRESS_LABELS[name]) if name in ADDRESS_LABELS else name, gettext(msg)
+            )
+            for name, msg in per_field.items()
+        )
         return render_error(request, 422, text, code="invalid_input")
 
     async def server_error(request: Request, exc: Exception) -> Response:
