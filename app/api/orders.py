@@ -18,6 +18,7 @@ from fastapi import APIRouter, Header
 from fastapi.responses import JSONResponse
 from sqlmodel import Session
 
+from app import messages
 from app.accounts.deps import CurrentUser
 from app.api.jsonbody import StrictJSONRoute
 from app.errors import N_, DomainError, InsufficientBalance, InvalidInput
@@ -42,7 +43,8 @@ def _out(session: Session, order: Order, now: Any, *, detail: bool = False) -> O
         ssh_keys=service.ssh_keys_of(order),
         hosts=service.hosts_of(session, order.id) if detail else None,
         events=[
-            EventOut(at=e.at, kind=e.kind, message=e.message)
+            # in the reader's language, as the console's timeline says it
+            EventOut(at=e.at, kind=e.kind, message=messages.text_of(e))
             for e in service.timeline(session, order.id)
         ]
         if detail

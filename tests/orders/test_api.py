@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 from typing import Any
 
@@ -243,6 +244,10 @@ def test_list_get_cancel_and_authorization(
     clock.advance(timedelta(days=30))
     got = raw_client.get(f"/api/v1/orders/{oid}", headers=ha).json()
     assert got["late"] is True and got["events"]
+    # the timeline in the reader's language, as the console says it
+    zh = raw_client.get(f"/api/v1/orders/{oid}", headers={**ha, "Accept-Language": "zh-CN"})
+    texts = [e["message"] for e in zh.json()["events"] if e["message"]]
+    assert texts and all(re.search(r"[\u4e00-\u9fff]", t) for t in texts), texts
     r = raw_client.post(f"/api/v1/orders/{oid}/cancel", headers=ha)
     assert r.status_code == 200 and r.json()["status"] == "cancelled"
     assert balances(a) == (B200, 0)
