@@ -18,7 +18,7 @@ from pydantic import (
 
 from app.catalog.specs import all_specs, spec
 from app.errors import N_
-from app.numbers import NumberError, parse_int, parse_percent_bp
+from app.numbers import MESSAGES_EN, NumberError, parse_int, parse_percent_bp
 from app.quotes import pricing
 from app.text import multi_line, printable_only, single_line
 
@@ -36,7 +36,11 @@ def _typed_int(value: Any) -> Any:
         try:
             return parse_int(value)
         except NumberError as e:
-            raise ValueError(N_("Enter a whole number.")) from e
+            if e.code == "number.negative":  # "-1": the field's range says what is allowed
+                return -parse_int(value.strip()[1:])
+            # what is wrong with it ("Enter a number using the digits 0–9." for "١٢"), in the
+            # number rule's words (the same msgids as app.web.numbers)
+            raise ValueError(MESSAGES_EN.get(e.code, N_("Enter a whole number."))) from e
     return value
 
 

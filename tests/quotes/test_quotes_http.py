@@ -706,3 +706,20 @@ def test_a_draft_valid_for_one_day_reads_day_not_days(
     sales_client.cookies.set("lang", "zh_CN")
     zh = sales_client.get(f"/staff/quotes/{build_quote(valid_days='1')}").text
     assert "发送后 1 天内有效" in zh
+
+
+def test_a_bad_number_in_the_builder_says_what_is_allowed(sales_client: TestClient) -> None:
+    """Quantity -1 and valid days -3 read "Enter a whole number." (they are whole numbers)
+    and months "١٢" the same: each now says the range or the digits."""
+    from tests.quotes.conftest import BASE_FORM
+
+    cases = {
+        "quantity": ("-1", "Quote between 1 and 16 nodes"),
+        "months": ("-3", "Quote between 1 and 36 months."),
+        "valid_days": ("-3", "A quote is valid for 1 to 30 days."),
+    }
+    for field, (value, message) in cases.items():
+        r = sales_client.post("/staff/quotes/new", data={**BASE_FORM, field: value})
+        assert r.status_code == 422 and message in r.text, field
+    r = sales_client.post("/staff/quotes/new", data={**BASE_FORM, "months": "١٢"})
+    assert r.status_code == 422 and "Enter a number using the digits 0–9." in r.text
