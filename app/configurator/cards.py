@@ -13,7 +13,7 @@ from datetime import date
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import parse_qsl, urlencode
 
 from app import sizing
 from app.catalog.specs import NodeSpec
@@ -400,4 +400,7 @@ def recommendation(
     }
     if best is None and out["talk_to_sales"]:
         out["sales_url"] = sales_url(form)
+    if out["reason_code"] == "reason.picked_unaccepted_platform":
+        # the one box to tick: the same job with "my stack runs on ROCm"
+        out["rocm_url"] = "/size?" + urlencode([*parse_qsl(form.query_string()), ("rocm", "1")])
     return out

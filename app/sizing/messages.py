@@ -272,6 +272,10 @@ CATALOG: dict[str, str] = {
         "which you did not accept: there is no node to check out here. Talk to sales about "
         "a larger cluster, or say your stack runs on ROCm."
     ),
+    "reason.picked_unaccepted_platform": N_(
+        "%(name)s fits this job, but it needs a training stack that runs on ROCm: say your "
+        "stack runs on ROCm to check it out, or choose another node."
+    ),
     "reason.tight_only": N_(
         "Tight: no option keeps the upper memory estimate under the limit; this one fits at "
         "the likely value, so check memory on a short trial run before committing."

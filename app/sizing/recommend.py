@@ -231,8 +231,17 @@ def recommend(
             return Recommendation(
                 None,
                 None,
-                True,
-                [Msg("reason.only_unaccepted_platform", {"name": short_name(o.name)})],
+                r.sku is None,  # their own pick: a box to tick, not a sales conversation
+                # a node the customer picked fits, but only on a stack they did not accept:
+                # say so, not "only it fits" (every node may fit; they chose this one)
+                [
+                    Msg(
+                        "reason.picked_unaccepted_platform"
+                        if r.sku is not None
+                        else "reason.only_unaccepted_platform",
+                        {"name": short_name(o.name)},
+                    )
+                ],
                 single,
             )
         refused = [m for o in options for m in o.notes if m.code == "note.framework_layout"]

@@ -73,16 +73,20 @@ def test_rocm_platform_never_headlines_unless_accepted(client: TestClient) -> No
     assert parse_qs(q["sizing"][0])["model"] == ["llama-3.1-405b"]
 
 
-def test_only_an_unaccepted_platform_offers_the_sales_path_without_a_node(
+def test_a_picked_node_on_an_unaccepted_platform_offers_the_box_to_tick(
     client: TestClient,
 ) -> None:
+    """The customer chose MI355X for an 8B job every node fits: not "only it fits, talk to
+    sales", but the one thing to say to check it out."""
     r = client.get("/size?model=llama-3.1-8b&tokens=100B&sku=mi355x")
     rec = _recommendation(r.text)
     assert "Use this" not in rec and "</strong>" not in rec.split('class="rec-why"')[0]
-    assert "ROCm" in rec and "no node to check out" in rec
-    link = re.search(r'href="(/cluster-request\?[^"]+)"', rec)
-    assert link and "sku=" not in link.group(1)
-    assert "sizing=" in link.group(1)
+    assert "ROCm" in rec and "choose another node" in rec and "Only" not in rec
+    assert "/cluster-request" not in rec
+    link = re.search(r'href="(/size\?[^"]+)"[^>]*>My stack runs on ROCm<', rec)
+    assert link and "rocm=1" in link.group(1) and "sku=mi355x" in link.group(1)
+    ticked = _recommendation(client.get(link.group(1).replace("&amp;", "&")).text)
+    assert "Use this" in ticked and "MI355X" in ticked
 
 
 def test_a_deadline_is_never_shown_as_met_without_a_delivery_date(client: TestClient) -> None:

@@ -51,9 +51,11 @@ def test_only_an_unaccepted_platform_fits_means_no_headline_node() -> None:
     rec = out["recommendation"]
     assert out["options"][0]["fits"]
     assert rec["sku"] is None and rec["nodes"] is None
-    assert rec["talk_to_sales"] is True
-    assert rec["reason_code"]["code"] == "reason.only_unaccepted_platform"
-    assert "ROCm" in rec["reason"]
+    # the customer picked this node (every node fits an 8B job): not "only it fits, talk to
+    # sales", but what to tick to check it out
+    assert rec["talk_to_sales"] is False
+    assert rec["reason_code"]["code"] == "reason.picked_unaccepted_platform"
+    assert "ROCm" in rec["reason"] and "Only" not in rec["reason"]
     ok = size(
         {"model": {"preset": "llama-3.1-8b"}, "tokens": 1e11, "sku": "mi355x", "rocm_ok": True}
     )
