@@ -130,8 +130,9 @@ def _model_choices() -> list[tuple[str, str]]:
 
 
 def _field_error(form: forms.SizeForm, name: str, err: str | Msg) -> str:
-    if isinstance(err, Msg):  # the engine's message, a sentence beside the field
-        return full_stop(say(err))
+    if isinstance(err, Msg):  # the engine's message, a sentence beside the field, as the
+        said = say(err)  # form's own are: a capital (English), a full stop
+        return full_stop(said[:1].upper() + said[1:])
     text = _(err)
     params = form.error_params.get(name)
     return text % params if params else text

@@ -130,7 +130,7 @@ def test_eager_parallel_layouts_say_what_torch_compile_changes(client: TestClien
 def test_an_engine_error_beside_a_field_is_a_sentence_in_each_language(client: TestClient) -> None:
     url = "/size?model=llama-3.1-8b&tokens=1T&par=explicit&sharding=zero3&tp=3"
     en = client.get(url).text
-    assert re.search(r'href="#f-tp">[^<]+</a>: must divide the number of attention heads\.<', en)
+    assert re.search(r'href="#f-tp">[^<]+</a>: Must divide the number of attention heads\.<', en)
     client.cookies.set("lang", "zh_CN")
     zh = client.get(url).text
     assert re.search(r'href="#f-tp">张量并行</a>：必须能整除注意力头数。<', zh), zh
