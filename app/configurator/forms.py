@@ -334,6 +334,8 @@ def parse_query(q: Mapping[str, str], preset_ids: set[str] | frozenset[str]) -> 
                     values["tokens"], min_value=1, max_value=int(MAX_TOKENS)
                 )
             except numbers.NumberError as ne:
+                if ne.code == "number.negative":  # "not negative" would invite a 0
+                    raise FieldError(E_AT_LEAST, {"min": 1}) from None
                 raise FieldError.of(ne) from None
             req["tokens"] = float(t)
         except FieldError as e:

@@ -348,3 +348,13 @@ def test_a_one_day_deadline_and_lead_time_read_day_not_days() -> None:
     assert "within 30 days of today" in many and "delivered in 7 days," in many
     zh = say(1, 1.2, "zh_CN")
     assert "今天起 1 天内完成" in zh and "1 天交付" in zh and "days" not in zh
+
+
+def test_a_negative_token_budget_gets_the_least_budget_not_not_negative(
+    client: TestClient,
+) -> None:
+    """tokens=-1 said "Enter a number that is not negative", and the 0 it invites was then
+    refused with "Enter at least 1": both now say the least budget."""
+    for bad in ("-1", "0"):
+        html = client.get("/size", params={"model": "llama-3.1-8b", "tokens": bad}).text
+        assert "Enter at least 1" in html and "not negative" not in html, bad
