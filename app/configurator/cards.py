@@ -244,8 +244,9 @@ def accuracy(framework: str) -> dict[str, Any]:
             "and carries the widest range we give."
         ) % {"framework": name}
     memory = _(
-        "Memory per GPU on %(n)s published runs: off by %(err)s %% (median); the fit verdict "
-        "was right on %(right)s of %(all)s."
+        "Memory per GPU on %(n)s published runs with a measured peak: off by %(err)s %% "
+        "(median); whether a run fits was right on %(right)s of %(all)s runs (some report "
+        "only that they ran or ran out of memory)."
     ) % {
         "n": m["cases"],
         "err": format_number(m["median_abs_error_pct"], 1),

@@ -113,6 +113,10 @@ def test_the_answer_states_its_measured_accuracy_with_a_link(client: TestClient)
     html = client.get("/size?model=llama-3.1-8b&tokens=100B").text
     assert re.search(r"Training time on \d+ published PyTorch FSDP2 runs: off by [\d.]+ %", html)
     assert 'href="#accuracy-h"' in html and 'id="accuracy-h"' in html
+    # two counts, each said of what it counts (139 runs with a peak, 143 verdicts read as a
+    # contradiction when both were "published runs")
+    assert re.search(r"Memory per GPU on \d+ published runs with a measured peak", html)
+    assert re.search(r"right on \d+ of \d+ runs \(some report only", html)
     client.cookies.set("lang", "zh_CN")
     zh = client.get("/size?model=llama-3.1-8b&tokens=100B").text
     assert "误差中位数" in zh and "我们的估算有多准" in zh
