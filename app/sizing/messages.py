@@ -52,6 +52,7 @@ CATALOG: dict[str, str] = {
     "request.invalid": N_("is not a valid value"),
     "request.required": N_("is required"),
     "request.unknown_field": N_("unknown field"),
+    "request.more_errors": N_("and %(n)s more problems not listed"),
     "request.not_whole": N_("must be a whole number"),
     "request.not_number": N_("must be a finite number"),
     "request.not_bool": N_("must be true or false"),
