@@ -356,3 +356,11 @@ def test_every_framework_a_refusal_names_writes_the_plan(req: dict[str, Any]) ->
                 assert fw not in e.frameworks
                 for other in e.frameworks:
                     export_plan(plan, other)  # raises if it refuses too
+
+
+def test_an_unknown_framework_is_not_echoed_whole(client: TestClient) -> None:
+    r = client.post(
+        "/api/v1/sizing/launch", json={"request": R8, "option": 0, "framework": "x" * 100_000}
+    )
+    assert r.status_code == 422 and len(r.content) < 2_000
+    assert "unknown_framework" in r.text

@@ -81,7 +81,11 @@ def _unknown(framework: str) -> LaunchError:
     return LaunchError(
         "unknown_framework",
         N_("Unknown framework %(framework)s: choose one of %(choices)s."),
-        {"framework": framework, "choices": ", ".join(FRAMEWORKS)},
+        # the name as sent, cut short: a 100 KB name came back twice
+        {
+            "framework": framework[:40] + ("…" if len(framework) > 40 else ""),
+            "choices": ", ".join(FRAMEWORKS),
+        },
         tuple(FRAMEWORKS),
     )
 
