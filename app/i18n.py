@@ -125,8 +125,10 @@ _FULL_WIDTH = {
     "list": "、",
     # between a label that ends in a colon ("Reason:" / "原因：") and its value
     "after_colon": "",
+    # between two sentences ("Page number: … . Search: … ." / "页码：…。搜索：…。")
+    "sentences": "",
 }
-_ENGLISH = {"list": ", ", "after_colon": " "}
+_ENGLISH = {"list": ", ", "after_colon": " ", "sentences": " "}
 
 
 def punct(mark: str, locale: str | None = None) -> str:

@@ -77,9 +77,11 @@ def create(
         session, user=user, draft=draft, idempotency_key=idempotency_key.strip(), now=now
     )
     order = made.order
-    if draft.quote_token and order.quote_id is None:
-        # the quoted price was asked for and cannot be given: refused (the request's
-        # transaction rolls back, so no order stays), never charged at the list price
+    if made.created and draft.quote_token and order.quote_id is None:
+        # a new order asked for a quoted price that cannot be given: refused (the request's
+        # transaction rolls back, so no order stays), never charged at the list price. A
+        # replay answers with the order its key made, as it stands (repriced after a
+        # withdrawn quote's 409, it pays at the price that answer named)
         raise service.QuoteNotApplied()
     status = 201 if made.created else 200
     if body.pay:

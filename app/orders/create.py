@@ -39,6 +39,10 @@ class PriceTerms:
 
 
 QUOTE_USED = N_("This quote was already used for another order, so the list price applies.")
+QUOTE_HELD_BY_YOURS = N_(
+    "Your order #{id} holds this quote and is waiting for payment: pay it from your console "
+    "at the quoted price. A new order here would be at the list price."
+)
 
 
 def price_terms(
@@ -49,9 +53,11 @@ def price_terms(
     now: datetime,
     *,
     list_price: int | None = None,
+    user_id: int | None = None,
 ) -> PriceTerms:
     """The list price, or the quoted unit price while a matching quote is valid.
-    ``list_price``: the SKU's list price as the caller read it in this transaction."""
+    ``list_price``: the SKU's list price as the caller read it in this transaction;
+    ``user_id``: the reader, whose own unpaid order holding the quote is named as theirs."""
 
     if list_price is None:
         list_price = catalog.list_price_cents(session, sku_id)
@@ -65,6 +71,18 @@ def price_terms(
             quote_note=N_("This quote link is not valid any more, so the list price applies."),
         )
     if terms.used_order_id is not None:  # claimed by an order placed and not discarded
+        held = session.get(Order, terms.used_order_id)
+        if (
+            held is not None
+            and user_id is not None
+            and held.user_id == user_id
+            and held.status == OrderStatus.awaiting_payment.value
+        ):  # the reader's own order: pay that one, not "another order"'s list price
+            return PriceTerms(
+                unit_price_cents=list_price,
+                quote_note=QUOTE_HELD_BY_YOURS,
+                quote_note_params={"id": held.id},
+            )
         return PriceTerms(unit_price_cents=list_price, quote_note=QUOTE_USED)
     if terms.sku_id != sku_id or int(terms.quantity) != quantity:
         return PriceTerms(

@@ -521,14 +521,18 @@ def mark_delayed(
     order = load_order(session, order_id, allowed=PRE_DELIVERY)
     errors: dict[str, str] = {}
     reason = single_line(reason)  # it reaches an email subject
-    if len(reason) < 4:  # "供货延误" is a whole reason in four characters
+    # letters and digits, not dots or invisible characters ("....", "。。。。", four U+200B
+    # reached the customer as "Delayed: ."); "供货延误" is a whole reason in four
+    if sum(ch.isalnum() for ch in reason) < 4:
         errors["reason"] = N_(
             "Tell the customer what is holding the order up (at least 4 characters)."
         )
     elif len(reason) > 500:
         errors["reason"] = N_("At most 500 characters.")
     if new_estimate is None:
-        errors["new_estimate"] = N_("Give the new estimated delivery date.")
+        errors["new_estimate"] = N_(
+            "Give the new estimated delivery date, a real date (YYYY-MM-DD)."
+        )  # empty, or not a date (2027-02-30)
     elif new_estimate < now.date():
         errors["new_estimate"] = N_("The new estimate cannot be in the past.")
     elif new_estimate > now.date() + MAX_DELAY:

@@ -16,6 +16,7 @@ from app.ledger import service as ledger
 from app.orders.errors import OrderNotFound
 from app.orders.lifecycle import OrderStatus, is_late
 from app.orders.models import Order, OrderEvent, OrderHost
+from app.quotes import service as quotes
 
 
 def balance_of(session: Session, user: User | None) -> tuple[int | None, int | None]:
@@ -83,7 +84,9 @@ class Review:
     promise_available: bool
     available_cents: int
     shortfall_cents: int
-    quote_expired: bool
+    quote_expired: bool  # the quote no longer holds (expired or withdrawn): list price
+    unit_cents: int  # what paying now charges per node-month
+    total_cents: int  # ... and for the first month
 
 
 def review(session: Session, order: Order, now: datetime) -> Review:
@@ -95,16 +98,25 @@ def review(session: Session, order: Order, now: datetime) -> Review:
     else:
         pdate, expl, ok = order.promised_date, order.promise_explanation, True
     available = ledger.available_cents(session, order.user_id)
-    need = order.monthly_total_cents if order.status == OrderStatus.awaiting_payment.value else 0
+    awaiting = order.status == OrderStatus.awaiting_payment.value
     quote_expired = bool(order.quote_expires_at is not None and utc(order.quote_expires_at) <= now)
+    if awaiting and order.quote_id is not None and not quote_expired:
+        # withdrawn by sales meanwhile: the page showed the quoted price checkout then refused
+        quote_expired = not quotes.quote_price_honoured(session, order.quote_id, now)
+    unit = order.unit_price_cents
+    if awaiting and quote_expired:  # paying now charges the list price (checkout reprices)
+        unit = catalog.list_price_cents(session, order.sku_id)
+    total = unit * order.quantity
     return Review(
         order=order,
         promise_date=pdate,
         promise_explanation=expl,
         promise_available=ok,
         available_cents=available,
-        shortfall_cents=max(0, need - available),
+        shortfall_cents=max(0, (total if awaiting else 0) - available),
         quote_expired=quote_expired,
+        unit_cents=unit,
+        total_cents=total,
     )
 
 

@@ -102,7 +102,9 @@ def summary_context(
         ctx["sum_error"] = _("Enter a node count between 1 and 16.")
         return ctx
     promise = catalog.current_promise(session, spec.id, n, now)
-    terms = service.price_terms(session, spec.id, n, quote, now)
+    terms = service.price_terms(
+        session, spec.id, n, quote, now, user_id=user.id if user is not None else None
+    )
     total = terms.unit_price_cents * n
     available, _held = service.balance_of(session, user)
     ctx.update(

@@ -54,6 +54,8 @@ def shared_quote(
             "can_accept": q.status in pricing.OPEN_STATUSES,
             "deploy_url": service.deploy_url(q) if q.kind == QuoteKind.node else None,
             "honoured": exp is not None and pricing.honoured(q.status, utc(exp), now),
+            # an order holds it (one quote, one order): no price to promise here any more
+            "used": q.kind == QuoteKind.node and q.used_order_id is not None,
         }
     )
     return render(request, "quotes/public.html", ctx, headers=PRIVATE_HEADERS)

@@ -25,7 +25,7 @@ from app.errors import (
     api_field_error,
 )
 from app.web.forms import field_errors
-from app.web.i18n import gettext, labelled, punct
+from app.web.i18n import full_stop, gettext, labelled, punct
 from app.web.templating import render_error
 
 log = logging.getLogger("app")
@@ -48,6 +48,17 @@ ADDRESS_LABELS = {
     "request_id": N_("Request number"),
     "number": N_("Document number"),
     "lang": N_("Language"),
+    "q": N_("Search"),
+    "from_request": N_("Cluster request number"),
+    "prospect_email": N_("Prospect's email"),
+    "email": N_("Email"),
+    "since": N_("From"),
+    "until": N_("Until"),
+    "action": N_("Action"),
+    "actor": N_("Who"),
+    "target": N_("Target"),
+    "ip": N_("IP address"),
+    "role": N_("Role"),
     "note": N_("Note"),
     "status": N_("Status"),
 }
@@ -142,10 +153,9 @@ def install_handlers(app: FastAPI) -> None:
                 status_code=422,
             )
         per_field = field_errors(exc.errors())
-        text = punct("; ").join(
-            labelled(
-                gettext(ADDRESS_LABELS[name]) if name in ADDRESS_LABELS else name, gettext(msg)
-            )
+        # each field's message is a sentence ("This is too long.; Page number: …" read wrong)
+        text = punct("sentences").join(
+            full_stop(labelled(gettext(ADDRESS_LABELS.get(name, name)), gettext(msg)))
             for name, msg in per_field.items()
         )
         return render_error(request, 422, text, code="invalid_input")

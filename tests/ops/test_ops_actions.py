@@ -227,6 +227,14 @@ def test_delay_tells_the_customer_and_late_delivery_still_works(
     )
     assert r.status_code == 422 and "within a year" in r.text
     assert "holding the order up" not in r.text
+    # dots and invisible characters are not a reason; an impossible date is said as such
+    for empty in ("....", "。。。。", "\u200b" * 4):
+        r = client.post(
+            f"/staff/ops/orders/{order.id}/delay",
+            data={"reason": empty, "new_estimate": "2027-02-30"},
+        )
+        assert r.status_code == 422 and "at least 4 characters" in r.text, repr(empty)
+        assert "a real date (YYYY-MM-DD)" in r.text
     assert _order(engine, order.id).delay_estimate is None
 
     new_date = order.promised_date + timedelta(days=5)

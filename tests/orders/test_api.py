@@ -326,3 +326,34 @@ def test_a_quote_that_does_not_apply_is_refused_not_charged_at_list_price(
     )
     assert used.status_code == 409 and "报价" in used.json()["error"]["message"]
     ledger_ok()
+
+
+def test_a_quote_order_repriced_after_withdrawal_can_still_be_paid_by_replay(
+    raw_client: TestClient, engine, clock, make_user, stock, fund, balances, ledger_ok
+) -> None:
+    """The key's order was repriced to the list price by a withdrawn quote's 409; the same
+    request again must pay it at that price, not answer "quote_not_applied, nothing was
+    created" about an order that exists."""
+    from app.quotes import service as quotes
+    from app.quotes.models import Quote
+    from tests.orders.test_quote_checkout import make_quote
+
+    stock("hgx-b200", 2)
+    token = make_quote(engine, clock, make_user)
+    u = make_user()
+    fund(u, 2 * B200)
+    h = {**token_for(engine, clock, u), "Idempotency-Key": "w1"}
+    r = raw_client.post("/api/v1/orders", json=body(quote=token), headers=h)
+    assert r.status_code == 201 and r.json()["unit_price_cents"] == B200 * 95 // 100
+    sales = make_user(role="sales")
+    with Session(engine) as s:
+        q = s.exec(select(Quote).where(Quote.token == token)).one()
+        quotes.withdraw_quote(s, q, actor=sales, now=clock.now())
+        s.commit()
+    r = raw_client.post("/api/v1/orders", json=body(quote=token, pay=True), headers=h)
+    assert r.status_code == 409 and r.json()["error"]["code"] == "quote_withdrawn"
+    r = raw_client.post("/api/v1/orders", json=body(quote=token, pay=True), headers=h)
+    assert r.status_code == 200, r.text
+    assert r.json()["status"] == "paid" and r.json()["unit_price_cents"] == B200
+    assert balances(u) == (B200, B200)
+    ledger_ok()

@@ -256,3 +256,47 @@ def test_a_discarded_unpaid_order_frees_its_quote_for_the_prospect(
     with Session(engine) as s:
         o = s.get(Order, oid)
         assert o is not None and o.unit_price_cents == quoted and o.quote_id is not None
+
+
+def test_a_used_quote_says_so_and_the_holder_is_told_to_pay_their_own_order(
+    client, new_client, engine, clock, make_user, login, stock
+) -> None:
+    """Once an order holds the quote, its page no longer offers the quoted price; its holder
+    is pointed to their own unpaid order, not told it went to "another order"."""
+    stock("hgx-b200", 2)
+    token = make_quote(engine, clock, make_user)
+    holder = make_user()
+    login(client, holder)
+    oid = _order_id(client.post("/deploy", data=deploy_form(client, quote=token)))
+    summary = client.get(
+        "/deploy/summary",
+        params={"sku": "hgx-b200", "nodes": 1, "quote": token},
+        headers={"HX-Request": "true"},
+    ).text
+    assert f"Your order #{oid} holds this quote" in summary and "another order" not in summary
+    page = new_client().get(f"/q/{token}").text
+    assert "This quote has been used" in page and "Accept and continue to deploy" not in page
+    assert "Continue to deploy" not in page
+
+
+def test_the_review_page_shows_the_list_price_once_sales_withdrew_the_quote(
+    client, engine, clock, make_user, login, stock
+) -> None:
+    from sqlmodel import select
+
+    from app.quotes import service as quotes
+    from app.quotes.models import Quote
+
+    stock("hgx-b200", 2)
+    token = make_quote(engine, clock, make_user)
+    login(client, make_user())
+    oid = _order_id(client.post("/deploy", data=deploy_form(client, quote=token)))
+    quoted = B200 * 95 // 100
+    assert f"Pay US${quoted / 100:,.2f}" in client.get(f"/orders/{oid}/review").text
+    sales = make_user(role="sales")
+    with Session(engine) as s:
+        q = s.exec(select(Quote).where(Quote.token == token)).one()
+        quotes.withdraw_quote(s, q, actor=sales, now=clock.now())
+        s.commit()
+    page = client.get(f"/orders/{oid}/review").text
+    assert f"Pay US${B200 / 100:,.2f}" in page and "the quote expired or was withdrawn" in page

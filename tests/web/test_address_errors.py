@@ -24,3 +24,11 @@ def test_a_bad_address_value_is_named_for_the_reader(
     client.cookies.set("lang", "zh_CN")
     r = client.get(url)
     assert r.status_code == 422 and zh in r.text
+
+
+def test_several_bad_values_read_as_sentences(client: TestClient, make_user, login) -> None:  # type: ignore[no-untyped-def]
+    login(client, make_user(role="sales"))
+    r = client.get("/staff/quotes", params={"q": "x" * 300, "page": "abc"})
+    assert r.status_code == 422
+    assert "Search: " in r.text and "Page number: " in r.text
+    assert ".;" not in r.text and "q: " not in r.text
