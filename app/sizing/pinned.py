@@ -19,6 +19,7 @@ from typing import NamedTuple
 from app.sizing import compute, layout
 from app.sizing.memory import FRAMEWORKS, SAFETY_MARGIN, Layout, Memory, fit_verdict, memory
 from app.sizing.messages import Msg
+from app.sizing.options import DEADLINE_SLACK
 from app.sizing.profiles import profile
 from app.sizing.search import HOURS_PER_YEAR, MAX_MONTHS_SEARCHED, SEARCH_BUDGET, Plan, SkuSearch
 from app.sizing.splits import job_breaks
@@ -131,25 +132,20 @@ def pinned_plans(s: SkuSearch) -> tuple[list[Plan], int, Msg | None]:
     if s.r.nodes is not None:
         plan, why = plan_at(s, shape, s.r.nodes)
         return ([plan] if plan else []), s.r.nodes, why
-    need = max(shape.block * shape.ep, shape.block * (shape.shard_group or 1))
-    n0 = max(1, math.ceil(need / s.g))
-    while (n0 * s.g) % shape.block and n0 < s.max_nodes:
-        n0 += 1
+    # the fewest count the layout builds on: whole blocks, the shard group dividing the
+    # data-parallel (x CP) ranks, EP dividing the data-parallel size
+    smallest = max(1, math.ceil(shape.block / s.g))
+    n0 = _buildable_from(s, shape, smallest)
+    if n0 is None:
+        return [], smallest, _why_not_at(s, shape, smallest)
     first, why = plan_at(s, shape, n0)
     if first is None:
         return [], n0, why
-    # memory falls as more data-parallel ranks shard the states: the fewest count that fits
-    n = n0
-    while not first.fits and n < s.max_nodes:
-        found = _buildable_from(s, shape, min(s.max_nodes, 2 * n))
-        if found is None:
-            break
-        n = found
-        got, _ = plan_at(s, shape, n)
-        if got is not None and got.fits:
-            first = got
     if not first.fits:
-        return [first], n0, None
+        fitting = _fewest_fitting(s, shape, n0)
+        if fitting is None:
+            return [first], n0, None  # the card shows the shortfall at the fewest count
+        first = fitting
     out = {first.nodes: first}
     effs = [first.candidate.efficiency]
     queue = _aims(s, effs[0], first.months)
@@ -172,7 +168,65 @@ def pinned_plans(s: SkuSearch) -> tuple[list[Plan], int, Msg | None]:
         if all(abs(e - y) > 0.02 * y for y in effs):  # another speed here: aim from it too
             effs.append(e)
             queue |= {c for c in _aims(s, e, got.months) if c > n_at}
+    if s.r.max_days:
+        _meet_deadline(s, shape, out, s.r.max_days * 24 * DEADLINE_SLACK)
     return sorted(out.values(), key=lambda p: p.nodes), n0, None
+
+
+def _fewest_fitting(s: SkuSearch, shape: Pinned, n0: int) -> Plan | None:
+    """The fewest count from ``n0`` on where the layout fits (memory falls as more ranks
+    shard the states): doubling to a count that fits, then halving the gap back down (a
+    doubling alone offered 8 nodes where 6 fit)."""
+    lo, hi, best = n0, None, None
+    n = n0
+    while n < s.max_nodes:
+        nxt = _buildable_from(s, shape, min(s.max_nodes, 2 * n))
+        if nxt is None or nxt <= n:
+            break
+        n = nxt
+        got, _ = plan_at(s, shape, n)
+        if got is not None and got.fits:
+            hi, best = n, got
+            break
+        lo = n
+    if hi is None:
+        return None
+    while True:
+        mid = _buildable_from(s, shape, (lo + hi) // 2 + 1)
+        if mid is None or mid >= hi:
+            return best
+        got, _ = plan_at(s, shape, mid)
+        if got is not None and got.fits:
+            hi, best = mid, got
+        else:
+            lo = mid
+
+
+DEADLINE_STEPS = 8  # counts priced one by one above the aim when it misses the deadline
+
+
+def _meet_deadline(s: SkuSearch, shape: Pinned, out: dict[int, Plan], deadline_h: float) -> None:
+    """Price the counts just above the largest one that misses ``deadline_h`` (below the
+    fewest that meets it): the aim is worked out at another count's speed, so it can land
+    one count short (4 nodes ending on day 30.03 for a 30-day deadline that 5 meet)."""
+
+    def meets(p: Plan) -> bool:
+        f = s.finish_hours(p)
+        return f is not None and f <= deadline_h
+
+    met = [p.nodes for p in out.values() if meets(p)]
+    cap = min(met) if met else s.max_nodes + 1
+    below = [p.nodes for p in out.values() if not meets(p) and p.nodes < cap]
+    n: int | None = max(below) if below else None
+    for _ in range(DEADLINE_STEPS):
+        n = _buildable_from(s, shape, n + 1) if n is not None else None
+        if n is None or n >= cap:
+            return
+        got, _ = plan_at(s, shape, n)
+        if got is not None and got.fits:
+            out[n] = got
+            if meets(got):
+                return
 
 
 def _aims(s: SkuSearch, e: float, months: int) -> set[int]:
@@ -185,4 +239,5 @@ def _aims(s: SkuSearch, e: float, months: int) -> set[int]:
     if s.r.max_days:
         out.add(s.nodes_within(s.r.max_days * 24, e))
         out |= s.deadline_counts(s.r.max_days * 24, e)
+        out |= s.delivery_step_tops()  # where the earliest finish is, when none meets it
     return out

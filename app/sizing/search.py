@@ -139,6 +139,10 @@ class SkuSearch:
         lead = self.lead_days(p.nodes)
         return None if lead is None else lead * 24 + p.hours
 
+    def delivery_step_tops(self) -> set[int]:
+        """The most nodes each delivery step promises (the fastest count delivered then)."""
+        return {min(up_to, self.max_nodes) for up_to, _days in self.delivery or ()}
+
     def deadline_counts(self, deadline_hours: float, eff: float) -> set[int]:
         """The fewest nodes that finish by the deadline at ``eff`` for each delivery step
         (a count delivered later has less time to train)."""
@@ -332,6 +336,9 @@ class SkuSearch:
             # the deadline's count, or the most we price when even that cannot meet it
             wanted.append(min(self.max_nodes, self.nodes_within(self.r.max_days * 24, e0)))
             wanted.extend(self.deadline_counts(self.r.max_days * 24, e0))
+            # the fastest count of each delivery step: when nothing meets the deadline, the
+            # earliest finish is among them ("earliest: 1 node, day 11" while 2 took 8)
+            wanted.extend(self.delivery_step_tops())
         budget = SEARCH_BUDGET
         queue = sorted({n for n in wanted if n0 < n <= upto})
         while queue:

@@ -5,9 +5,12 @@ nodes of the same layout finished in 193)."""
 
 from __future__ import annotations
 
+from datetime import date
 from typing import Any
 
-from app.sizing import size
+import pytest
+
+from app.sizing import SizingError, size
 
 JOB: dict[str, Any] = {
     "model": {"preset": "llama-3.1-70b"},
@@ -72,3 +75,63 @@ def test_every_count_offered_holds_whole_blocks_and_the_ep_group() -> None:
     lay = o["layout"]
     assert (lay["ep"], lay["pp"]) == (8, 2)
     assert (o["nodes"] * 8) % 2 == 0 and lay["dp"] % 8 == 0
+
+
+# --- against every count pinned by hand ------------------------------------------------------
+
+TODAY = date(2026, 12, 5)
+# a stock table of the kind the configurator passes (up to N nodes delivered in D days)
+DELIVERY = {
+    "hgx-b200": ((2, 6.0), (5, 13.0), (16, 30.0)),
+    "hgx-h100": ((3, 4.0), (16, 20.0)),
+    "hgx-h200": ((16, 10.0),),
+}
+CASES = [
+    ({"model": {"preset": "llama-3.1-8b"}, "tokens": 1e12, "framework": "fsdp2",
+      "sku": "hgx-b200", "parallelism": {"sharding": "zero3"}}, [None, 20, 30, 36, 60]),
+    ({"model": {"preset": "llama-3.1-70b"}, "tokens": 1e11, "framework": "deepspeed",
+      "sku": "hgx-b200", "parallelism": {"sharding": "zero2"}}, [None, 40, 60]),
+    ({"model": {"preset": "llama-3.1-8b"}, "tokens": 3e11, "sku": "hgx-h100",
+      "parallelism": {"sharding": "zero3", "shard_group": 12}}, [None, 30]),
+    ({"model": {"preset": "gemma-2-27b"}, "tokens": 1e10, "framework": "fsdp2",
+      "sku": "hgx-b200",
+      "parallelism": {"sharding": "zero1", "tp": 2, "cp": 2, "shard_group": 8}}, [None]),
+]  # fmt: skip
+
+
+def _answer(body: dict[str, Any]) -> dict[str, Any]:
+    return size(body, delivery=DELIVERY, today=TODAY)["options"][0]  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize(("job", "deadlines"), CASES)
+def test_the_search_is_never_worse_than_a_count_pinned_by_hand(
+    job: dict[str, Any], deadlines: list[int | None]
+) -> None:
+    """The probe's cases: a deadline one count short of the count that meets it (4 nodes
+    ending on day 30.03), a shard group the fewest blocks cannot hold ("no configuration
+    fits" where 3 nodes did), a search that started above the cheapest count (shard group
+    with CP), and a doubling that offered 8 nodes where 6 fit."""
+    by_hand = []
+    for n in range(1, 41):
+        try:
+            o = _answer({**job, "nodes": n})
+        except SizingError:
+            continue
+        if o["fits"]:
+            by_hand.append(o)
+    assert by_hand
+    cheapest = min(o["rental_cost_usd"] for o in by_hand)
+    for days in deadlines:
+        body = {**job, **({"max_days": days} if days else {})}
+        got = _answer(body)
+        assert got["fits"], (days, got["notes"])
+        if days is None:
+            assert got["rental_cost_usd"] <= cheapest * 1.10, days
+            continue
+        meeting = [o for o in by_hand if o["finish_days"] is not None and o["finish_days"] <= days]
+        if meeting:
+            assert got["meets_deadline"] is True, (days, got["nodes"], got["finish_days"])
+            assert got["rental_cost_usd"] <= min(o["rental_cost_usd"] for o in meeting)
+        else:  # the earliest finish is the one named
+            dated = [o["finish_days"] for o in by_hand if o["finish_days"] is not None]
+            assert got["finish_days"] <= min(dated) + 1e-6

@@ -445,3 +445,19 @@ def test_a_pinned_layout_without_a_recompute_searches_one_that_fits() -> None:
     pinned = size({**base, "parallelism": {"sharding": "zero3"}, "recompute": "none"})
     assert pinned["options"][0]["layout"]["recompute"] == "none"  # what they set, kept
     assert not pinned["options"][0]["fits"]
+
+
+def test_the_earliest_finish_named_is_the_earliest_of_the_counts_in_stock() -> None:
+    """The headline said "the earliest finish is 1 × HGX B200, done on day 11" while 2 nodes,
+    delivered the same day, finished on day 8: the fastest count of each delivery step is
+    priced too."""
+    delivery = {"hgx-b200": ((2, 1.0), (5, 5.0), (16, 30.0))}
+    job = {"model": {"preset": "llama-3.1-8b"}, "tokens": 1e11, "sku": "hgx-b200"}
+    got = size({**job, "max_days": 1}, delivery=delivery, today=TODAY)
+    o = got["options"][0]
+    assert o["meets_deadline"] is False
+    by_hand = [
+        size({**job, "nodes": n}, delivery=delivery, today=TODAY)["options"][0]["finish_days"]
+        for n in range(1, 17)
+    ]
+    assert o["finish_days"] <= min(by_hand) * 1.01
