@@ -69,8 +69,12 @@ def _pct(fraction: float | None) -> str:
 
 
 def _gb(n: float | None) -> str:
+    """Memory in GB; a share under 0.1 GB in MB (a 1M-parameter model's weights read
+    "0.0 GB")."""
     if n is None:
         return "—"
+    if 0 < float(n) < 1e8:
+        return f"{format_number(float(n) / 1e6, 1)} MB"
     return f"{format_number(float(n) / 1e9, 1)} GB"
 
 

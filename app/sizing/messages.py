@@ -136,7 +136,7 @@ CATALOG: dict[str, str] = {
     ),
     "note.ep_dp": N_("expert parallel %(ep)s does not divide the data-parallel size %(dp)s"),
     "note.search_budget": N_("node-count search stopped at its evaluation budget"),
-    "note.no_fit": N_("no layout fits on up to %(nodes)s nodes"),
+    "note.no_fit": N_("no layout fits on up to %(nodes_text)s"),
     "note.no_fp4": N_("%(name)s has no FP4 tensor cores: FP4 training cannot run on it"),
     "note.framework_layout": N_(
         "%(framework)s cannot run this layout: the stack offers no tensor, pipeline, context "
@@ -147,7 +147,7 @@ CATALOG: dict[str, str] = {
         "months per node instead of %(months)s"
     ),
     "note.no_promised_date": N_(
-        "we cannot promise a delivery date for %(nodes)s nodes from stock: the finish date "
+        "we cannot promise a delivery date for %(nodes_text)s from stock: the finish date "
         "is a sales conversation"
     ),
     "note.misses_deadline_delivery": N_(
@@ -300,8 +300,8 @@ CATALOG: dict[str, str] = {
     "reason.runner_up_layout": N_("Runner-up layout on the same node: %(layout)s."),
     "reason.next_best": N_("Next best: %(nodes)s × %(name)s at %(cost_usd)s, %(days_text)s."),
     "reason.single_gpu": N_(
-        "Consider a single-GPU offer instead: the job fits one %(gpu_gb)s GB GPU and takes "
-        "about %(days_text)s there; an 8-GPU node is more than this job needs."
+        "Consider a single-GPU offer instead: the job fits one %(gpu_gb)s GB GPU and trains "
+        "there in %(days_text)s; an 8-GPU node is more than this job needs."
     ),
     # --- assumptions (``assumption_codes``) ------------------------------------------------
     "assumption.time_profile": N_(
@@ -435,12 +435,12 @@ def days_text(days: float, translate: Translate | None = None) -> str:
     the cards write numbers), hours under a day, whole minutes under an hour, "under a
     minute" below that (never "0.0 days", nor "0.1 hours" for a 21-second run)."""
     tr = translate or _identity
-    if days >= 1:
-        return tr(N_("%(n)s days")) % {"n": f"{days:,.1f}"}
     hours = days * 24
-    if hours >= 1:
-        return tr(N_("%(n)s hours")) % {"n": f"{hours:.1f}"}
+    if days >= 1 or round(hours, 1) >= 24:  # 23.98 hours is "1.0 days", not "24.0 hours"
+        return tr(N_("%(n)s days")) % {"n": f"{max(days, 1.0):,.1f}"}
     minutes = round(hours * 60)
+    if hours >= 1 or minutes >= 60:  # 59.7 minutes is "1.0 hours", not "60 minutes"
+        return tr(N_("%(n)s hours")) % {"n": f"{max(hours, 1.0):.1f}"}
     if minutes >= 1:
         return tr(N_("%(n)s minute") if minutes == 1 else N_("%(n)s minutes")) % {"n": minutes}
     return tr(N_("under a minute"))

@@ -220,7 +220,7 @@ def evaluate_option(s: SkuSearch, plan: Plan, runner_up: Candidate | None) -> Op
             Msg(
                 "note.misses_deadline_delivery",
                 {
-                    "max_days": _g(r.max_days),
+                    "max_days": plain_number(r.max_days),
                     "lead_days": timing.lead_days,
                     "days": hours / 24,
                     "finish_days": (timing.finish_hours or 0) / 24,
@@ -232,7 +232,9 @@ def evaluate_option(s: SkuSearch, plan: Plan, runner_up: Candidate | None) -> Op
     elif meets is False and not (
         timing.lead_days is None and hours <= (r.max_days or 0) * 24 * DEADLINE_SLACK
     ):  # (no promised date, training in time: note.no_promised_date is the reason)
-        notes.append(Msg("note.misses_deadline", {"max_days": _g(r.max_days), "days": hours / 24}))
+        notes.append(
+            Msg("note.misses_deadline", {"max_days": plain_number(r.max_days), "days": hours / 24})
+        )
     if spec.self_serve and n > SELF_SERVE_MAX_NODES:
         notes.append(Msg("note.over_self_serve", {"nodes": n, "max_nodes": SELF_SERVE_MAX_NODES}))
     if not spec.self_serve:
@@ -371,5 +373,8 @@ def time_range(s: SkuSearch, n: int, hours: float, tok_s: float | None) -> Timin
     )
 
 
-def _g(x: float | None) -> str:
-    return f"{x:g}" if x is not None else ""
+def plain_number(x: float | None) -> int | float | None:
+    """A number as the request gave it, for a message's parameters: 30, not "30" or 30.0."""
+    if x is None:
+        return None
+    return int(x) if float(x).is_integer() else x

@@ -27,7 +27,7 @@ from app.catalog.specs import NodeSpec, all_specs
 from app.sizing import compute
 from app.sizing.memory import SAFETY_MARGIN, Layout, fit_verdict, memory
 from app.sizing.messages import Msg, Translate, render
-from app.sizing.options import DEADLINE_SLACK, Option
+from app.sizing.options import DEADLINE_SLACK, Option, plain_number
 from app.sizing.params import pick
 from app.sizing.request import Request
 from app.sizing.search import HOURS_PER_YEAR, Plan, SkuSearch
@@ -259,7 +259,7 @@ def recommend(
             pool = ss or met
             best = _near_soonest(pool, _oc, _oh)
             code = "reason.deadline" if ss else "reason.sales_deadline"
-            reasons.append(Msg(code, {**_facts(best), "max_days": f"{r.max_days:g}"}))
+            reasons.append(Msg(code, {**_facts(best), "max_days": plain_number(r.max_days)}))
         else:
             pool = sorted(accepted, key=lambda o: (_of(o), _oh(o), _oc(o)))
             best = pool[0]
@@ -267,7 +267,10 @@ def recommend(
             if f is None and best.hours is not None and best.hours <= dl:
                 # it trains in time; only the delivery date is not ours to promise
                 reasons.append(
-                    Msg("reason.deadline_no_date", {**_facts(best), "max_days": f"{r.max_days:g}"})
+                    Msg(
+                        "reason.deadline_no_date",
+                        {**_facts(best), "max_days": plain_number(r.max_days)},
+                    )
                 )
             elif best.extra.get("delivery_days") and f is not None:
                 reasons.append(
@@ -275,7 +278,7 @@ def recommend(
                         "reason.deadline_missed_finish",
                         {
                             **_facts(best),
-                            "max_days": f"{r.max_days:g}",
+                            "max_days": plain_number(r.max_days),
                             "lead_days": best.extra["delivery_days"],
                             "finish_days": f,
                             "finish_day": math.ceil(f - 1e-9),  # as its finish date counts
@@ -284,7 +287,10 @@ def recommend(
                 )
             else:
                 reasons.append(
-                    Msg("reason.deadline_missed", {**_facts(best), "max_days": f"{r.max_days:g}"})
+                    Msg(
+                        "reason.deadline_missed",
+                        {**_facts(best), "max_days": plain_number(r.max_days)},
+                    )
                 )
     else:
         ss = [o for o in accepted if not o.talk_to_sales]

@@ -216,4 +216,11 @@ def test_durations_read_in_the_unit_a_reader_uses() -> None:
     assert days_text(0.5) == "12.0 hours"
     assert days_text(30 / 1440) == "30 minutes" and days_text(1 / 1440) == "1 minute"
     assert days_text(21 / 86400) == "under a minute"
+    assert days_text(0.995 / 24) == "1.0 hours" and days_text(23.98 / 24) == "1.0 days"
     assert days_text(21 / 86400, translator("zh_CN")) == "不到 1 分钟"
+
+
+def test_a_tiny_model_s_memory_reads_in_mb(client: TestClient) -> None:
+    html = client.get("/size?model=params&params=1M&tokens=1e6&sku=hgx-b200").text
+    card = _text(html.split('id="card-hgx-b200"')[1].split("</article>")[0])
+    assert "0.0 GB" not in card and " MB" in card, card

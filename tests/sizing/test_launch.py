@@ -364,3 +364,15 @@ def test_an_unknown_framework_is_not_echoed_whole(client: TestClient) -> None:
     )
     assert r.status_code == 422 and len(r.content) < 2_000
     assert "unknown_framework" in r.text
+
+
+def test_the_step_count_trains_the_budget_and_reads_in_the_singular_for_one() -> None:
+    bundle = export_launch({**R8, "tokens": 1}, 0, "megatron")
+    text = _files(bundle)["launch_megatron.sh"]
+    assert "--train-iters 1\n" in text or "--train-iters 1 " in text
+    assert "1 optimizer step of" in text and "the 1 token sized" in text
+    assert "warm-up 1 step)" in text
+    big = export_launch(R8, 0, "torchtitan").plan
+    per_step = big.global_batch_size * big.seq_len
+    assert (big.train_steps - 1) * per_step < R8["tokens"] <= big.train_steps * per_step
+    assert 1 <= big.warmup_steps <= min(2000, big.train_steps)

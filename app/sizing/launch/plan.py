@@ -119,9 +119,10 @@ class Plan:
             f"Predicted memory per GPU: {self.memory_bytes / 1e9:.1f} GB "
             f"(range {lo / 1e9:.1f}-{hi / 1e9:.1f} GB); predicted throughput: {tok}.",
             "Compare the first steps' peak memory and tokens/s with these figures.",
-            f"Steps: {self.train_steps:,} optimizer steps of {self.global_batch_size:,} x "
-            f"{self.seq_len:,} tokens train the {self.tokens:,} tokens sized "
-            f"(learning-rate warm-up {self.warmup_steps:,} steps).",
+            f"Steps: {_count(self.train_steps, 'optimizer step')} of "
+            f"{self.global_batch_size:,} x {self.seq_len:,} tokens train the "
+            f"{_count(self.tokens, 'token')} sized (learning-rate warm-up "
+            f"{_count(self.warmup_steps, 'step')}).",
         ]
         if not self.fits:
             lines.append("WARNING: the engine predicts this layout does NOT fit in GPU memory.")
@@ -145,6 +146,11 @@ class Plan:
         if self.offload_params:
             parts.append("parameters offloaded to CPU")
         return "; ".join(parts)
+
+
+def _count(n: int, word: str) -> str:
+    """ "1 step", "2 steps" (the files' comments are English)."""
+    return f"{n:,} {word}" + ("" if n == 1 else "s")
 
 
 def answer_id(request: SizingRequest) -> str:
