@@ -459,6 +459,9 @@ def pay(order_id: int, call: UserCall, form: Annotated[PayForm, Form()]) -> Resp
     ) as e:
         order = service.get_order_for(call.db, call.user, order_id)
         return _review_page(call, order, error=e.render_message(_), status_code=e.status_code)
+    except service.NotPayable as e:  # a stale tab: discarded meanwhile; its page says so
+        flash(call.request, e.render_message(_), "error")
+        return _to_order(call.request, order_id)
     if order.status in (OrderStatus.cancelled.value, OrderStatus.abandoned.value):
         return _to_order(call.request, order.id)  # paid once, since cancelled: its page says so
     flash(

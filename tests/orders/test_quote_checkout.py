@@ -300,3 +300,25 @@ def test_the_review_page_shows_the_list_price_once_sales_withdrew_the_quote(
         s.commit()
     page = client.get(f"/orders/{oid}/review").text
     assert f"Pay US${B200 / 100:,.2f}" in page and "the quote expired or was withdrawn" in page
+
+
+def test_paying_a_discarded_order_from_a_stale_tab_lands_on_its_page(
+    client, engine, clock, make_user, login, stock, fund, balances
+) -> None:
+    stock("hgx-b200", 1)
+    u = make_user()
+    fund(u, B200)
+    login(client, u)
+    oid = _order_id(client.post("/deploy", data=deploy_form(client)))
+    page = client.get(f"/orders/{oid}/review").text  # the tab kept open
+    assert client.post(f"/orders/{oid}/cancel").status_code == 303
+    r = client.post(
+        f"/orders/{oid}/pay",
+        data={
+            "idempotency_key": form_value(page, "idempotency_key"),
+            "promise_date": form_value(page, "promise_date"),
+        },
+    )
+    assert r.status_code == 303 and r.headers["location"].endswith(f"/orders/{oid}")
+    assert "cannot be paid in its current state" in client.get(r.headers["location"]).text
+    assert balances(u) == (B200, 0)
