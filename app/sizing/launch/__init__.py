@@ -149,16 +149,21 @@ def parse_body(body: Any) -> tuple[dict[str, Any], int, str | None]:
     flags): an object with ``request`` (a sizing request object), ``option`` (an integer
     >= 0) and optionally ``framework``; nothing else. Raises LaunchError naming the field."""
     if not isinstance(body, dict):
-        raise LaunchError("body_not_object", "The body must be a JSON object.", field="body")
+        raise LaunchError("body_not_object", N_("The body must be a JSON object."), field="body")
     extra = sorted(set(body) - {"request", "option", "framework"})
     if extra:
         raise LaunchError(
-            "unknown_field", "Unknown field %(name)s.", {"name": extra[0]}, field=extra[0]
+            "unknown_field",
+            N_("Unknown field %(name)s."),
+            {"name": extra[0][:40] + ("…" if len(extra[0]) > 40 else "")},
+            field=extra[0][:40],
         )
     req = body.get("request")
     if not isinstance(req, dict):
         raise LaunchError(
-            "request_required", "request must be a sizing request object.", field="request"
+            "request_required",
+            N_("request must be a sizing request object."),
+            field="request",
         )
     option = body.get("option", 0)
     if isinstance(option, bool) or not isinstance(option, int) or not 0 <= option < MAX_OPTION:
