@@ -350,7 +350,9 @@ def card(
         "svg": svg,
         "segments": [(_(s.label), s.css, _gb(s.bytes)) for s in bar.segments],
         "total": _gb(total),
-        "usable": _gb(usable),
+        # also in GiB, as the node pages state it ("85.5 GB usable" beside "80 GB" read as
+        # more memory than the GPU has: it is 79.6 GiB)
+        "usable": f"{_gb(usable)} ({format_number(usable / 2**30, 1)} GiB)",
         "limit": _gb(bar.limit),
         "headroom": _gb(headroom) if headroom else None,
         "shortfall": _gb(shortfall) if shortfall else None,

@@ -224,3 +224,9 @@ def test_a_tiny_model_s_memory_reads_in_mb(client: TestClient) -> None:
     html = client.get("/size?model=params&params=1M&tokens=1e6&sku=hgx-b200").text
     card = _text(html.split('id="card-hgx-b200"')[1].split("</article>")[0])
     assert "0.0 GB" not in card and " MB" in card, card
+
+
+def test_usable_memory_is_also_in_gib_as_the_node_pages_say(client: TestClient) -> None:
+    html = client.get("/size?model=llama-3.1-8b&tokens=100B&sku=hgx-h100").text
+    card = _text(html.split('id="card-hgx-h100"')[1].split("</article>")[0])
+    assert re.search(r"of [\d.]+ GB \(79\.\d GiB\) usable", card), card
