@@ -140,8 +140,24 @@ def claim_for_order(session: Session, quote_id: int) -> bool:
     """Checkout's question before it creates an order from a quote: may a new order use
     it? False when another order already did (one quote, one order). The quote row is
     locked until the transaction ends; ``mark_used`` records the order once it exists."""
-    q = session.exec(select(Quote).where(Quote.id == quote_id).with_for_update()).first()
+    q = _locked(session, quote_id)
     return q is not None and q.used_order_id is None
+
+
+def _locked(session: Session, quote_id: int) -> Quote | None:
+    """The quote row, locked until the transaction ends (who holds it is decided here)."""
+    return session.exec(select(Quote).where(Quote.id == quote_id).with_for_update()).first()
+
+
+def _set_holder(
+    session: Session, q: Quote, order_id: int | None, now: datetime, action: str, about: int
+) -> None:
+    """Record which order holds ``q`` (None: none), and say so in the audit log."""
+    q.used_order_id = order_id
+    q.used_at = now if order_id is not None else None
+    session.add(q)
+    session.flush()
+    audit.record(session, action, now, target=f"quote:{q.id}", order_id=about)
 
 
 def quote_price_honoured(session: Session, quote_id: int, now: datetime) -> bool:
@@ -166,27 +182,17 @@ def release_from_order(session: Session, quote_id: int, order_id: int, now: date
     """``order_id`` was discarded before it was paid: the quote it held may be used again
     (a link opened by someone else, or an order placed and thrown away, must not cost the
     prospect the quoted price)."""
-    q = session.exec(select(Quote).where(Quote.id == quote_id).with_for_update()).first()
-    if q is None or q.used_order_id != order_id:
-        return
-    q.used_order_id = None
-    q.used_at = None
-    session.add(q)
-    session.flush()
-    audit.record(session, "quote.released", now, target=f"quote:{q.id}", order_id=order_id)
+    q = _locked(session, quote_id)
+    if q is not None and q.used_order_id == order_id:
+        _set_holder(session, q, None, now, "quote.released", order_id)
 
 
 def mark_used(session: Session, quote_id: int, order_id: int, now: datetime) -> None:
     """Checkout created ``order_id`` from this quote. One quote, one order."""
-    q = session.exec(select(Quote).where(Quote.id == quote_id).with_for_update()).first()
+    q = _locked(session, quote_id)
     if q is None:
         raise QuoteNotFound()
     if q.used_order_id is not None and q.used_order_id != order_id:
         raise QuoteAlreadyUsed()
-    if q.used_order_id == order_id:
-        return
-    q.used_order_id = order_id
-    q.used_at = now
-    session.add(q)
-    session.flush()
-    audit.record(session, "quote.used", now, target=f"quote:{q.id}", order_id=order_id)
+    if q.used_order_id != order_id:
+        _set_holder(session, q, order_id, now, "quote.used", order_id)
