@@ -21,6 +21,7 @@ from sqlmodel import Session
 from app import messages
 from app.accounts.deps import CurrentUser
 from app.api.jsonbody import StrictJSONRoute
+from app.catalog import service as catalog
 from app.errors import N_, DomainError, InsufficientBalance, InvalidInput
 from app.orders import service
 from app.orders.schemas import EventOut, OrderCreate, OrderOut
@@ -36,6 +37,18 @@ router = APIRouter(prefix="/api/v1/orders", tags=["orders"], route_class=StrictJ
 
 
 def _out(session: Session, order: Order, now: Any, *, detail: bool = False) -> OrderOut:
+    assert order.id is not None
+    out = _as_stored(session, order, now, detail=detail)
+    if detail:  # one order read: its promise in the reader's language, as the console says
+        # it (the row keeps the language it was placed in; the paid checkout's answer and the
+        # list read no more than the row)
+        frozen = catalog.frozen_promise(session, order.id)
+        if frozen is not None and frozen.explanation:
+            out.promise_explanation = frozen.explanation
+    return out
+
+
+def _as_stored(session: Session, order: Order, now: Any, *, detail: bool) -> OrderOut:
     assert order.id is not None
     return OrderOut.of(
         order,

@@ -357,3 +357,22 @@ def test_a_quote_order_repriced_after_withdrawal_can_still_be_paid_by_replay(
     assert r.json()["status"] == "paid" and r.json()["unit_price_cents"] == B200
     assert balances(u) == (B200, B200)
     ledger_ok()
+
+
+def test_an_order_s_promise_is_read_in_the_reader_s_language(
+    raw_client: TestClient, engine, clock, make_user, stock, fund
+) -> None:
+    stock("hgx-b200", 2)
+    u = make_user()
+    fund(u, B200)
+    h = {**token_for(engine, clock, u), "Idempotency-Key": "p1"}
+    r = raw_client.post(
+        "/api/v1/orders", json=body(pay=True), headers={**h, "Accept-Language": "zh-CN"}
+    )
+    assert r.status_code == 201
+    oid = r.json()["id"]
+    cjk = re.compile(r"[\u4e00-\u9fff]")
+    assert cjk.search(r.json()["promise_explanation"])  # placed in Chinese
+    en = raw_client.get(f"/api/v1/orders/{oid}", headers={**h, "Accept-Language": "en-US"})
+    text = en.json()["promise_explanation"]
+    assert text and not cjk.search(text), text
