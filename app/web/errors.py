@@ -64,6 +64,24 @@ ADDRESS_LABELS = {
 }
 
 
+def _bounds_said(errors: Any, shown: dict[str, str]) -> dict[str, str]:
+    """An address value out of range, with the range ("page=-1": "Enter at least 1.", not
+    "The number is too small."), for the fields whose first error is a bound."""
+    out: dict[str, str] = {}
+    for e in errors:
+        loc = [str(p) for p in e.get("loc", ()) if p not in ("query", "path")]
+        name, ctx = (loc[0] if loc else ""), (e.get("ctx") or {})
+        if name not in shown or name in out:
+            continue
+        if e.get("type") == "greater_than_equal" and isinstance(ctx.get("ge"), int):
+            out[name] = gettext("Enter at least {min}.").format(min=ctx["ge"])
+        elif e.get("type") == "less_than_equal" and isinstance(ctx.get("le"), int):
+            out[name] = gettext("Enter at most {max}.").format(max=ctx["le"])
+        else:
+            out[name] = shown[name]
+    return out
+
+
 def _error_params(e: Any) -> dict[str, Any]:
     """The limits a client can act on (``ge``, ``le``, ``max_length``, …), JSON-safe only."""
     ctx = e.get("ctx") or {}
@@ -152,10 +170,11 @@ def install_handlers(app: FastAPI) -> None:
                 {"error": {"code": "invalid_input", "message": summary, "errors": errors}},
                 status_code=422,
             )
-        per_field = field_errors(exc.errors())
+        per_field = {name: gettext(msg) for name, msg in field_errors(exc.errors()).items()}
+        per_field.update(_bounds_said(exc.errors(), per_field))
         # each field's message is a sentence ("This is too long.; Page number: …" read wrong)
         text = punct("sentences").join(
-            full_stop(labelled(gettext(ADDRESS_LABELS.get(name, name)), gettext(msg)))
+            full_stop(labelled(gettext(ADDRESS_LABELS.get(name, name)), msg))
             for name, msg in per_field.items()
         )
         return render_error(request, 422, text, code="invalid_input")

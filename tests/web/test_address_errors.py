@@ -32,3 +32,9 @@ def test_several_bad_values_read_as_sentences(client: TestClient, make_user, log
     assert r.status_code == 422
     assert "Search: " in r.text and "Page number: " in r.text
     assert ".;" not in r.text and "q: " not in r.text
+
+
+def test_a_value_out_of_range_gives_the_range(client: TestClient, make_user, login) -> None:  # type: ignore[no-untyped-def]
+    login(client, make_user())
+    r = client.get("/receipts?page=0")
+    assert r.status_code == 422 and "Page number: Enter at least 1." in r.text, r.text[-800:]
